@@ -1,0 +1,198 @@
+"""vGPU series, type names and per-board maxima against gpu-facts §4.1–§4.3, transcribed here as text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpuadmin.catalog import GpuModel, get_catalog
+
+# gpu-facts §4.3, one row per GPU, verbatim: time-sliced "FB C:equal/mixed" and MIG-backed "slices-FB C(max)".
+TABLE_4_3 = {
+    "A100 40GB": (
+        "40C(40960MB):1/1, 20C:2/2, 10C:4/4, 8C:5/4, 5C:8/8, 4C:10/8",
+        "7-40C(1), 4-20C(1), 3-20C(2), 2-10C(3), 1-10C(4), 1-5C(7), 1-5CME(1)",
+    ),
+    "A100 80GB": (
+        "80C:1/1, 40C:2/2, 20C:4/4, 16C:5/4, 10C:8/8, 8C:10/8, 4C:20/16",
+        "7-80C(1), 4-40C(1), 3-40C(2), 2-20C(3), 1-20C(4), 1-10C(7), 1-10CME(1)",
+    ),
+    "A30": ("24C:1/1, 12C:2/2, 8C:3/2, 6C:4/4, 4C:6/4", "4-24C(1), 2-12C(2), 2-12CME(1), 1-6C(4), 1-6CME(1)"),
+    "A40": ("48C:1/1, 24C:2/2, 16C:3/2, 12C:4/4, 8C:6/4, 6C:8/8, 4C:12/8", ""),
+    "H100 80GB": (
+        "80C(81GB):1/1, 40C:2/2, 20C:4/4, 16C:6/4, 10C:8/8, 8C:10/8, 5C:16/16, 4C:20/16",
+        "7-80C(1), 4-40C(1), 3-40C(2), 2-20C(3), 1-20C(4), 1-10C(7), 1-10CME(1)",
+    ),
+    "H100 94GB": (
+        "94C(96GB):1/1, 47C:2/2, 23C:4/4, 15C:6/4, 11C:8/8, 6C:15/8, 4C:23/16",
+        "7-94C(1), 4-47C(1), 3-47C(2), 2-24C(3), 1-24C(4), 1-12C(7), 1-12CME(1)",
+    ),
+    "H200 141GB": (
+        "141C(144GB):1/1, 70C:2/2, 35C:4/4, 28C:5/5, 17C:8/8, 14C:10/10, 8C:16/16, 7C:20/20, 4C:32/32",
+        "7-141C(1), 4-71C(1), 3-71C(2), 2-35C(3), 1-35C(4), 1-18C(7), 1-18CME(1)",
+    ),
+}
+# gpu-facts §4.2 board prefixes of the catalog models, and which §4.3 row each uses.
+BOARDS = {
+    "A100-PCIE-40GB": ("A100-", "A100 40GB"),
+    "A100-SXM4-40GB": ("A100X-", "A100 40GB"),
+    "A100-PCIE-80GB": ("A100D-", "A100 80GB"),
+    "A100-SXM4-80GB": ("A100DX-", "A100 80GB"),
+    "A30": ("A30-", "A30"),
+    "A40": ("A40-", "A40"),
+    "H100-PCIE-80GB": ("H100-", "H100 80GB"),
+    "H100-SXM5-80GB": ("H100XM-", "H100 80GB"),
+    "H100-NVL-94GB": ("H100L-", "H100 94GB"),
+    "H200-NVL-141GB": ("H200-", "H200 141GB"),
+    "H200-SXM5-141GB": ("H200X-", "H200 141GB"),
+}
+
+_SLICED = re.compile(r"^(\d+)C(?:\([^)]*\))?:(\d+)/(\d+)$")
+_BACKED = re.compile(r"^(\d+)-(\d+)C(ME)?\((\d+)\)$")
+
+
+def _parse_sliced(text: str) -> dict[str, tuple[int, int, int]]:
+    out = {}
+    for item in text.split(", "):
+        m = _SLICED.match(item)
+        assert m, item
+        out[f"{m.group(1)}C"] = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    return out
+
+
+def _parse_backed(text: str) -> dict[str, tuple[str, int]]:
+    out = {}
+    for item in filter(None, text.split(", ")):
+        m = _BACKED.match(item)
+        assert m, item
+        slices, fb, me, count = m.groups()
+        out[f"{slices}-{fb}C{me or ''}"] = (f"{slices}g.{fb}gb{'+me' if me else ''}", int(count))
+    return out
+
+
+def _model(name: str) -> GpuModel:
+    model = get_catalog().model(name)
+    assert model is not None
+    return model
+
+
+@pytest.mark.parametrize("model_name", sorted(BOARDS))
+def test_time_sliced_c_types(model_name: str) -> None:
+    prefix, row = BOARDS[model_name]
+    model = _model(model_name)
+    expected = _parse_sliced(TABLE_4_3[row][0])
+    actual = {t.name: t for t in model.vgpu_types if t.series == "C" and t.mig_profile is None}
+    assert set(actual) == {prefix + suffix for suffix in expected}
+    for suffix, (fb_gb, equal, mixed) in expected.items():
+        vgpu = actual[prefix + suffix]
+        assert vgpu.framebuffer_mib == fb_gb * 1024
+        assert (vgpu.max_equal_size, vgpu.max_mixed_size) == (equal, mixed), vgpu.name
+        assert not vgpu.mig_backed
+
+
+@pytest.mark.parametrize("model_name", sorted(BOARDS))
+def test_mig_backed_types(model_name: str) -> None:
+    prefix, row = BOARDS[model_name]
+    model = _model(model_name)
+    expected = _parse_backed(TABLE_4_3[row][1])
+    actual = {t.name: t for t in model.vgpu_types if t.mig_profile is not None}
+    assert set(actual) == {prefix + suffix for suffix in expected}
+    for suffix, (profile_name, count) in expected.items():
+        vgpu = actual[prefix + suffix]
+        assert vgpu.mig_profile == profile_name
+        assert vgpu.max_equal_size == count
+        assert vgpu.max_mixed_size is None
+        assert vgpu.media_extensions == profile_name.endswith("+me")
+        profile = model.mig_profile(profile_name)
+        assert profile is not None, profile_name
+        # the per-GPU maximum of a MIG-backed type is its MIG profile's instance count
+        assert count == profile.max_instances
+
+
+def test_a100_40c_framebuffer_is_the_tables_40960_mb() -> None:
+    vgpu = _model("A100-PCIE-40GB").vgpu_type("A100-40C")
+    assert vgpu is not None and vgpu.framebuffer_mib == 40960
+
+
+def test_type_lookup_forms() -> None:
+    catalog = get_catalog()
+    for text, model_name, type_name in [
+        ("A100X-10C", "A100-SXM4-40GB", "A100X-10C"),
+        ("A100-3-20C", "A100-PCIE-40GB", "A100-3-20C"),
+        ("A100-1-5CME", "A100-PCIE-40GB", "A100-1-5CME"),
+        ("grid_a100-40c", "A100-PCIE-40GB", "A100-40C"),
+        ("grid_a100d-8c", "A100-PCIE-80GB", "A100D-8C"),
+        ("grid_a100-4c", "A100-PCIE-40GB", "A100-4C"),
+        ("a100dx-1-10cme", "A100-SXM4-80GB", "A100DX-1-10CME"),
+        ("H100XM-1-10C", "H100-SXM5-80GB", "H100XM-1-10C"),
+        ("H100-80C", "H100-PCIE-80GB", "H100-80C"),
+        ("H100L-94C", "H100-NVL-94GB", "H100L-94C"),
+        ("H200X-4-71C", "H200-SXM5-141GB", "H200X-4-71C"),
+        ("H200-141C", "H200-NVL-141GB", "H200-141C"),
+        ("A30-2-12CME", "A30", "A30-2-12CME"),
+        ("A40-48C", "A40", "A40-48C"),
+    ]:
+        model = catalog.model_for_vgpu_type(text)
+        assert model is not None and model.name == model_name, text
+        found = catalog.vgpu_type(text)
+        assert found is not None and found[0] is model and found[1].name == type_name, text
+    assert catalog.model_for_vgpu_type("T4-16C") is None
+    assert catalog.model_for_vgpu_type("A100") is None
+    assert catalog.vgpu_type("A100-3C") is None  # known board, no such type
+    assert catalog.vgpu_type("A40-1-6C") is None  # A40 has no MIG
+
+
+def test_series() -> None:
+    series = get_catalog().vgpu_series
+    assert set(series) == {"Q", "B", "A", "C"}
+    assert series["Q"].license == "RTX vWS"
+    assert series["B"].license == "vPC (or vWS)"
+    assert series["A"].license == "vApps"
+    assert series["C"].license == "NVIDIA AI Enterprise / vCS"
+    assert "compute" in series["C"].purpose
+    assert "workstation" in series["Q"].purpose
+
+
+# Types whose equal-size maximum × frame buffer exceeds the GPU's frame buffer, with the reason.
+FRAMEBUFFER_EXCEPTIONS = {
+    "H100-16C": "§4.3 gives 16C:6/4 for H100 80GB; 6 × 16 GB > 80 GB (marked uncertain in the catalog)",
+    "H100XM-16C": "§4.3 gives 16C:6/4 for H100 80GB; 6 × 16 GB > 80 GB (marked uncertain in the catalog)",
+}
+
+
+def test_time_sliced_maxima_fit_the_framebuffer() -> None:
+    """MIG-backed types are bounded by MIG instances instead (GB is rounded: 4 × H100L-1-24C > 94 GB)."""
+    for model in get_catalog().gpu_models.values():
+        total = model.vgpu_framebuffer_mib
+        for vgpu in model.vgpu_types:
+            assert total is not None
+            if vgpu.mig_backed:
+                continue
+            assert vgpu.max_mixed_size is None or vgpu.max_mixed_size <= vgpu.max_equal_size
+            fits = vgpu.max_equal_size * vgpu.framebuffer_mib <= total
+            if vgpu.name in FRAMEBUFFER_EXCEPTIONS:
+                assert not fits
+                assert vgpu.provenance.confidence == "uncertain"
+            else:
+                assert fits, vgpu.name
+
+
+def test_vgpu_framebuffer_is_the_full_type() -> None:
+    assert _model("H200-SXM5-141GB").vgpu_framebuffer_mib == 141 * 1024
+    assert _model("H100-SXM5-80GB").vgpu_framebuffer_mib == 80 * 1024
+    assert _model("B200").vgpu_framebuffer_mib is None
+    assert _model("A10").vgpu_types == ()
+
+
+def test_types_outside_the_reference_are_uncertain() -> None:
+    """L40S is not in §4.3; A40 Q sizes are 'not confirmed' — both must carry the uncertain mark."""
+    l40s = _model("L40S")
+    assert l40s.vgpu_types
+    assert all(t.provenance.confidence == "uncertain" for t in l40s.vgpu_types)
+    assert l40s.provenance_of("vgpu_prefix").confidence == "uncertain"
+    a40_q = [t for t in _model("A40").vgpu_types if t.series == "Q"]
+    assert a40_q and all(t.provenance.confidence == "uncertain" for t in a40_q)
+    assert {t.name for t in a40_q} == {f"A40-{gb}Q" for gb in (1, 2, 3, 4, 6, 8, 12, 16, 24, 48)}
+    a40_c = [t for t in _model("A40").vgpu_types if t.series == "C"]
+    assert all(t.provenance.confidence == "verified" for t in a40_c)
