@@ -1,0 +1,52 @@
+"""`validate FILE...`: inventories and change files, checked without changing anything.
+
+Exit 2 when a file cannot be read as what it claims to be (every error with file:line:column and
+the field); exit 1 when an inventory reads fine but breaks an isolation rule; 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuadmin.cli import exitcodes
+from gpuadmin.model.diagnostics import InputError
+
+if TYPE_CHECKING:
+    from gpuadmin.cli.main import Context
+
+
+def _validate(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.engine.state import ClusterState
+    from gpuadmin.render.plan import violation_lines
+    from gpuadmin.service import check_state
+    from gpuadmin.store import load_document
+
+    worst = exitcodes.OK
+    for path in args.files:
+        try:
+            kind, value = load_document(path)
+        except InputError as bad:
+            for diagnostic in bad.diagnostics:
+                sys.stderr.write(f"{diagnostic}\n")
+            worst = max(worst, exitcodes.BAD_INPUT)
+            continue
+        if kind == "inventory":
+            violations = check_state(ClusterState.from_inventory(value))  # type: ignore[arg-type]
+            if violations:
+                sys.stderr.write(f"{path}: {len(violations)} rule violation(s):\n")
+                sys.stderr.write("\n".join(violation_lines([
+                    {"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint}
+                    for v in violations])) + "\n")
+                worst = max(worst, exitcodes.REFUSED)
+                continue
+        sys.stdout.write(f"{path}: ok ({kind})\n")
+    return worst
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    validate = sub.add_parser("validate", help="check inventories and change files; changes nothing")
+    validate.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    validate.set_defaults(func=_validate)

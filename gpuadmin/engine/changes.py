@@ -1,0 +1,250 @@
+"""The change operations of DESIGN §4, as a pydantic discriminated union on `op`.
+
+The same objects come from change files, from the TUI's forms and from the scheduler. A change says
+what to do, not whether it is allowed: the planner applies it to a view and the rules judge the result.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, TypeAdapter, model_validator
+
+from gpuadmin.model.inventory import (
+    DeviceGroup,
+    Job,
+    MigInstance,
+    Name,
+    Node,
+    NonNegInt,
+    Queue,
+    Resources,
+    Slot,
+    StrictModel,
+)
+
+
+class SetMig(StrictModel):
+    """Enable MIG with exactly this layout; a missing `start` is chosen by the engine."""
+
+    op: Literal["set-mig"]
+    node: Name
+    gpu: NonNegInt
+    instances: list[MigInstance]
+
+
+class SetMode(StrictModel):
+    """Change a GPU's mode, leaving MIG if it was on."""
+
+    op: Literal["set-mode"]
+    node: Name
+    gpu: NonNegInt
+    mode: Literal["full", "time-sliced", "vgpu", "passthrough"]
+    replicas: Annotated[int, Field(ge=1)] | None = None
+
+
+class SetTimeSlicing(StrictModel):
+    """N replicas of the GPU, or of each MIG instance of `mig_profile`."""
+
+    op: Literal["set-time-slicing"]
+    node: Name
+    gpu: NonNegInt
+    replicas: Annotated[int, Field(ge=1)]
+    mig_profile: Name | None = None
+
+
+class SetDeviceGroups(StrictModel):
+    op: Literal["set-device-groups"]
+    node: Name
+    groups: list[DeviceGroup]
+
+
+class AssignVgpu(StrictModel):
+    op: Literal["assign-vgpu"]
+    node: Name
+    gpu: NonNegInt
+    vm: Name
+    profile: Name
+
+
+class RemoveVgpu(StrictModel):
+    op: Literal["remove-vgpu"]
+    node: Name
+    gpu: NonNegInt
+    vm: Name
+    profile: Name
+
+
+class AttachVm(StrictModel):
+    """Pass GPUs, or a whole device group, through to a VM."""
+
+    op: Literal["attach-vm"]
+    node: Name
+    vm: Name
+    gpus: list[NonNegInt] | None = None
+    device_group: Name | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> AttachVm:
+        if (self.gpus is None) == (self.device_group is None):
+            raise ValueError("attach-vm needs exactly one of 'gpus' or 'device_group'")
+        return self
+
+
+class DetachVm(StrictModel):
+    """Detach the named GPUs or device group from a VM; with neither, detach everything it holds."""
+
+    op: Literal["detach-vm"]
+    node: Name
+    vm: Name
+    gpus: list[NonNegInt] | None = None
+    device_group: Name | None = None
+
+
+class Cordon(StrictModel):
+    op: Literal["cordon"]
+    node: Name
+
+
+class Uncordon(StrictModel):
+    op: Literal["uncordon"]
+    node: Name
+
+
+class Drain(StrictModel):
+    """Cordon, and evict the preemptible jobs; non-preemptible ones block the plan."""
+
+    op: Literal["drain"]
+    node: Name
+
+
+class SubmitJob(StrictModel):
+    op: Literal["submit-job"]
+    job: Job
+
+
+class CancelJob(StrictModel):
+    op: Literal["cancel-job"]
+    name: Name
+
+
+class BindJob(StrictModel):
+    """Place a pending job on these slices (what the scheduler emits)."""
+
+    op: Literal["bind-job"]
+    name: Name
+    placement: list[Slot] = Field(min_length=1)
+
+
+class PreemptJob(StrictModel):
+    """Evict a running job; it is requeued with status `preempted`."""
+
+    op: Literal["preempt-job"]
+    name: Name
+
+
+class SetQuota(StrictModel):
+    op: Literal["set-quota"]
+    queue: Name
+    quota: Resources | None = None
+    limit: Resources | None = None
+    over_quota_weight: Annotated[float, Field(ge=0)] | None = None
+    priority: int | None = None
+
+
+class AddQueue(StrictModel):
+    op: Literal["add-queue"]
+    queue: Queue
+
+
+class RemoveQueue(StrictModel):
+    op: Literal["remove-queue"]
+    name: Name
+
+
+class AddNode(StrictModel):
+    op: Literal["add-node"]
+    node: Node
+
+
+class RemoveNode(StrictModel):
+    op: Literal["remove-node"]
+    name: Name
+
+
+class Restore(StrictModel):
+    """Put one entity back exactly as it was (`value: null` removes it). Undo is made of these."""
+
+    op: Literal["restore"]
+    kind: Literal["node", "job", "queue"]
+    name: Name
+    node: Node | None = None
+    job: Job | None = None
+    queue: Queue | None = None
+
+    @model_validator(mode="after")
+    def _value_matches_kind(self) -> Restore:
+        given = [k for k in ("node", "job", "queue") if getattr(self, k) is not None]
+        if given and given != [self.kind]:
+            raise ValueError(f"restore of a {self.kind} takes only '{self.kind}'")
+        return self
+
+
+Change = Annotated[
+    SetMig
+    | SetMode
+    | SetTimeSlicing
+    | SetDeviceGroups
+    | AssignVgpu
+    | RemoveVgpu
+    | AttachVm
+    | DetachVm
+    | Cordon
+    | Uncordon
+    | Drain
+    | SubmitJob
+    | CancelJob
+    | BindJob
+    | PreemptJob
+    | SetQuota
+    | AddQueue
+    | RemoveQueue
+    | AddNode
+    | RemoveNode
+    | Restore,
+    Field(discriminator="op"),
+]
+
+
+class ChangeFile(StrictModel):
+    changes: list[Change]
+
+
+CHANGE_LIST: TypeAdapter[list[Change]] = TypeAdapter(list[Change])
+
+__all__ = [
+    "CHANGE_LIST",
+    "AddNode",
+    "AddQueue",
+    "AssignVgpu",
+    "AttachVm",
+    "BindJob",
+    "CancelJob",
+    "Change",
+    "ChangeFile",
+    "Cordon",
+    "DetachVm",
+    "Drain",
+    "PreemptJob",
+    "RemoveNode",
+    "RemoveQueue",
+    "RemoveVgpu",
+    "Restore",
+    "SetDeviceGroups",
+    "SetMig",
+    "SetMode",
+    "SetQuota",
+    "SetTimeSlicing",
+    "SubmitJob",
+    "Uncordon",
+]

@@ -1,0 +1,117 @@
+"""The node-side commands a plan implies: what an operator (or mig-manager) would run to enforce it.
+
+Pure functions of the before/after of each node. MIG lines use the catalog's nvidia-smi profile ids;
+GIs are created largest first, the order in which the driver's greedy placement reproduces a valid
+layout (mig-parted retries orderings for the same reason). Kubernetes nodes get the GPU Operator's
+labels instead of hand-run MIG lines being the only route.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpuadmin.catalog import get_catalog
+from gpuadmin.model import Gpu, Node
+
+if TYPE_CHECKING:
+    from gpuadmin.engine.planner import EntityDiff
+    from gpuadmin.engine.state import View
+
+
+def mig_config_name(node: str) -> str:
+    """The mig-parted config gpuadmin exports for a node (`gpuadmin export mig-parted`)."""
+    return f"gpuadmin-{node}"
+
+
+def _mig_create(gpu: Gpu) -> str | None:
+    model = get_catalog().model(gpu.model)
+    if model is None or not gpu.mig:
+        return None
+    profiles = [(model.mig_profile(i.profile), i) for i in gpu.mig]
+    ordered = sorted(((p, i) for p, i in profiles if p is not None),
+                     key=lambda pi: (-pi[0].memory_slices, -pi[0].compute_slices, pi[1].start or 0))
+    ids = ",".join(str(p.profile_id) for p, _ in ordered)
+    where = " ".join(f"{i.profile}@{i.start}" for _, i in ordered)
+    return f"nvidia-smi mig -i {gpu.index} -cgi {ids} -C  # {where}"
+
+
+def _gpu_commands(node: Node, before: Gpu | None, after: Gpu | None) -> list[str]:
+    out: list[str] = []
+    if after is None:
+        return out
+    was_mig = before is not None and before.mode == "mig"
+    if after.mode == "mig":
+        if not was_mig:
+            out.append(f"nvidia-smi -i {after.index} -mig 1")
+        if before is None or before.mig != after.mig:
+            layout_changed = before is None or [(i.profile, i.start) for i in before.mig or ()] != [
+                (i.profile, i.start) for i in after.mig or ()]
+            if was_mig and layout_changed:
+                out.append(f"nvidia-smi mig -i {after.index} -dci")
+                out.append(f"nvidia-smi mig -i {after.index} -dgi")
+            if layout_changed:
+                create = _mig_create(after)
+                if create:
+                    out.append(create)
+    elif was_mig:
+        out += [f"nvidia-smi mig -i {after.index} -dci", f"nvidia-smi mig -i {after.index} -dgi",
+                f"nvidia-smi -i {after.index} -mig 0"]
+    return out
+
+
+def _label(node: str, key: str, value: str | None) -> str:
+    if value is None:
+        return f"kubectl label node {node} {key}-"
+    return f"kubectl label node {node} {key}={value} --overwrite"
+
+
+def _shared(node: Node) -> bool:
+    return any(g.mode == "time-sliced" or any(i.replicas for i in g.mig or ()) for g in node.gpus)
+
+
+def _node_commands(before: Node | None, after: Node) -> list[str]:
+    out: list[str] = []
+    old = {g.index: g for g in before.gpus} if before is not None else {}
+    for gpu in after.gpus:
+        out += _gpu_commands(after, old.get(gpu.index), gpu)
+    if after.platform == "kubernetes":
+        had_mig = before is not None and any(g.mode == "mig" for g in before.gpus)
+        has_mig = any(g.mode == "mig" for g in after.gpus)
+        mig_changed = before is None or [g.mig for g in before.gpus] != [g.mig for g in after.gpus] or [
+            g.mode for g in before.gpus] != [g.mode for g in after.gpus]
+        if mig_changed and (has_mig or had_mig):
+            out = [c for c in out if not c.startswith("nvidia-smi")]  # mig-manager applies it instead
+            value = mig_config_name(after.name) if has_mig else "all-disabled"
+            out.append(_label(after.name, "nvidia.com/mig.config", value))
+        was_shared = before is not None and _shared(before)
+        sharing_changed = before is None or [(g.mode, g.replicas, [i.replicas for i in g.mig or ()])
+                                             for g in before.gpus] != [
+            (g.mode, g.replicas, [i.replicas for i in g.mig or ()]) for g in after.gpus]
+        if sharing_changed and (_shared(after) or was_shared):
+            value = f"gpuadmin-{after.name}" if _shared(after) else None
+            out.append(_label(after.name, "nvidia.com/device-plugin.config", value))
+        if before is not None and before.state != after.state:
+            if after.state == "cordoned":
+                out.append(f"kubectl cordon {after.name}")
+            elif after.state == "draining":
+                out.append(f"kubectl drain {after.name} --ignore-daemonsets --delete-emptydir-data")
+            elif after.state == "ready":
+                out.append(f"kubectl uncordon {after.name}")
+    return out
+
+
+def node_commands(view: View, diff: list[EntityDiff]) -> dict[str, list[str]]:
+    """node name → the shell lines that bring it from its before to its after state."""
+    out: dict[str, list[str]] = {}
+    for d in diff:
+        if d.kind != "node":
+            continue
+        after = view.node(d.name)
+        if after is None:
+            continue
+        lines = _node_commands(view.base.nodes.get(d.name), after)
+        if lines:
+            out[d.name] = lines
+    return out
+
+

@@ -1,0 +1,516 @@
+"""plan → check → apply: every change, an operator's or the scheduler's, passes through here.
+
+`plan(state, changes)` applies the changes to a copy-on-write `View`, runs the rules on what they
+touched and returns a `Plan`: the verdict, the diff, the effects and the node-side commands. Planning
+never writes; the store persists an allowed plan's view (`apply`), and `undo` plans the inverse of a
+journal entry as `restore` changes, checked like any other plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from gpuadmin.catalog import get_catalog
+from gpuadmin.engine import changes as ch
+from gpuadmin.engine.commands import node_commands
+from gpuadmin.engine.mig import place
+from gpuadmin.engine.rules import Touched, Violation, check
+from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target
+from gpuadmin.engine.state import ClusterState, EntityKind, View
+from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue, VGpu
+
+# Checks the planner makes while applying a change to the view, before the rules run. Their ids share
+# the rules' namespace and are listed with them in docs/rules.md.
+CHANGE_CHECKS: dict[str, str] = {
+    "change.target-exists": "The node, GPU, VM, device group, job or queue a change names exists.",
+    "change.unique-name": "A submitted job, added queue or added node does not reuse a name.",
+    "change.fields": "A change's fields fit its operation (e.g. replicas only with time-sliced).",
+    "change.job-status": "Only pending or preempted jobs are bound; only running jobs are preempted.",
+    "change.in-use": "A queue with jobs or a node with running jobs is not removed.",
+    "mig.layout-fits": "A set-mig layout with starts omitted has at least one valid placement.",
+    "vgpu.mode": "vGPUs are assigned only to GPUs in vgpu mode.",
+}
+
+
+class ChangeRefused(Exception):
+    """A change that cannot even be applied to the view (its target is missing, say)."""
+
+    def __init__(self, rule: str, target: str, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.violation = Violation(rule, target, message, hint)
+
+
+@dataclass(frozen=True, slots=True)
+class EntityDiff:
+    kind: EntityKind
+    name: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    @property
+    def action(self) -> str:
+        if self.before is None:
+            return "add"
+        if self.after is None:
+            return "remove"
+        return "modify"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "action": self.action,
+                "before": self.before, "after": self.after}
+
+
+@dataclass
+class Effects:
+    evicted: list[str] = field(default_factory=list)  # running jobs this plan stops
+    bound: list[str] = field(default_factory=list)  # jobs this plan starts
+    submitted: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"evicted": self.evicted, "bound": self.bound, "submitted": self.submitted,
+                "cancelled": self.cancelled}
+
+
+@dataclass
+class Plan:
+    base_revision: int
+    changes: list[ch.Change]
+    violations: list[Violation]
+    diff: list[EntityDiff]
+    effects: Effects
+    commands: dict[str, list[str]]  # node → shell lines it would run
+    hash: str
+    view: View
+
+    @property
+    def allowed(self) -> bool:
+        return not self.violations
+
+    @property
+    def empty(self) -> bool:
+        return not self.diff
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "allowed": self.allowed,
+            "base_revision": self.base_revision,
+            "hash": self.hash,
+            "changes": [c.model_dump(mode="json", exclude_none=True) for c in self.changes],
+            "violations": [{"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint}
+                           for v in self.violations],
+            "diff": [d.to_json() for d in self.diff],
+            "effects": self.effects.to_json(),
+            "commands": self.commands,
+        }
+
+
+def dump(model: BaseModel | None) -> dict[str, Any] | None:
+    return None if model is None else model.model_dump(mode="json", exclude_none=True)
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------------------------
+# change handlers: each applies one change to the view and says what it touched
+
+
+def _node(view: View, name: str) -> Node:
+    node = view.node(name)
+    if node is None:
+        raise ChangeRefused("change.target-exists", node_target(name), f"node {name!r} does not exist")
+    return node
+
+
+def _gpu(view: View, node_name: str, index: int) -> tuple[Node, Gpu]:
+    node = _node(view, node_name)
+    gpu = node.gpu(index)
+    if gpu is None:
+        raise ChangeRefused("change.target-exists", gpu_target(node_name, index),
+                            f"node {node_name!r} has no GPU {index}")
+    return node, gpu
+
+
+def _job(view: View, name: str) -> Job:
+    job = view.job(name)
+    if job is None:
+        raise ChangeRefused("change.target-exists", job_target(name), f"job {name!r} does not exist")
+    return job
+
+
+def _queue(view: View, name: str) -> Queue:
+    queue = view.queue(name)
+    if queue is None:
+        raise ChangeRefused("change.target-exists", queue_target(name), f"queue {name!r} does not exist")
+    return queue
+
+
+def _put_gpu(view: View, node: Node, gpu: Gpu, touched: Touched) -> None:
+    gpus = [gpu if g.index == gpu.index else g for g in node.gpus]
+    view.put_node(node.name, node.model_copy(update={"gpus": gpus}))
+    touched.gpus.add((node.name, gpu.index))
+
+
+def _set_mig(view: View, c: ch.SetMig, touched: Touched) -> None:
+    node, gpu = _gpu(view, c.node, c.gpu)
+    model = get_catalog().model(gpu.model)
+    instances = list(c.instances)
+    if model is not None and model.mig_capable and any(i.start is None for i in instances):
+        chosen = place(model, [(i.profile, i.start) for i in instances])
+        if chosen is None:
+            raise ChangeRefused("mig.layout-fits", gpu_target(c.node, c.gpu),
+                                f"no placement of {', '.join(i.profile for i in instances)} fits a "
+                                f"{gpu.model}", "see `gpuadmin describe gpu` for the valid starts")
+        replicas = [i.replicas for i in instances]
+        instances = [MigInstance(profile=p, start=s, replicas=r) for (p, s), r in zip(chosen, replicas,
+                                                                                        strict=True)]
+    _put_gpu(view, node, Gpu(index=gpu.index, model=gpu.model, mode="mig", mig=instances), touched)
+
+
+def _set_mode(view: View, c: ch.SetMode, touched: Touched) -> None:
+    node, gpu = _gpu(view, c.node, c.gpu)
+    if c.mode == "time-sliced":
+        if c.replicas is None:
+            raise ChangeRefused("mode.time-slice-replicas", gpu_target(c.node, c.gpu),
+                                "set-mode time-sliced needs 'replicas'")
+        new = Gpu(index=gpu.index, model=gpu.model, mode="time-sliced", replicas=c.replicas,
+                  sharing=gpu.sharing)
+    elif c.replicas is not None:
+        raise ChangeRefused("change.fields", gpu_target(c.node, c.gpu),
+                            f"'replicas' applies to mode time-sliced, not {c.mode}")
+    else:
+        new = Gpu(index=gpu.index, model=gpu.model, mode=c.mode,
+                  vgpus=[] if c.mode == "vgpu" else None)
+    _put_gpu(view, node, new, touched)
+
+
+def _set_time_slicing(view: View, c: ch.SetTimeSlicing, touched: Touched) -> None:
+    node, gpu = _gpu(view, c.node, c.gpu)
+    if c.mig_profile is None:
+        if gpu.mode == "mig":
+            raise ChangeRefused("mode.mig-not-whole", gpu_target(c.node, c.gpu),
+                                "the GPU is in MIG mode: time-slice its instances with 'mig_profile', "
+                                "or leave MIG first with set-mode")
+        new = Gpu(index=gpu.index, model=gpu.model, mode="time-sliced", replicas=c.replicas,
+                  sharing=gpu.sharing)
+    else:
+        if gpu.mode != "mig" or not any(i.profile == c.mig_profile for i in gpu.mig or ()):
+            raise ChangeRefused("change.target-exists", gpu_target(c.node, c.gpu),
+                                f"GPU has no MIG instance of profile {c.mig_profile!r}")
+        replicas = c.replicas if c.replicas >= 2 else None
+        mig = [i.model_copy(update={"replicas": replicas}) if i.profile == c.mig_profile else i
+               for i in gpu.mig or ()]
+        new = gpu.model_copy(update={"mig": mig})
+    _put_gpu(view, node, new, touched)
+
+
+def _set_device_groups(view: View, c: ch.SetDeviceGroups, touched: Touched) -> None:
+    node = _node(view, c.node)
+    names = {g.name for g in c.groups}
+    for vm in node.vms:
+        if vm.device_group is not None and vm.device_group not in names:
+            raise ChangeRefused("group.vm-holds-whole-group", node_target(c.node),
+                                f"VM {vm.name!r} holds device group {vm.device_group!r}, which this change "
+                                "removes", "detach the VM first (detach-vm)")
+    view.put_node(node.name, node.model_copy(update={"device_groups": list(c.groups)}))
+    touched.nodes.add(node.name)
+
+
+def _vm_names(node: Node) -> set[str]:
+    return {vm.name for vm in node.vms}
+
+
+def _assign_vgpu(view: View, c: ch.AssignVgpu, touched: Touched) -> None:
+    node, gpu = _gpu(view, c.node, c.gpu)
+    if c.vm not in _vm_names(node):
+        raise ChangeRefused("change.target-exists", node_target(c.node), f"node has no VM {c.vm!r}")
+    if gpu.mode != "vgpu":
+        raise ChangeRefused("vgpu.mode", gpu_target(c.node, c.gpu),
+                            f"GPU is in mode {gpu.mode}, not vgpu", "set-mode vgpu first")
+    vgpus = [*(gpu.vgpus or ()), VGpu(vm=c.vm, profile=c.profile)]
+    _put_gpu(view, node, gpu.model_copy(update={"vgpus": vgpus}), touched)
+    touched.nodes.add(node.name)
+
+
+def _remove_vgpu(view: View, c: ch.RemoveVgpu, touched: Touched) -> None:
+    node, gpu = _gpu(view, c.node, c.gpu)
+    vgpus = list(gpu.vgpus or ())
+    for i, v in enumerate(vgpus):
+        if v.vm == c.vm and v.profile == c.profile:
+            del vgpus[i]
+            break
+    else:
+        raise ChangeRefused("change.target-exists", gpu_target(c.node, c.gpu),
+                            f"GPU has no vGPU {c.profile} for VM {c.vm!r}")
+    _put_gpu(view, node, gpu.model_copy(update={"vgpus": vgpus}), touched)
+    touched.nodes.add(node.name)
+
+
+def _attach_vm(view: View, c: ch.AttachVm, touched: Touched) -> None:
+    node = _node(view, c.node)
+    vm = next((v for v in node.vms if v.name == c.vm), None)
+    if vm is None:
+        raise ChangeRefused("change.target-exists", node_target(c.node), f"node has no VM {c.vm!r}")
+    gpus = list(node.gpus)
+    if c.device_group is not None:
+        if c.device_group not in {g.name for g in node.device_groups}:
+            raise ChangeRefused("change.target-exists", node_target(c.node),
+                                f"node has no device group {c.device_group!r}")
+        vm = vm.model_copy(update={"device_group": c.device_group})
+    for index in c.gpus or ():
+        gpu = node.gpu(index)
+        if gpu is None:
+            raise ChangeRefused("change.target-exists", gpu_target(c.node, index),
+                                f"node {c.node!r} has no GPU {index}")
+        if view.holders(c.node, index):
+            raise ChangeRefused("placement.slot-free", gpu_target(c.node, index),
+                                f"GPU {index} is held by {', '.join(sorted(view.holders(c.node, index)))}")
+        gpus = [Gpu(index=index, model=gpu.model, mode="passthrough", vm=c.vm) if g.index == index else g
+                for g in gpus]
+        touched.gpus.add((c.node, index))
+    if c.gpus:
+        vm = vm.model_copy(update={"gpus": sorted({*(vm.gpus or ()), *c.gpus})})
+    vms = [vm if v.name == c.vm else v for v in node.vms]
+    view.put_node(node.name, node.model_copy(update={"vms": vms, "gpus": gpus}))
+    touched.nodes.add(node.name)
+
+
+def _detach_vm(view: View, c: ch.DetachVm, touched: Touched) -> None:
+    node = _node(view, c.node)
+    vm = next((v for v in node.vms if v.name == c.vm), None)
+    if vm is None:
+        raise ChangeRefused("change.target-exists", node_target(c.node), f"node has no VM {c.vm!r}")
+    everything = c.gpus is None and c.device_group is None
+    release = set(vm.gpus or ()) if everything else set(c.gpus or ())
+    update: dict[str, Any] = {"gpus": sorted(set(vm.gpus or ()) - release) or None}
+    if everything or (c.device_group is not None and vm.device_group == c.device_group):
+        update["device_group"] = None
+    vms = [vm.model_copy(update=update) if v.name == c.vm else v for v in node.vms]
+    gpus = [Gpu(index=g.index, model=g.model, mode="full") if g.index in release and g.vm == c.vm else g
+            for g in node.gpus]
+    touched.gpus |= {(c.node, i) for i in release}
+    view.put_node(node.name, node.model_copy(update={"vms": vms, "gpus": gpus}))
+    touched.nodes.add(node.name)
+
+
+def _set_state(view: View, name: str, state: str, touched: Touched) -> None:
+    node = _node(view, name)
+    view.put_node(name, node.model_copy(update={"state": state}))
+    touched.nodes.add(name)
+
+
+def _evict(view: View, job: Job, touched: Touched) -> None:
+    view.put_job(job.name, job.model_copy(update={"status": "preempted", "placement": []}))
+    touched.jobs.add(job.name)
+
+
+def _running_on(view: View, node: Node) -> list[Job]:
+    names: set[str] = set()
+    for gpu in node.gpus:
+        names |= view.holders(node.name, gpu.index)
+    jobs = [view.job(n) for n in sorted(names)]
+    return [j for j in jobs if j is not None]
+
+
+def _drain(view: View, c: ch.Drain, touched: Touched) -> None:
+    node = _node(view, c.node)
+    _set_state(view, c.node, "draining", touched)
+    for job in _running_on(view, node):
+        if job.preemptible:
+            _evict(view, job, touched)
+        else:
+            touched.jobs.add(job.name)  # the nodes.drain-blocked rule refuses the plan
+
+
+def _submit(view: View, c: ch.SubmitJob, touched: Touched) -> None:
+    if view.job(c.job.name) is not None:
+        raise ChangeRefused("change.unique-name", job_target(c.job.name), f"job {c.job.name!r} exists")
+    if c.job.status != "pending":
+        raise ChangeRefused("change.fields", job_target(c.job.name),
+                            f"a submitted job is pending, not {c.job.status}", "bind it with bind-job")
+    _queue(view, c.job.queue)
+    view.put_job(c.job.name, c.job)
+    touched.jobs.add(c.job.name)
+
+
+def _cancel(view: View, c: ch.CancelJob, touched: Touched) -> None:
+    job = _job(view, c.name)
+    touched.jobs.add(job.name)
+    touched.queues.add(job.queue)
+    view.put_job(job.name, None)
+
+
+def _bind(view: View, c: ch.BindJob, touched: Touched) -> None:
+    job = _job(view, c.name)
+    if job.status not in ("pending", "preempted"):
+        raise ChangeRefused("change.job-status", job_target(c.name),
+                            f"job {c.name!r} is {job.status}; only pending or preempted jobs are bound")
+    view.put_job(job.name, job.model_copy(update={"status": "running", "placement": list(c.placement)}))
+    touched.jobs.add(job.name)
+
+
+def _preempt(view: View, c: ch.PreemptJob, touched: Touched) -> None:
+    job = _job(view, c.name)
+    if job.status != "running":
+        raise ChangeRefused("change.job-status", job_target(c.name), f"job {c.name!r} is not running")
+    _evict(view, job, touched)
+
+
+def _set_quota(view: View, c: ch.SetQuota, touched: Touched) -> None:
+    queue = _queue(view, c.queue)
+    update = {k: getattr(c, k) for k in ("quota", "limit", "over_quota_weight", "priority")
+              if getattr(c, k) is not None}
+    view.put_queue(queue.name, queue.model_copy(update=update))
+    touched.queues.add(queue.name)
+
+
+def _add_queue(view: View, c: ch.AddQueue, touched: Touched) -> None:
+    if view.queue(c.queue.name) is not None:
+        raise ChangeRefused("change.unique-name", queue_target(c.queue.name),
+                            f"queue {c.queue.name!r} exists")
+    view.put_queue(c.queue.name, c.queue)
+    touched.queues.add(c.queue.name)
+
+
+def _remove_queue(view: View, c: ch.RemoveQueue, touched: Touched) -> None:
+    _queue(view, c.name)
+    users = [j.name for j in view.jobs() if j.queue == c.name]
+    if users:
+        raise ChangeRefused("change.in-use", queue_target(c.name),
+                            f"queue {c.name!r} still has {len(users)} job(s), e.g. {users[0]!r}",
+                            "cancel or move its jobs first")
+    view.put_queue(c.name, None)
+
+
+def _add_node(view: View, c: ch.AddNode, touched: Touched) -> None:
+    if view.node(c.node.name) is not None:
+        raise ChangeRefused("change.unique-name", node_target(c.node.name), f"node {c.node.name!r} exists")
+    view.put_node(c.node.name, c.node)
+    touched.nodes.add(c.node.name)
+    touched.gpus |= {(c.node.name, g.index) for g in c.node.gpus}
+
+
+def _remove_node(view: View, c: ch.RemoveNode, touched: Touched) -> None:
+    node = _node(view, c.name)
+    running = _running_on(view, node)
+    if running:
+        raise ChangeRefused("change.in-use", node_target(c.name),
+                            f"node {c.name!r} runs {len(running)} job(s), e.g. {running[0].name!r}",
+                            "drain it first")
+    view.put_node(c.name, None)
+
+
+def _restore(view: View, c: ch.Restore, touched: Touched) -> None:
+    if c.kind == "node":
+        before = view.node(c.name)
+        view.put_node(c.name, c.node)
+        for node in (before, c.node):
+            if node is not None:
+                touched.gpus |= {(node.name, g.index) for g in node.gpus}
+        touched.nodes.add(c.name)
+    elif c.kind == "job":
+        view.put_job(c.name, c.job)
+        touched.jobs.add(c.name)
+    else:
+        view.put_queue(c.name, c.queue)
+        touched.queues.add(c.name)
+
+
+_HANDLERS: dict[type[BaseModel], Callable[[View, Any, Touched], None]] = {
+    ch.SetMig: _set_mig,
+    ch.SetMode: _set_mode,
+    ch.SetTimeSlicing: _set_time_slicing,
+    ch.SetDeviceGroups: _set_device_groups,
+    ch.AssignVgpu: _assign_vgpu,
+    ch.RemoveVgpu: _remove_vgpu,
+    ch.AttachVm: _attach_vm,
+    ch.DetachVm: _detach_vm,
+    ch.Cordon: lambda v, c, t: _set_state(v, c.node, "cordoned", t),
+    ch.Uncordon: lambda v, c, t: _set_state(v, c.node, "ready", t),
+    ch.Drain: _drain,
+    ch.SubmitJob: _submit,
+    ch.CancelJob: _cancel,
+    ch.BindJob: _bind,
+    ch.PreemptJob: _preempt,
+    ch.SetQuota: _set_quota,
+    ch.AddQueue: _add_queue,
+    ch.RemoveQueue: _remove_queue,
+    ch.AddNode: _add_node,
+    ch.RemoveNode: _remove_node,
+    ch.Restore: _restore,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _diff(view: View) -> list[EntityDiff]:
+    out: list[EntityDiff] = []
+    tables: list[tuple[EntityKind, dict[str, Any], dict[str, Any]]] = [
+        ("node", view.node_edits, view.base.nodes),
+        ("queue", view.queue_edits, view.base.queues),
+        ("job", view.job_edits, view.base.jobs),
+    ]
+    for kind, edits, base in tables:
+        for name, after in edits.items():
+            before_d, after_d = dump(base.get(name)), dump(after)
+            if before_d != after_d:
+                out.append(EntityDiff(kind, name, before_d, after_d))
+    return out
+
+
+def _effects(view: View) -> Effects:
+    effects = Effects()
+    for name, after in view.job_edits.items():
+        before = view.base.jobs.get(name)
+        was_running = before is not None and before.status == "running"
+        is_running = after is not None and after.status == "running"
+        if before is None and after is not None:
+            effects.submitted.append(name)
+        if after is None and before is not None:
+            effects.cancelled.append(name)
+        if was_running and not is_running:
+            effects.evicted.append(name)
+        if is_running and (not was_running or (before is not None and after is not None
+                                                and before.placement != after.placement)):
+            effects.bound.append(name)
+    return effects
+
+
+def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
+    view = View(state)
+    touched = Touched()
+    refusals: list[Violation] = []
+    for change in changes:
+        try:
+            _HANDLERS[type(change)](view, change, touched)
+        except ChangeRefused as refused:
+            refusals.append(refused.violation)
+    violations = refusals + check(view, touched)
+    diff = _diff(view)
+    commands = node_commands(view, diff)
+    digest = hashlib.sha256(_canonical({
+        "base_revision": state.revision,
+        "changes": [c.model_dump(mode="json") for c in changes],
+        "diff": [d.to_json() for d in diff],
+    }).encode()).hexdigest()
+    return Plan(state.revision, list(changes), violations, diff, _effects(view), commands, digest, view)
+
+
+def inverse(diffs: Iterable[EntityDiff]) -> list[ch.Change]:
+    """The `restore` changes that put every entity of these diffs back to its `before`."""
+    out: list[ch.Change] = []
+    for d in diffs:
+        value: dict[str, Any] = {"op": "restore", "kind": d.kind, "name": d.name}
+        if d.before is not None:
+            value[d.kind] = d.before
+        out.append(ch.Restore.model_validate(value, strict=False))
+    return out

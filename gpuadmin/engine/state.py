@@ -1,0 +1,216 @@
+"""The cluster state the engine reasons about, and the copy-on-write view a plan is computed on.
+
+`ClusterState` indexes an inventory by name and keeps who holds which GPU, so that a rule can ask
+"who runs on node n, GPU g" without scanning every job. `View` overlays a plan's edits on a state
+without copying it: its cost follows what a change touches, not the size of the cluster.
+Models are treated as immutable values; an edit puts a new copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from gpuadmin.engine.usage import ZERO, Usage, job_usage
+from gpuadmin.model import Inventory, Job, Node, Queue
+
+EntityKind = Literal["node", "job", "queue"]
+GpuKey = tuple[str, int]  # (node name, GPU index)
+_T = TypeVar("_T")
+
+
+def job_gpu_keys(job: Job) -> set[GpuKey]:
+    return {(slot.node, slot.gpu) for slot in job.placement} if job.status == "running" else set()
+
+
+@dataclass
+class ClusterState:
+    """A committed revision: the inventory by name, plus who holds each GPU."""
+
+    cluster: str
+    revision: int = 0
+    nodes: dict[str, Node] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
+    queues: dict[str, Queue] = field(default_factory=dict)
+    holders: dict[GpuKey, set[str]] = field(default_factory=dict)
+    usage: dict[str, Usage] = field(default_factory=dict)  # running jobs, by job
+    queue_usage: dict[str, Usage] = field(default_factory=dict)
+
+    @classmethod
+    def from_inventory(cls, inv: Inventory, revision: int = 0) -> ClusterState:
+        state = cls(
+            cluster=inv.cluster,
+            revision=revision,
+            nodes={n.name: n for n in inv.nodes},
+            jobs={j.name: j for j in inv.jobs},
+            queues={q.name: q for q in inv.queues},
+        )
+        for job in inv.jobs:
+            state._index(job)
+        return state
+
+    def _index(self, job: Job) -> None:
+        for key in job_gpu_keys(job):
+            self.holders.setdefault(key, set()).add(job.name)
+        if job.status == "running":
+            used = job_usage(job, self.nodes.get)
+            self.usage[job.name] = used
+            self.queue_usage[job.queue] = self.queue_usage.get(job.queue, ZERO) + used
+
+    def _unindex(self, job: Job) -> None:
+        for key in job_gpu_keys(job):
+            self.holders[key].discard(job.name)
+        used = self.usage.pop(job.name, None)
+        if used is not None:
+            self.queue_usage[job.queue] = self.queue_usage.get(job.queue, ZERO) - used
+
+    def to_inventory(self) -> Inventory:
+        return Inventory(
+            version=1,
+            cluster=self.cluster,
+            queues=list(self.queues.values()),
+            nodes=list(self.nodes.values()),
+            jobs=list(self.jobs.values()),
+        )
+
+    def commit(self, view: View) -> None:
+        """Fold a view's edits into this state in place (after the store has written them)."""
+        for name, node in view.node_edits.items():
+            _put(self.nodes, name, node)
+        for name, queue in view.queue_edits.items():
+            _put(self.queues, name, queue)
+        for name, job in view.job_edits.items():
+            old = self.jobs.get(name)
+            if old is not None:
+                self._unindex(old)
+            _put(self.jobs, name, job)
+            if job is not None:
+                self._index(job)
+        self.revision += 1
+
+
+def _put(table: dict[str, _T], name: str, value: _T | None) -> None:
+    if value is None:
+        table.pop(name, None)
+    else:
+        table[name] = value
+
+
+class View:
+    """A copy-on-write overlay of edits on a `ClusterState`; reads fall through to the base.
+
+    `None` in an edit table means "removed". `touched` records what the edits reach, so that the
+    rules check exactly that.
+    """
+
+    def __init__(self, base: ClusterState) -> None:
+        self.base = base
+        self.node_edits: dict[str, Node | None] = {}
+        self.job_edits: dict[str, Job | None] = {}
+        self.queue_edits: dict[str, Queue | None] = {}
+        self._holder_edits: dict[GpuKey, set[str]] = {}
+        self._usage_edits: dict[str, Usage | None] = {}
+        self._queue_usage_edits: dict[str, Usage] = {}
+
+    @property
+    def cluster(self) -> str:
+        return self.base.cluster
+
+    @property
+    def revision(self) -> int:
+        return self.base.revision
+
+    # reads ------------------------------------------------------------------------------------
+    def node(self, name: str) -> Node | None:
+        if name in self.node_edits:
+            return self.node_edits[name]
+        return self.base.nodes.get(name)
+
+    def job(self, name: str) -> Job | None:
+        if name in self.job_edits:
+            return self.job_edits[name]
+        return self.base.jobs.get(name)
+
+    def queue(self, name: str) -> Queue | None:
+        if name in self.queue_edits:
+            return self.queue_edits[name]
+        return self.base.queues.get(name)
+
+    def holders(self, node: str, gpu: int) -> set[str]:
+        """Names of the running jobs that hold (part of) this GPU."""
+        key = (node, gpu)
+        if key in self._holder_edits:
+            return self._holder_edits[key]
+        return self.base.holders.get(key, set())
+
+    def job_usage(self, name: str) -> Usage:
+        if name in self._usage_edits:
+            return self._usage_edits[name] or ZERO
+        return self.base.usage.get(name, ZERO)
+
+    def queue_usage(self, name: str) -> Usage:
+        """What the queue's running jobs use now, borrowed quota included."""
+        if name in self._queue_usage_edits:
+            return self._queue_usage_edits[name]
+        return self.base.queue_usage.get(name, ZERO)
+
+    def nodes(self) -> Iterator[Node]:
+        for name, node in self.base.nodes.items():
+            edited = self.node_edits[name] if name in self.node_edits else node
+            if edited is not None:
+                yield edited
+        for name, node in self.node_edits.items():
+            if name not in self.base.nodes and node is not None:
+                yield node
+
+    def jobs(self) -> Iterator[Job]:
+        """All jobs in submission order (FIFO): the base's order, then jobs this view added."""
+        for name, job in self.base.jobs.items():
+            edited = self.job_edits[name] if name in self.job_edits else job
+            if edited is not None:
+                yield edited
+        for name, job in self.job_edits.items():
+            if name not in self.base.jobs and job is not None:
+                yield job
+
+    def queues(self) -> Iterator[Queue]:
+        for name, queue in self.base.queues.items():
+            edited = self.queue_edits[name] if name in self.queue_edits else queue
+            if edited is not None:
+                yield edited
+        for name, queue in self.queue_edits.items():
+            if name not in self.base.queues and queue is not None:
+                yield queue
+
+    # writes -----------------------------------------------------------------------------------
+    def put_node(self, name: str, node: Node | None) -> None:
+        self.node_edits[name] = node
+
+    def put_queue(self, name: str, queue: Queue | None) -> None:
+        self.queue_edits[name] = queue
+
+    def put_job(self, name: str, job: Job | None) -> None:
+        old = self.job(name)
+        if old is not None:
+            for key in job_gpu_keys(old):
+                self._edit_holders(key).discard(name)
+            old_usage = self.job_usage(name)
+            self._queue_usage_edits[old.queue] = self.queue_usage(old.queue) - old_usage
+        self.job_edits[name] = job
+        self._usage_edits[name] = None
+        if job is not None:
+            for key in job_gpu_keys(job):
+                self._edit_holders(key).add(name)
+            if job.status == "running":
+                used = job_usage(job, self.node)
+                self._usage_edits[name] = used
+                self._queue_usage_edits[job.queue] = self.queue_usage(job.queue) + used
+
+    def _edit_holders(self, key: GpuKey) -> set[str]:
+        if key not in self._holder_edits:
+            self._holder_edits[key] = set(self.base.holders.get(key, set()))
+        return self._holder_edits[key]
+
+    def is_empty(self) -> bool:
+        return not (self.node_edits or self.job_edits or self.queue_edits)

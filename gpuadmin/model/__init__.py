@@ -1,0 +1,35 @@
+"""The inventory model: nodes, GPUs, partitions, device groups, VMs, queues, jobs."""
+
+from gpuadmin.model.inventory import (
+    DeviceGroup,
+    Gpu,
+    Inventory,
+    Job,
+    MigInstance,
+    Node,
+    Queue,
+    Rdma,
+    Request,
+    Resources,
+    Slot,
+    VGpu,
+    Vm,
+    VSphere,
+)
+
+__all__ = [
+    "DeviceGroup",
+    "Gpu",
+    "Inventory",
+    "Job",
+    "MigInstance",
+    "Node",
+    "Queue",
+    "Rdma",
+    "Request",
+    "Resources",
+    "Slot",
+    "VGpu",
+    "VSphere",
+    "Vm",
+]

@@ -1,0 +1,229 @@
+"""Pydantic models of the inventory file (DESIGN §3).
+
+Every model is strict and forbids unknown keys: an inventory is read exactly as written, or refused.
+Cross-references (catalog models, queues, VMs, device groups) are checked in `references.py`, which
+needs the catalog; the models here check only what one object can know about itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gpuadmin.catalog import get_catalog
+
+Platform = Literal["baremetal", "vsphere", "kubernetes"]
+NodeState = Literal["ready", "cordoned", "draining", "down"]
+GpuMode = Literal["full", "mig", "time-sliced", "vgpu", "passthrough"]
+NvlinkKind = Literal["nvswitch", "pairs", "none"]
+SharingStrategy = Literal["time-slicing", "mps"]
+Isolation = Literal["exclusive", "shared"]
+JobStatus = Literal["pending", "running", "completed", "preempted"]
+
+Name = Annotated[str, Field(min_length=1, max_length=253)]
+NonNegInt = Annotated[int, Field(ge=0)]
+PosInt = Annotated[int, Field(ge=1)]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", validate_assignment=False)
+
+
+class MigInstance(StrictModel):
+    """One GPU instance. `start` is the first memory slice; the engine picks one where it is omitted."""
+
+    profile: Name
+    start: NonNegInt | None = None
+    replicas: Annotated[int, Field(ge=2)] | None = None  # time-slicing of this instance
+
+
+class VGpu(StrictModel):
+    vm: Name
+    profile: Name
+
+
+class Gpu(StrictModel):
+    index: NonNegInt
+    model: Name
+    mode: GpuMode = "full"
+    mig: list[MigInstance] | None = None
+    replicas: PosInt | None = None
+    sharing: SharingStrategy | None = None
+    vgpus: list[VGpu] | None = None
+    vm: Name | None = None  # passthrough holder
+
+    @model_validator(mode="after")
+    def _fields_match_mode(self) -> Gpu:
+        if self.mig is not None and self.mode != "mig":
+            raise ValueError(f"'mig' is only allowed with mode: mig (mode is {self.mode})")
+        if self.replicas is not None and self.mode != "time-sliced":
+            raise ValueError(f"'replicas' is only allowed with mode: time-sliced (mode is {self.mode})")
+        if self.mode == "time-sliced" and self.replicas is None:
+            raise ValueError("mode: time-sliced needs 'replicas'")
+        if self.sharing is not None and self.mode != "time-sliced":
+            raise ValueError(f"'sharing' is only allowed with mode: time-sliced (mode is {self.mode})")
+        if self.vgpus is not None and self.mode != "vgpu":
+            raise ValueError(f"'vgpus' is only allowed with mode: vgpu (mode is {self.mode})")
+        if self.vm is not None and self.mode != "passthrough":
+            raise ValueError(f"'vm' is only allowed with mode: passthrough (mode is {self.mode})")
+        return self
+
+
+class Rdma(StrictModel):
+    nics: PosInt
+    gbps: PosInt
+    network: Name
+
+
+class VSphere(StrictModel):
+    version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+(U[0-9]+)?$")]
+
+
+class DeviceGroup(StrictModel):
+    name: Name
+    gpus: list[NonNegInt]
+
+
+class Vm(StrictModel):
+    name: Name
+    hardware_version: Annotated[int, Field(ge=1, le=99)]
+    device_group: Name | None = None
+    gpus: list[NonNegInt] | None = None  # passthrough GPUs by index
+
+
+class Node(StrictModel):
+    name: Name
+    platform: Platform
+    shape: Name | None = None
+    cpus: PosInt | None = None
+    memory_gib: PosInt | None = None
+    rdma: Rdma | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    state: NodeState = "ready"
+    nvlink: NvlinkKind | None = None
+    vsphere: VSphere | None = None
+    gpus: list[Gpu] = Field(default_factory=list)
+    device_groups: list[DeviceGroup] = Field(default_factory=list)
+    vms: list[Vm] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _shape_defaults(self) -> Node:
+        """A known shape fills what the operator left out; what is written always wins."""
+        shape = get_catalog().shapes.get(self.shape) if self.shape else None
+        if shape is not None:
+            if self.cpus is None:
+                self.cpus = shape.cpus
+            if self.memory_gib is None:
+                self.memory_gib = shape.memory_gib
+            if self.nvlink is None:
+                self.nvlink = shape.nvlink
+        return self
+
+    @model_validator(mode="after")
+    def _vsphere_fields(self) -> Node:
+        if self.platform == "vsphere" and self.vsphere is None:
+            raise ValueError("platform: vsphere needs 'vsphere: {version: ...}'")
+        if self.platform != "vsphere" and (self.vsphere or self.device_groups or self.vms):
+            raise ValueError("'vsphere', 'device_groups' and 'vms' need platform: vsphere")
+        return self
+
+    @property
+    def nvlink_kind(self) -> NvlinkKind:
+        return self.nvlink or "none"
+
+    def gpu(self, index: int) -> Gpu | None:
+        for gpu in self.gpus:
+            if gpu.index == index:
+                return gpu
+        return None
+
+
+class Resources(StrictModel):
+    gpus: NonNegInt | None = None
+    gpu_memory_gib: Annotated[float, Field(ge=0)] | None = None
+
+
+class Queue(StrictModel):
+    name: Name
+    quota: Resources = Field(default_factory=Resources)
+    limit: Resources | None = None
+    over_quota_weight: Annotated[float, Field(ge=0)] = 1.0
+    priority: int = 0
+
+
+class Request(StrictModel):
+    """Exactly one of gpus / mig / fraction / gpu_memory_gib. `gpus` counts GPUs per node of a gang."""
+
+    gpus: PosInt | None = None
+    mig: Name | None = None
+    fraction: Annotated[float, Field(gt=0, lt=1)] | None = None
+    gpu_memory_gib: Annotated[float, Field(gt=0)] | None = None
+    model: Name | None = None
+    nodes: PosInt = 1
+    nvlink: bool = False
+    rdma: bool = False
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Request:
+        kinds = [k for k in ("gpus", "mig", "fraction", "gpu_memory_gib") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            found = ", ".join(kinds) if kinds else "none"
+            raise ValueError(f"a request needs exactly one of gpus, mig, fraction, gpu_memory_gib (found {found})")
+        if self.nodes > 1 and self.gpus is None:
+            raise ValueError("a multi-node gang ('nodes' > 1) requests whole GPUs with 'gpus'")
+        return self
+
+    @property
+    def kind(self) -> Literal["gpus", "mig", "fraction", "gpu_memory_gib"]:
+        if self.gpus is not None:
+            return "gpus"
+        if self.mig is not None:
+            return "mig"
+        if self.fraction is not None:
+            return "fraction"
+        return "gpu_memory_gib"
+
+
+class Slot(StrictModel):
+    """One slice a running job holds: a whole GPU, a MIG instance (by its start), or a shared replica."""
+
+    node: Name
+    gpu: NonNegInt
+    mig_start: NonNegInt | None = None
+
+
+class Job(StrictModel):
+    name: Name
+    queue: Name
+    request: Request
+    priority: int = 0
+    preemptible: bool = True
+    isolation: Isolation | None = None
+    status: JobStatus = "pending"
+    placement: list[Slot] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _placement_matches_status(self) -> Job:
+        if self.status == "running" and not self.placement:
+            raise ValueError("a running job needs its 'placement'")
+        if self.status != "running" and self.placement:
+            raise ValueError(f"only a running job has a 'placement' (status is {self.status})")
+        if self.isolation == "exclusive" and self.request.kind in ("fraction", "gpu_memory_gib"):
+            raise ValueError("isolation: exclusive cannot be combined with a fractional request")
+        return self
+
+    @property
+    def shared(self) -> bool:
+        """Fractional requests share a GPU; so does any job that asks for `isolation: shared`."""
+        if self.isolation is not None:
+            return self.isolation == "shared"
+        return self.request.kind in ("fraction", "gpu_memory_gib")
+
+
+class Inventory(StrictModel):
+    version: Literal[1]
+    cluster: Name
+    queues: list[Queue] = Field(default_factory=list)
+    nodes: list[Node] = Field(default_factory=list)
+    jobs: list[Job] = Field(default_factory=list)

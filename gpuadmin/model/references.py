@@ -1,0 +1,103 @@
+"""Cross-reference checks of an inventory: names that must exist, and names and indexes that must be unique.
+
+These need the catalog (GPU models, shapes) and the whole inventory, so they run after the schema. The
+physical rules (MIG placements, vGPU sizes, quotas) belong to the engine's rule catalog, not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuadmin.catalog import get_catalog
+from gpuadmin.model.diagnostics import Diagnostic, PathPart, dotted
+from gpuadmin.model.inventory import Inventory, Node
+
+
+def _duplicates(
+    names: Iterable[tuple[str | int, tuple[PathPart, ...]]], what: str
+) -> list[Diagnostic]:
+    seen: dict[str | int, tuple[PathPart, ...]] = {}
+    out: list[Diagnostic] = []
+    for name, path in names:
+        first = seen.get(name)
+        if first is None:
+            seen[name] = path
+        else:
+            out.append(Diagnostic(f"duplicate {what} {name!r} (first defined at {dotted(first)})", path,
+                                  "reference"))
+    return out
+
+
+def _check_node(node: Node, base: tuple[PathPart, ...]) -> list[Diagnostic]:
+    catalog = get_catalog()
+    out: list[Diagnostic] = []
+    if node.shape is not None and node.shape not in catalog.shapes:
+        known = ", ".join(sorted(catalog.shapes))
+        out.append(Diagnostic(f"unknown shape {node.shape!r}", (*base, "shape"), "reference",
+                              hint=f"known shapes: {known}; or omit 'shape'"))
+    out += _duplicates(((g.index, (*base, "gpus", i, "index")) for i, g in enumerate(node.gpus)),
+                       "GPU index")
+    indexes = {g.index for g in node.gpus}
+    vms = {vm.name for vm in node.vms}
+    groups = {g.name for g in node.device_groups}
+    for i, gpu in enumerate(node.gpus):
+        path = (*base, "gpus", i)
+        if catalog.model(gpu.model) is None:
+            out.append(Diagnostic(f"unknown GPU model {gpu.model!r}", (*path, "model"), "reference",
+                                  hint="models are catalog names such as H100-SXM5-80GB; "
+                                       "`gpuadmin describe catalog` lists them"))
+        for j, vgpu in enumerate(gpu.vgpus or ()):
+            if vgpu.vm not in vms:
+                out.append(Diagnostic(f"vGPU names VM {vgpu.vm!r}, which is not defined on node {node.name!r}",
+                                      (*path, "vgpus", j, "vm"), "reference"))
+        if gpu.vm is not None and gpu.vm not in vms:
+            out.append(Diagnostic(f"passthrough GPU names VM {gpu.vm!r}, which is not defined on node "
+                                  f"{node.name!r}", (*path, "vm"), "reference"))
+    out += _duplicates(((g.name, (*base, "device_groups", i, "name"))
+                        for i, g in enumerate(node.device_groups)), "device group")
+    for i, group in enumerate(node.device_groups):
+        for j, index in enumerate(group.gpus):
+            if index not in indexes:
+                out.append(Diagnostic(f"device group {group.name!r} names GPU {index}, which node "
+                                      f"{node.name!r} does not have", (*base, "device_groups", i, "gpus", j),
+                                      "reference"))
+    out += _duplicates(((vm.name, (*base, "vms", i, "name")) for i, vm in enumerate(node.vms)), "VM")
+    for i, vm in enumerate(node.vms):
+        if vm.device_group is not None and vm.device_group not in groups:
+            out.append(Diagnostic(f"VM {vm.name!r} names device group {vm.device_group!r}, which is not "
+                                  f"defined on node {node.name!r}", (*base, "vms", i, "device_group"),
+                                  "reference"))
+        for j, index in enumerate(vm.gpus or ()):
+            if index not in indexes:
+                out.append(Diagnostic(f"VM {vm.name!r} names GPU {index}, which node {node.name!r} does not "
+                                      "have", (*base, "vms", i, "gpus", j), "reference"))
+    return out
+
+
+def check_references(inv: Inventory) -> list[Diagnostic]:
+    """Every dangling reference and duplicate name, each with the dotted path of the offending field."""
+    catalog = get_catalog()
+    out: list[Diagnostic] = []
+    out += _duplicates(((q.name, ("queues", i, "name")) for i, q in enumerate(inv.queues)), "queue")
+    out += _duplicates(((n.name, ("nodes", i, "name")) for i, n in enumerate(inv.nodes)), "node")
+    out += _duplicates(((j.name, ("jobs", i, "name")) for i, j in enumerate(inv.jobs)), "job")
+    nodes = {n.name: n for n in inv.nodes}
+    queues = {q.name for q in inv.queues}
+    for i, node in enumerate(inv.nodes):
+        out += _check_node(node, ("nodes", i))
+    for i, job in enumerate(inv.jobs):
+        if job.queue not in queues:
+            out.append(Diagnostic(f"job {job.name!r} names queue {job.queue!r}, which is not defined",
+                                  ("jobs", i, "queue"), "reference"))
+        if job.request.model is not None and catalog.model(job.request.model) is None:
+            out.append(Diagnostic(f"unknown GPU model {job.request.model!r}", ("jobs", i, "request", "model"),
+                                  "reference"))
+        for j, slot in enumerate(job.placement):
+            node = nodes.get(slot.node)
+            if node is None:
+                out.append(Diagnostic(f"placement names node {slot.node!r}, which is not defined",
+                                      ("jobs", i, "placement", j, "node"), "reference"))
+            elif node.gpu(slot.gpu) is None:
+                out.append(Diagnostic(f"placement names GPU {slot.gpu} of node {slot.node!r}, which it does "
+                                      "not have", ("jobs", i, "placement", j, "gpu"), "reference"))
+    return out

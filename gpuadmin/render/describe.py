@@ -1,0 +1,129 @@
+"""`describe`: everything about one entity, as plain data, and its text form.
+
+Catalog facts carry their confidence: where the reference marks a fact derived or uncertain, the
+description says so next to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuadmin.catalog import GpuModel, get_catalog
+from gpuadmin.engine.state import View
+from gpuadmin.model import Gpu, Job, Node, Queue
+from gpuadmin.render.rows import describe_request, gpu_row, job_row, node_row, placement_text, queue_row
+from gpuadmin.render.text import safe
+
+
+def _mark(confidence: str) -> str:
+    return "" if confidence == "verified" else f" [{confidence}]"
+
+
+def model_facts(model: GpuModel) -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "name": model.name,
+        "memory_mib": model.memory_mib,
+        "sms": model.sms,
+        "mig_capable": model.mig_capable,
+        "source": model.provenance.source,
+        "confidence": model.provenance.confidence,
+    }
+    if model.mig_capable:
+        facts["mig_profiles"] = [
+            {"name": p.name, "profile_id": p.profile_id, "compute_slices": p.compute_slices,
+             "memory_slices": p.memory_slices, "max_instances": p.max_instances, "starts": list(p.starts),
+             "confidence": p.provenance.confidence, "source": p.provenance.source}
+            for p in model.mig_profiles
+        ]
+    return facts
+
+
+def describe_gpu(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
+    row = gpu_row(view, node, gpu)
+    model = get_catalog().model(gpu.model)
+    holders = [view.job(n) for n in sorted(view.holders(node.name, gpu.index))]
+    return {
+        "kind": "gpu", "name": f"{node.name}/{gpu.index}", "summary": {k.lower(): v for k, v in row.items()},
+        "spec": gpu.model_dump(mode="json", exclude_none=True),
+        "holders": [{"job": j.name, "request": describe_request(j), "placement": placement_text(j)}
+                    for j in holders if j is not None],
+        "model": model_facts(model) if model is not None else None,
+    }
+
+
+def describe_node(view: View, node: Node) -> dict[str, Any]:
+    row = node_row(view, node)
+    return {
+        "kind": "node", "name": node.name, "summary": {k.lower(): v for k, v in row.items()},
+        "spec": node.model_dump(mode="json", exclude_none=True, exclude={"gpus"}),
+        "gpus": [{k.lower(): v for k, v in gpu_row(view, node, g).items()} for g in node.gpus],
+    }
+
+
+def describe_job(view: View, job: Job, reason: dict[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": "job", "name": job.name, "summary": {k.lower(): v for k, v in job_row(view, job).items()},
+        "spec": job.model_dump(mode="json", exclude_none=True),
+    }
+    if reason is not None:
+        out["pending"] = reason
+    return out
+
+
+def describe_queue(view: View, queue: Queue) -> dict[str, Any]:
+    jobs = [j for j in view.jobs() if j.queue == queue.name]
+    return {
+        "kind": "queue", "name": queue.name, "summary": {k.lower(): v for k, v in queue_row(view, queue).items()},
+        "spec": queue.model_dump(mode="json", exclude_none=True),
+        "jobs": {status: sum(1 for j in jobs if j.status == status)
+                 for status in ("running", "pending", "preempted", "completed")},
+    }
+
+
+def _lines(value: Any, indent: int) -> list[str]:
+    pad = "  " * indent
+    if isinstance(value, dict):
+        out: list[str] = []
+        for key, item in value.items():
+            if isinstance(item, dict | list) and item:
+                out.append(f"{pad}{safe(key)}:")
+                out += _lines(item, indent + 1)
+            else:
+                out.append(f"{pad}{safe(key)}: {_scalar(item)}")
+        return out
+    if isinstance(value, list):
+        out = []
+        for item in value:
+            if isinstance(item, dict) and item:
+                first, *rest = _lines(item, indent + 1)
+                out.append(f"{pad}- {first.strip()}")
+                out += rest
+            else:
+                out.append(f"{pad}- {_scalar(item)}")
+        return out
+    return [f"{pad}{_scalar(value)}"]
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "-"
+    if value == [] or value == {}:
+        return "-"
+    return safe(value)
+
+
+def as_text(data: dict[str, Any]) -> str:
+    """An indented, plain-text rendering; confidence marks shown after catalog facts."""
+    model = data.get("model")
+    if isinstance(model, dict):
+        model = dict(model)
+        model["name"] = f"{model['name']}{_mark(str(model.get('confidence', 'verified')))}"
+        profiles = model.get("mig_profiles")
+        if isinstance(profiles, list):
+            model["mig_profiles"] = [
+                f"{p['name']} (id {p['profile_id']}, {p['compute_slices']}c/{p['memory_slices']}m, "
+                f"max {p['max_instances']}, starts {','.join(str(s) for s in p['starts'])})"
+                f"{_mark(str(p['confidence']))}" for p in profiles
+            ]
+        data = {**data, "model": model}
+    return "\n".join(_lines(data, 0)) + "\n"

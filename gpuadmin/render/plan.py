@@ -1,0 +1,69 @@
+"""A plan as text: verdict, violations with their rule ids, diff, effects and node commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuadmin.render.text import safe
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        out = {}
+        for i, item in enumerate(value):
+            out.update(_flatten(item, f"{prefix}[{i}]"))
+        return out
+    return {prefix: value}
+
+
+def field_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
+    """(field path, before, after) for every leaf that differs."""
+    old, new = _flatten(before or {}), _flatten(after or {})
+    return [(k, old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+
+
+def violation_lines(violations: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for v in violations:
+        line = f"  ✗ [{v['rule']}] {safe(v['target'])}: {safe(v['message'])}"
+        if v.get("hint"):
+            line += f"\n      hint: {safe(v['hint'])}"
+        out.append(line)
+    return out
+
+
+def plan_text(data: dict[str, Any]) -> str:
+    """The text form of `Plan.to_json()`; status is in words, never colour alone."""
+    verdict = "ALLOWED" if data["allowed"] else "REFUSED"
+    lines = [f"Plan against revision {data['base_revision']}: {verdict} "
+             f"({len(data['changes'])} change(s), {len(data['violations'])} violation(s))",
+             f"hash {data['hash'][:16]}"]
+    if data["violations"]:
+        lines.append("Violations:")
+        lines += violation_lines(data["violations"])
+    if data["diff"]:
+        lines.append("Diff:")
+        for d in data["diff"]:
+            sign = {"add": "+", "remove": "-", "modify": "~"}[d["action"]]
+            lines.append(f"  {sign} {d['kind']}/{safe(d['name'])}")
+            if d["action"] == "modify":
+                for path, old, new in field_changes(d["before"], d["after"]):
+                    lines.append(f"      {safe(path)}: {safe(old)} -> {safe(new)}")
+    else:
+        lines.append("No changes: the state already matches.")
+    effects = {k: v for k, v in data["effects"].items() if v}
+    if effects:
+        lines.append("Effects:")
+        for key, names in effects.items():
+            lines.append(f"  {key}: {', '.join(safe(n) for n in names)}")
+    if data["commands"]:
+        lines.append("Node commands:")
+        for node, cmds in data["commands"].items():
+            lines.append(f"  {safe(node)}:")
+            lines += [f"    {safe(c)}" for c in cmds]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,247 @@
+"""Rows of every listing (`get KIND`, the TUI's tables): pure functions from domain objects to columns.
+
+Each kind has its columns (the `table` set, and the `wide` set that adds to it) and a row function.
+The values are plain data; the CLI formats them as text, JSON or YAML, the TUI as cells.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from gpuadmin.catalog import get_catalog
+from gpuadmin.engine.state import View
+from gpuadmin.model import Gpu, Job, Node, Queue
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Listing:
+    kind: str
+    columns: tuple[str, ...]
+    wide: tuple[str, ...]
+    rows: Callable[[View], Iterator[Row]] | None  # None: rows come from the store (the journal)
+    key: str = "NAME"  # the column `get KIND NAME` and `-o name` use
+
+
+def _mode_summary(node: Node) -> str:
+    counts = Counter(g.mode for g in node.gpus)
+    return " ".join(f"{mode}:{n}" for mode, n in sorted(counts.items()))
+
+
+def _models(node: Node) -> str:
+    counts = Counter(g.model for g in node.gpus)
+    return ",".join(f"{n}x{model}" for model, n in sorted(counts.items()))
+
+
+def gpu_busy(view: View, node: Node, gpu: Gpu) -> bool:
+    return bool(view.holders(node.name, gpu.index)) or bool(gpu.vgpus) or gpu.vm is not None
+
+
+def node_row(view: View, node: Node) -> Row:
+    used = sum(1 for g in node.gpus if gpu_busy(view, node, g))
+    rdma = f"{node.rdma.nics}x{node.rdma.gbps}G {node.rdma.network}" if node.rdma else "-"
+    return {
+        "NAME": node.name, "PLATFORM": node.platform, "STATE": node.state, "GPUS": len(node.gpus),
+        "USED": used, "FREE": len(node.gpus) - used, "MODELS": _models(node), "MODES": _mode_summary(node),
+        "RDMA": rdma, "SHAPE": node.shape or "-", "CPUS": node.cpus, "MEMORY_GIB": node.memory_gib,
+        "NVLINK": node.nvlink_kind, "LABELS": ",".join(f"{k}={v}" for k, v in sorted(node.labels.items())),
+    }
+
+
+def _layout(gpu: Gpu) -> str:
+    if gpu.mode == "mig":
+        return " ".join(f"{i.profile}@{i.start if i.start is not None else '?'}"
+                        + (f"x{i.replicas}" if i.replicas else "") for i in gpu.mig or ()) or "(no instances)"
+    if gpu.mode == "time-sliced":
+        return f"{gpu.replicas} replicas" + (f" ({gpu.sharing})" if gpu.sharing else "")
+    if gpu.mode == "vgpu":
+        return " ".join(f"{v.profile}>{v.vm}" for v in gpu.vgpus or ()) or "(no vGPUs)"
+    if gpu.mode == "passthrough":
+        return f"vm {gpu.vm}" if gpu.vm else "(unattached)"
+    return "whole"
+
+
+def gpu_row(view: View, node: Node, gpu: Gpu) -> Row:
+    model = get_catalog().model(gpu.model)
+    holders = sorted(view.holders(node.name, gpu.index))
+    return {
+        "NODE": node.name, "GPU": gpu.index, "MODEL": gpu.model, "MODE": gpu.mode, "LAYOUT": _layout(gpu),
+        "HOLDERS": ",".join(holders) or "-", "NAME": f"{node.name}/{gpu.index}",
+        "MEMORY_MIB": model.memory_mib if model else None, "NODE_STATE": node.state,
+    }
+
+
+def _slices(view: View, node: Node, gpu: Gpu) -> Iterator[Row]:
+    holders = [j for j in (view.job(n) for n in sorted(view.holders(node.name, gpu.index))) if j is not None]
+
+    def on(mig_start: int | None) -> list[Job]:
+        return [j for j in holders if any(s.node == node.name and s.gpu == gpu.index and s.mig_start == mig_start
+                                          for s in j.placement)]
+
+    base = {"NODE": node.name, "GPU": gpu.index, "MODEL": gpu.model}
+    if gpu.mode == "mig":
+        for inst in gpu.mig or ():
+            jobs = on(inst.start)
+            kind = f"mig {inst.profile}@{inst.start}"
+            share = f"{len(jobs)}/{inst.replicas}" if inst.replicas else ("1/1" if jobs else "0/1")
+            yield {**base, "SLICE": kind, "SHARE": share, "HOLDERS": ",".join(j.name for j in jobs) or "-",
+                   "NAME": f"{node.name}/{gpu.index}/mig{inst.start}"}
+    elif gpu.mode == "time-sliced":
+        jobs = on(None)
+        yield {**base, "SLICE": f"time-sliced x{gpu.replicas}", "SHARE": f"{len(jobs)}/{gpu.replicas}",
+               "HOLDERS": ",".join(j.name for j in jobs) or "-", "NAME": f"{node.name}/{gpu.index}"}
+    elif gpu.mode == "vgpu":
+        for i, v in enumerate(gpu.vgpus or ()):
+            yield {**base, "SLICE": f"vgpu {v.profile}", "SHARE": "1/1", "HOLDERS": f"vm:{v.vm}",
+                   "NAME": f"{node.name}/{gpu.index}/vgpu{i}"}
+    elif gpu.mode == "passthrough":
+        yield {**base, "SLICE": "passthrough", "SHARE": "1/1" if gpu.vm else "0/1",
+               "HOLDERS": f"vm:{gpu.vm}" if gpu.vm else "-", "NAME": f"{node.name}/{gpu.index}"}
+    else:
+        jobs = on(None)
+        yield {**base, "SLICE": "whole", "SHARE": "1/1" if jobs else "0/1",
+               "HOLDERS": ",".join(j.name for j in jobs) or "-", "NAME": f"{node.name}/{gpu.index}"}
+
+
+def _group_rows(view: View) -> Iterator[Row]:
+    for node in view.nodes():
+        holders = {vm.device_group: vm.name for vm in node.vms if vm.device_group}
+        for group in node.device_groups:
+            yield {"NODE": node.name, "NAME": group.name, "SIZE": len(group.gpus),
+                   "GPUS": ",".join(str(g) for g in group.gpus), "VM": holders.get(group.name, "-"),
+                   "NVLINK": node.nvlink_kind}
+
+
+def describe_request(job: Job) -> str:
+    r = job.request
+    if r.gpus is not None:
+        text = f"{r.gpus} GPU" + ("s" if r.gpus > 1 else "")
+        if r.nodes > 1:
+            text += f" x{r.nodes} nodes"
+    elif r.mig is not None:
+        text = f"mig {r.mig}"
+    elif r.fraction is not None:
+        text = f"{r.fraction:g} GPU"
+    else:
+        text = f"{r.gpu_memory_gib:g} GiB"
+    flags = [f for f, on in (("nvlink", r.nvlink), ("rdma", r.rdma)) if on]
+    if r.model:
+        flags.append(r.model)
+    if job.isolation:
+        flags.append(job.isolation)
+    return text + (" " + " ".join(flags) if flags else "")
+
+
+def _ranges(indexes: list[int]) -> str:
+    """[0, 1, 2, 3, 6] -> "0-3,6"."""
+    runs: list[list[int]] = []
+    for i in sorted(indexes):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if a != b else f"{a}" for a, b in runs)
+
+
+def placement_text(job: Job) -> str:
+    """`node/0-7,node2/0-7` for whole GPUs; `node/1/mig4` for MIG instances."""
+    whole: dict[str, list[int]] = {}
+    parts: list[str] = []
+    for s in job.placement:
+        if s.mig_start is None:
+            if s.node not in whole:
+                whole[s.node] = []
+                parts.append(s.node)
+            whole[s.node].append(s.gpu)
+        else:
+            parts.append(f"{s.node}/{s.gpu}/mig{s.mig_start}")
+    return ",".join(f"{p}/{_ranges(whole[p])}" if p in whole else p for p in parts)
+
+
+def job_row(view: View, job: Job, reason: str | None = None) -> Row:
+    return {
+        "NAME": job.name, "QUEUE": job.queue, "STATUS": job.status, "REQUEST": describe_request(job),
+        "PRIORITY": job.priority, "PREEMPTIBLE": job.preemptible,
+        "PLACEMENT": placement_text(job) or "-", "REASON": reason or "-",
+    }
+
+
+def _fmt_res(gpus: float | None, mem: float | None) -> str:
+    parts = []
+    if gpus is not None:
+        parts.append(f"{gpus:g} GPU")
+    if mem is not None:
+        parts.append(f"{mem:g} GiB")
+    return " ".join(parts) or "-"
+
+
+def queue_row(view: View, queue: Queue) -> Row:
+    used = view.queue_usage(queue.name)
+    quota = queue.quota.gpus or 0
+    return {
+        "NAME": queue.name, "QUOTA": _fmt_res(queue.quota.gpus, queue.quota.gpu_memory_gib),
+        "LIMIT": _fmt_res(queue.limit.gpus, queue.limit.gpu_memory_gib) if queue.limit else "-",
+        "USED_GPUS": round(used.gpus, 3), "BORROWED_GPUS": round(max(0.0, used.gpus - quota), 3),
+        "USED_GIB": round(used.gpu_memory_gib, 1), "WEIGHT": queue.over_quota_weight,
+        "PRIORITY": queue.priority,
+    }
+
+
+def _node_rows(view: View) -> Iterator[Row]:
+    for node in view.nodes():
+        yield node_row(view, node)
+
+
+def _gpu_rows(view: View) -> Iterator[Row]:
+    for node in view.nodes():
+        for gpu in node.gpus:
+            yield gpu_row(view, node, gpu)
+
+
+def _slice_rows(view: View) -> Iterator[Row]:
+    for node in view.nodes():
+        for gpu in node.gpus:
+            yield from _slices(view, node, gpu)
+
+
+def _job_rows(view: View) -> Iterator[Row]:
+    for job in view.jobs():
+        yield job_row(view, job)
+
+
+def _queue_rows(view: View) -> Iterator[Row]:
+    for queue in view.queues():
+        yield queue_row(view, queue)
+
+
+def journal_row(entry: Any) -> Row:
+    """A journal entry (gpuadmin.store.JournalEntry) as a row; duck-typed to keep render free of store."""
+    ops = Counter(c.get("op", "?") for c in (entry.plan or {}).get("changes", []))
+    return {
+        "ID": entry.id, "NAME": str(entry.id), "REVISION": entry.revision, "BASE": entry.base_revision,
+        "AT": entry.at, "ACTOR": entry.actor, "ORIGIN": entry.origin or "local", "VERDICT": entry.verdict,
+        "OUTCOME": entry.outcome, "CHANGES": " ".join(f"{op}x{n}" if n > 1 else op for op, n in ops.items()),
+        "MESSAGE": entry.message or "",
+    }
+
+
+JOURNAL = Listing("entry", ("ID", "REVISION", "AT", "ACTOR", "ORIGIN", "OUTCOME", "CHANGES"),
+                  ("BASE", "VERDICT", "MESSAGE"), None, key="ID")
+
+
+LISTINGS: dict[str, Listing] = {
+    "nodes": Listing("node", ("NAME", "PLATFORM", "STATE", "GPUS", "USED", "MODES", "RDMA"),
+                     ("MODELS", "SHAPE", "CPUS", "MEMORY_GIB", "NVLINK", "LABELS"), _node_rows),
+    "gpus": Listing("gpu", ("NODE", "GPU", "MODEL", "MODE", "LAYOUT", "HOLDERS"), ("MEMORY_MIB", "NODE_STATE"),
+                    _gpu_rows),
+    "slices": Listing("slice", ("NODE", "GPU", "SLICE", "SHARE", "HOLDERS"), ("MODEL",), _slice_rows),
+    "groups": Listing("group", ("NODE", "NAME", "SIZE", "GPUS", "VM"), ("NVLINK",), _group_rows),
+    "jobs": Listing("job", ("NAME", "QUEUE", "STATUS", "REQUEST", "PLACEMENT"), ("PRIORITY", "PREEMPTIBLE"),
+                    _job_rows),
+    "queues": Listing("queue", ("NAME", "QUOTA", "LIMIT", "USED_GPUS", "BORROWED_GPUS"),
+                      ("USED_GIB", "WEIGHT", "PRIORITY"), _queue_rows),
+}

@@ -1,0 +1,12 @@
+"""Untrusted text made safe to print: names from inventories never become terminal escapes."""
+
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: object) -> str:
+    """Replace control, C1 and bidi-override characters with visible escapes (`\\x1b`, `\\u202e`)."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
