@@ -1,0 +1,567 @@
+"""A strict YAML reader for inventories and change files.
+
+`load_yaml(text, file)` parses with PyYAML's C parser (libyaml) and returns a `LoadedYaml`: the plain Python
+data plus the composed node tree. The tree is kept so that any path tuple — from a pydantic error, a reference
+check, a rule — can be mapped to `(line, column)` *lazily*, only when an error has to be reported
+(`LoadedYaml.mark(path)` / `LoadedYaml.locate(diagnostic)`); the success path never looks at a mark.
+
+What is refused, each as a `Diagnostic(kind="yaml")` with `file:line:column`, all of a file in one
+`InputError`:
+
+- files over `MAX_BYTES` (checked before parsing; `load_yaml_file` checks the size before reading);
+- bytes that are not UTF-8 (each bad byte sequence by its offset); a UTF-8 BOM is accepted and dropped;
+- syntax errors (the parser's own mark), tabs used for indentation (named as such);
+- duplicate mapping keys (both lines named), non-scalar keys, YAML 1.1 merge keys (`<<`);
+- octal-looking numbers (`0755`, `012`, `0o17`, `0b101`) and YAML 1.1 sexagesimal numbers (`1:30`);
+- aliases that expand past `max(ALIAS_MIN_BOUND, ALIAS_RATIO * written nodes)` nodes (billion laughs), and
+  recursive aliases; any tag beyond the YAML core schema (`!!python/...`, `!!binary`, `!!set`, custom `!x`);
+- an empty document and a top level that is not a mapping.
+
+Scalars resolve by the YAML 1.2 core schema, not PyYAML's YAML 1.1 one: only `true`/`false` (`True`,
+`TRUE`...) are booleans, `yes`/`no`/`on`/`off`/`y`/`n` stay strings (so a schema reports "not a boolean"
+at the right path), `1e3` is a float, `2024-01-01` is a string, `null`/`~`/empty is null.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import operator
+import os
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from gpuadmin.model.diagnostics import Diagnostic, InputError, PathPart
+
+__all__ = [
+    "ALIAS_MIN_BOUND",
+    "ALIAS_RATIO",
+    "MAX_BYTES",
+    "YAML11_BOOLEANS",
+    "LoadedYaml",
+    "load_yaml",
+    "load_yaml_file",
+    "resolve_plain",
+]
+
+#: Files larger than this are refused before they are parsed (tests lower it).
+MAX_BYTES = 64 * 1024 * 1024
+#: Alias expansion bound: a document may expand to at most max(ALIAS_MIN_BOUND, ALIAS_RATIO * written) nodes.
+ALIAS_MIN_BOUND = 100_000
+ALIAS_RATIO = 10
+#: Words YAML 1.1 reads as booleans; here they are strings, and schemas name them in their errors.
+YAML11_BOOLEANS = frozenset({"yes", "no", "on", "off", "y", "n"})
+
+_MAX_ENCODING_ERRORS = 20
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+# Internal tags for plain scalars that are refused; no document can name them by accident.
+_OCTAL = "tag:gpuadmin.invalid,2024:octal"
+_SEXAGESIMAL = "tag:gpuadmin.invalid,2024:sexagesimal"
+_MERGE = "tag:gpuadmin.invalid,2024:merge"
+
+_INT_RE = re.compile(r"[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+")
+_FLOAT_RE = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_INF_NAN_RE = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_OCTAL_RE = re.compile(r"[-+]?0[0-9_]+|[-+]?0[oObB][0-9a-fA-F_]+")
+_SEXAGESIMAL_RE = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_NUMBER_START = frozenset("0123456789+-.")
+
+
+def resolve_plain(value: str) -> str:
+    """The tag of a plain scalar under the YAML 1.2 core schema, with the refused YAML 1.1 forms marked."""
+    if value in _NULLS:
+        return _NULL
+    first = value[0]
+    if first in _NUMBER_START:
+        if _INT_RE.fullmatch(value):
+            return _INT
+        if _OCTAL_RE.fullmatch(value):
+            return _OCTAL
+        if _FLOAT_RE.fullmatch(value) or _INF_NAN_RE.fullmatch(value):
+            return _FLOAT
+        if _SEXAGESIMAL_RE.fullmatch(value):
+            return _SEXAGESIMAL
+        return _STR
+    if value in _BOOLS:
+        return _BOOL
+    if value == "<<":
+        return _MERGE
+    return _STR
+
+
+try:
+    _Base: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+except AttributeError:  # pragma: no cover - only without libyaml
+    warnings.warn(
+        "PyYAML was built without libyaml: inventories load with the slow pure-Python parser",
+        RuntimeWarning,
+        stacklevel=1,
+    )
+    _Base = yaml.SafeLoader
+
+
+class _Loader(_Base):  # type: ignore[valid-type,misc]
+    """The C parser and composer with our resolver; construction is done by `_Builder`, not by PyYAML.
+
+    `descend_resolver`/`ascend_resolver` are called by the composer once per node; path resolvers are not
+    used, so they are bound to C builtins that do nothing useful, instead of Python methods (a measurable
+    share of composing a large file).
+    """
+
+    descend_resolver = staticmethod(operator.is_)  # called as (parent, index): a no-op C builtin
+    ascend_resolver = staticmethod(tuple)  # called with no arguments: a no-op C builtin
+
+    def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is ScalarNode:
+            return resolve_plain(value) if implicit[0] else _STR
+        return _SEQ if kind is SequenceNode else _MAP
+
+
+@dataclass(frozen=True, slots=True)
+class _Error:
+    message: str
+    node: Node | None  # located at node.start_mark; path found lazily
+    key: PathPart | None = None  # the mapping key, for errors about a key of `node` (a mapping)
+    key_node: Node | None = None
+    hint: str | None = None
+
+
+def _line_col(node: Node) -> tuple[int, int]:
+    mark = node.start_mark
+    return mark.line + 1, mark.column + 1
+
+
+class _Builder:
+    """Builds plain Python data from the composed tree, collecting every error instead of stopping."""
+
+    __slots__ = ("errors",)
+
+    def __init__(self) -> None:
+        self.errors: list[_Error] = []
+
+    def scalar(self, node: ScalarNode) -> Any:
+        tag = node.tag
+        value: str = node.value
+        if tag == _STR:
+            return value
+        if tag == _INT:
+            if _INT_RE.fullmatch(value):
+                return int(value, 16) if value.startswith("0x") else int(value)
+            if _OCTAL_RE.fullmatch(value):
+                return self._octal(node)
+            self.errors.append(_Error(f"{value!r} is not an integer", node))
+            return value
+        if tag == _FLOAT:
+            if _FLOAT_RE.fullmatch(value) or _INT_RE.fullmatch(value):
+                return float(int(value, 16)) if value.startswith("0x") else float(value)
+            if _INF_NAN_RE.fullmatch(value):
+                return math.nan if "nan" in value.lower() else (-math.inf if value[0] == "-" else math.inf)
+            self.errors.append(_Error(f"{value!r} is not a number", node))
+            return value
+        if tag == _BOOL:
+            b = _BOOLS.get(value)
+            if b is None:
+                self.errors.append(_Error(f"{value!r} is not a boolean: write true or false", node))
+                return value
+            return b
+        if tag == _NULL:
+            if value not in _NULLS:
+                self.errors.append(_Error(f"{value!r} is not null: write null or ~", node))
+            return None
+        if tag == _OCTAL:
+            return self._octal(node)
+        if tag == _SEXAGESIMAL:
+            self.errors.append(_Error(
+                f"{value!r} is a YAML 1.1 base-60 number, which reads as {_sexagesimal(value)}",
+                node, hint=f'quote it ("{value}") if it is text, or write the number in decimal'))
+            return value
+        if tag == _MERGE:
+            self.errors.append(_Error("merge keys ('<<') are not supported", node,
+                                      hint="write the keys out, or use an alias for the whole value"))
+            return value
+        self.errors.append(_Error(f"tag {_short_tag(tag)!r} is not allowed", node,
+                                  hint="only plain YAML values (strings, numbers, true/false, null, lists, "
+                                       "mappings) are read"))
+        return value
+
+    def _octal(self, node: ScalarNode) -> str:
+        value: str = node.value
+        self.errors.append(_Error(
+            f"{value!r} looks like an octal (or binary) number: YAML 1.1 reads it as a different number",
+            node, hint=f'write the decimal number without leading zeros, or quote it ("{value}") if it is '
+                       'text'))
+        return value
+
+    def build(self, node: Node) -> Any:
+        cls = node.__class__
+        if cls is ScalarNode:
+            if node.tag == _STR:
+                return node.value
+            return self.scalar(node)  # type: ignore[arg-type]
+        if cls is MappingNode:
+            if node.tag != _MAP:
+                self.errors.append(_Error(f"tag {_short_tag(node.tag)!r} is not allowed", node))
+            data: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.__class__ is not ScalarNode:
+                    self.errors.append(_Error("a mapping key must be a plain scalar, not a list or mapping",
+                                              key_node))
+                    continue
+                key = key_node.value if key_node.tag == _STR else self.scalar(key_node)
+                if key in data:
+                    first = _first_key_node(node, key)  # type: ignore[arg-type]
+                    self.errors.append(_Error(
+                        f"duplicate key {key!r} (first defined at line {first.start_mark.line + 1})",
+                        node, key=key, key_node=key_node))
+                    continue
+                data[key] = self.build(value_node)
+            return data
+        if cls is SequenceNode:
+            if node.tag != _SEQ:
+                self.errors.append(_Error(f"tag {_short_tag(node.tag)!r} is not allowed", node))
+            build = self.build
+            return [build(child) for child in node.value]
+        raise TypeError(f"unexpected YAML node {node!r}")  # pragma: no cover
+
+
+def _first_key_node(node: MappingNode, key: Any) -> Node:
+    """The first key node of `key` in a mapping (slow path: only when a duplicate was found)."""
+    quiet = _Builder()
+    for key_node, _ in node.value:
+        if key_node.__class__ is ScalarNode and quiet.scalar(key_node) == key:
+            return key_node
+    raise AssertionError("a duplicate key without a first occurrence")  # pragma: no cover
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+def _sexagesimal(value: str) -> str:
+    sign = -1 if value.startswith("-") else 1
+    total = 0.0
+    for part in value.lstrip("+-").replace("_", "").split(":"):
+        total = total * 60 + float(part)
+    total *= sign
+    return str(int(total)) if total.is_integer() else str(total)
+
+
+@dataclass(slots=True)
+class LoadedYaml:
+    """Parsed data and the composed node tree, for mapping paths to marks when (only when) errors occur."""
+
+    data: dict[str, Any]
+    root: MappingNode
+    file: str
+    _paths: dict[int, tuple[PathPart, ...]] | None = field(default=None, repr=False)
+
+    def node_at(self, path: tuple[PathPart, ...]) -> tuple[Node, int, Node | None]:
+        """The deepest node along `path`: (node, how many parts of `path` it covers, its last key node).
+
+        A path that leaves the document (a missing field, an index past the end) stops at the deepest node
+        that exists; the caller sees that from the count.
+        """
+        node: Node = self.root
+        key_node: Node | None = None
+        for depth, part in enumerate(path):
+            child: Node | None = None
+            if isinstance(node, MappingNode):
+                want = str(part)
+                for k, v in node.value:
+                    if isinstance(k, ScalarNode) and k.value == want:
+                        child, key_node = v, k
+                        break
+            elif isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+                child, key_node = node.value[part], None
+            if child is None:
+                return node, depth, None
+            node = child
+        return node, len(path), key_node
+
+    def mark(self, path: tuple[PathPart, ...], *, at_key: bool = False) -> tuple[int, int]:
+        """1-based (line, column) of `path`: its value, or its key with `at_key`, or the nearest parent."""
+        node, covered, key_node = self.node_at(path)
+        if at_key and covered == len(path) and key_node is not None:
+            node = key_node
+        return _line_col(node)
+
+    def locate(self, diagnostic: Diagnostic, *, at_key: bool = False) -> Diagnostic:
+        """`diagnostic` with this file and the line:column of its path (already located ones are kept)."""
+        if diagnostic.line is not None:
+            return diagnostic if diagnostic.file else diagnostic.located(self.file, diagnostic.line,
+                                                                        diagnostic.column)
+        line, column = self.mark(diagnostic.path, at_key=at_key)
+        return diagnostic.located(self.file, line, column)
+
+    def path_of(self, node: Node) -> tuple[PathPart, ...] | None:
+        """The first path at which `node` occurs (slow path: walks the whole tree once, then cached)."""
+        if self._paths is None:
+            self._paths = dict(_walk_paths(self.root))
+        return self._paths.get(id(node))
+
+
+def _walk_paths(root: Node) -> Iterator[tuple[int, tuple[PathPart, ...]]]:
+    seen: set[int] = set()
+    stack: list[tuple[Node, tuple[PathPart, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield id(node), path
+        if isinstance(node, MappingNode):
+            for k, v in reversed(node.value):
+                key: PathPart = k.value if isinstance(k, ScalarNode) else "?"
+                stack.append((v, (*path, key)))
+                stack.append((k, (*path, key)))
+        elif isinstance(node, SequenceNode):
+            for i in range(len(node.value) - 1, -1, -1):
+                stack.append((node.value[i], (*path, i)))
+
+
+def _diag(file: str, message: str, line: int | None = None, column: int | None = None,
+          path: tuple[PathPart, ...] = (), hint: str | None = None) -> Diagnostic:
+    return Diagnostic(message, path, "yaml", file, line, column, hint)
+
+
+def _decode(data: bytes, file: str) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError([_diag(file, "the file is UTF-16, not UTF-8", 1, 1,
+                                hint="save it as UTF-8")])
+    diags: list[Diagnostic] = []
+    pos = 0
+    while pos < len(data) and len(diags) < _MAX_ENCODING_ERRORS:
+        try:
+            data[pos:].decode("utf-8")
+            break
+        except UnicodeDecodeError as exc:
+            offset = pos + exc.start
+            line_start = data.rfind(b"\n", 0, offset) + 1
+            line = data.count(b"\n", 0, offset) + 1
+            column = len(data[line_start:offset].decode("utf-8", "replace")) + 1
+            bad = data[offset:pos + exc.end].hex(" ")
+            diags.append(_diag(file, f"not UTF-8: byte {bad} at byte offset {offset}", line, column,
+                               hint="save the file as UTF-8"))
+            pos += exc.end
+    raise InputError(diags)
+
+
+def _check_size(size: int, file: str, max_bytes: int) -> None:
+    if size > max_bytes:
+        raise InputError([_diag(file, f"the file is {size:,} bytes, over the limit of {max_bytes:,} bytes; "
+                                      "it was not read")])
+
+
+_TAB_INDENT_RE = re.compile(r"^[ ]*\t", re.MULTILINE)
+
+
+def _syntax_error(exc: yaml.YAMLError, text: str, file: str) -> list[Diagnostic]:
+    """The parser's error at its mark; tabs used for indentation are named as such, each line of them."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        # a character YAML does not allow (control characters); libyaml's `position` is a byte offset into
+        # the UTF-8 text, the pure-Python reader's a character offset
+        at = exc.position
+        if _Base is not yaml.SafeLoader:
+            at = len(text.encode("utf-8", "surrogatepass")[:at].decode("utf-8", "ignore"))
+        at_line = text.count("\n", 0, at) + 1
+        at_column = at - (text.rfind("\n", 0, at) + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        return [_diag(file, f"character {code:#06x} is not allowed: {exc.reason}", at_line, at_column,
+                      hint="remove it, or write it as an escape in a double-quoted string")]
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return [_diag(file, str(exc))]  # pragma: no cover - every parser error carries a mark
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + 1 if mark is not None else None
+    column = mark.column + 1 if mark is not None else None
+    lines = text.split("\n")
+    last = len(lines) - 1
+    truncated = mark is not None and (mark.line > last
+                                      or (mark.line == last and mark.column >= len(lines[-1])))
+    if truncated:
+        # the parser reports the end of the stream on the line after the last; point at the text's end
+        body = text.rstrip("\n")
+        line = body.count("\n") + 1
+        column = len(body) - (body.rfind("\n") + 1) + 1
+    tab_lines = [text.count("\n", 0, m.start()) + 1 for m in _TAB_INDENT_RE.finditer(text)]
+    at_tab = False
+    if line is not None and 0 < line <= len(lines):
+        src = lines[line - 1]
+        col0 = (column or 1) - 1
+        at_tab = (col0 < len(src) and src[col0] == "\t") or line in tab_lines
+    diags: list[Diagnostic] = []
+    for tab_line in tab_lines:
+        src = lines[tab_line - 1]
+        diags.append(_diag(file, "a tab is used for indentation: YAML indents with spaces only", tab_line,
+                           src.index("\t") + 1, hint="replace the tab with spaces"))
+    if at_tab and line is not None:
+        if line not in tab_lines:
+            src = lines[line - 1]
+            tab_col = src.find("\t", max(0, (column or 1) - 2)) + 1 or column
+            diags.append(_diag(file, "a tab is used where YAML allows only spaces", line, tab_col,
+                               hint="replace the tab with spaces"))
+        return diags
+    problem = exc.problem or "invalid YAML"
+    message = problem
+    context_mark = exc.context_mark
+    if exc.context and not exc.context.startswith("while"):
+        # the composer's "expected a single document in the stream, but found another document"
+        message = f"{exc.context}, {problem}"
+    elif exc.context:
+        message += f" ({exc.context}"
+        if context_mark is not None and (mark is None or context_mark.index != mark.index):
+            message += f" that starts at line {context_mark.line + 1}, column {context_mark.column + 1}"
+        message += ")"
+    if truncated:
+        message += "; the file looks truncated"
+    diags.append(_diag(file, message, line, column))
+    return diags
+
+
+def _check_aliases(root: Node) -> _Error | None:
+    """Expanded size of the graph, counted with memoization: cheap even for a billion-laughs document."""
+    sizes: dict[int, int] = {}
+    refs: dict[int, int] = {}
+    nodes: dict[int, Node] = {}
+    in_progress: set[int] = set()
+    cycle: list[Node] = []
+
+    def count(node: Node) -> int:
+        key = id(node)
+        size = sizes.get(key)
+        if size is not None:
+            refs[key] = refs.get(key, 0) + 1
+            return size
+        if key in in_progress:
+            cycle.append(node)
+            return 1
+        nodes[key] = node
+        if isinstance(node, ScalarNode):
+            sizes[key] = 1
+            return 1
+        in_progress.add(key)
+        total = 1
+        if isinstance(node, MappingNode):
+            for k, v in node.value:
+                total += count(k) + count(v)
+        else:
+            for child in node.value:
+                total += count(child)
+        in_progress.discard(key)
+        sizes[key] = total
+        return total
+
+    expanded = count(root)
+    if cycle:
+        return _Error("recursive alias: this node contains an alias to itself", cycle[0])
+    written = len(sizes)
+    bound = max(ALIAS_MIN_BOUND, ALIAS_RATIO * written)
+    if expanded <= bound:
+        return None
+    worst = max(refs, key=lambda k: sizes[k] * refs[k])
+    return _Error(f"alias expansion exceeds {bound:,} nodes: the document expands to {expanded:,} nodes from "
+                  f"{written:,} written; the anchor here is used {refs[worst] + 1:,} times",
+                  nodes[worst], hint="aliases may repeat a small value, not multiply a document")
+
+
+def load_yaml(text: str | bytes, file: str, *, max_bytes: int | None = None) -> LoadedYaml:
+    """Parse one YAML document whose top level is a mapping; raise `InputError` with every problem found."""
+    limit = MAX_BYTES if max_bytes is None else max_bytes
+    if isinstance(text, bytes):
+        _check_size(len(text), file, limit)
+        text = _decode(text, file)
+    else:
+        if len(text) > limit // 4:
+            _check_size(len(text.encode("utf-8", "surrogatepass")), file, limit)
+        if text.startswith("\ufeff"):
+            text = text[1:]
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # composing allocates ~2 objects per YAML node; the cyclic GC would rescan them all
+    try:
+        return _parse(text, file)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _parse(text: str, file: str) -> LoadedYaml:
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        raise InputError(_syntax_error(exc, text, file)) from None
+    finally:
+        loader.dispose()
+    if root is None or (isinstance(root, ScalarNode) and root.tag == _NULL and root.value == ""):
+        raise InputError([_diag(file, "the file is empty: expected a mapping such as 'version: 1'", 1, 1)])
+    if not isinstance(root, MappingNode):
+        got = "a list" if isinstance(root, SequenceNode) else f"a single value {root.value!r}"
+        line, column = _line_col(root)
+        raise InputError([_diag(file, f"the top level must be a mapping (key: value lines), got {got}",
+                                line, column)])
+    errors: list[_Error] = []
+    if "*" in text:  # an alias needs a '*'; without one there is nothing to bound
+        alias_error = _check_aliases(root)
+        if alias_error is not None:
+            errors.append(alias_error)
+    builder = _Builder()
+    data: dict[str, Any] = {}
+    if not errors:
+        try:
+            data = builder.build(root)
+        except RecursionError:
+            errors.append(_Error("the document is nested too deeply", root))
+        errors += builder.errors
+    loaded = LoadedYaml(data, root, file)
+    if errors:
+        raise InputError(sorted((_locate_error(loaded, e) for e in errors), key=_sort_key))
+    return loaded
+
+
+def _locate_error(loaded: LoadedYaml, error: _Error) -> Diagnostic:
+    at = error.key_node if error.key_node is not None else error.node
+    line, column = _line_col(at) if at is not None else (None, None)
+    path: tuple[PathPart, ...] = ()
+    if error.node is not None:
+        path = loaded.path_of(error.node) or ()
+        if error.key is not None:
+            path = (*path, error.key)
+    return _diag(loaded.file, error.message, line, column, path, error.hint)
+
+
+def _sort_key(d: Diagnostic) -> tuple[int, int]:
+    return (d.line or 0, d.column or 0)
+
+
+def load_yaml_file(path: str | Path, *, max_bytes: int | None = None) -> LoadedYaml:
+    """`load_yaml` on a file, refusing an oversized file by its size before reading it."""
+    name = str(path)
+    limit = MAX_BYTES if max_bytes is None else max_bytes
+    try:
+        with open(path, "rb") as handle:
+            _check_size(os.fstat(handle.fileno()).st_size, name, limit)
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise InputError([_diag(name, f"cannot read the file: {exc.strerror or exc}")]) from None
+    return load_yaml(data, name, max_bytes=limit)
