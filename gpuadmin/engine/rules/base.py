@@ -7,7 +7,7 @@ runs on exactly what could have changed — and a check costs the same on 8 GPUs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -106,7 +106,7 @@ def expand(view: View, touched: Touched) -> Touched:
 def check(view: View, touched: Touched, rules: Iterable[Rule] | None = None) -> list[Violation]:
     """Run every rule on what it scopes to, in a stable order."""
     closed = expand(view, touched)
-    targets: dict[Scope, list[object]] = {
+    targets: dict[Scope, Sequence[object]] = {
         "node": sorted(n for n in closed.nodes if view.node(n) is not None),
         "gpu": sorted(closed.gpus),
         "job": sorted(j for j in closed.jobs if view.job(j) is not None),

@@ -1,0 +1,203 @@
+"""Device-group rules (DESIGN §2, §5 Device groups; gpu-facts §1.8, §4.6): sizes from the catalog, one NVLink
+domain per group, no overlaps, a VM holds a whole group, and what NVSwitch systems take on vSphere."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuadmin.catalog import get_catalog
+from gpuadmin.engine.rules.base import Violation, node_target, rule
+from gpuadmin.engine.rules.nodes import model_of, names
+from gpuadmin.engine.rules.vgpu import esxi_version, vgpu_types
+from gpuadmin.engine.state import View
+from gpuadmin.model import Node
+
+
+def nvlink_domain(node: Node, index: int) -> int:
+    """The NVLink domain of a GPU: one per NVSwitch board, one per bridged pair (0,1),(2,3)…, else the GPU."""
+    kind = node.nvlink_kind
+    if kind == "nvswitch":
+        return 0
+    if kind == "pairs":
+        return index // 2
+    return index
+
+
+@rule("group.size", "A device group has one of the catalog's sizes (2, 4 or 8 GPUs).", "node")
+def size(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    if node is None:
+        return
+    sizes = get_catalog().vsphere.device_group_sizes
+    for group in node.device_groups:
+        count = len(set(group.gpus))
+        if count not in sizes or count != len(group.gpus):
+            dup = " (a GPU is listed twice)" if count != len(group.gpus) else ""
+            yield Violation(
+                "group.size",
+                node_target(name),
+                f"device group {group.name} on {name} has {len(group.gpus)} GPUs{dup}; a group has "
+                f"{' or '.join(map(str, sizes))}",
+                f"make the group {' or '.join(map(str, sizes))} distinct GPUs",
+            )
+
+
+@rule(
+    "group.esxi-version",
+    "Device groups need the catalog's ESXi version (8.0; on NVSwitch boards 8.0U1).",
+    "node",
+)
+def esxi(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    version = esxi_version(node) if node is not None else None
+    if node is None or version is None or not node.device_groups:
+        return
+    limits = get_catalog().vsphere
+    nvswitch = node.nvlink_kind == "nvswitch"
+    if not limits.allows_device_groups(version, nvswitch=nvswitch):
+        since = limits.nvswitch_device_groups_since if nvswitch else limits.device_groups_since
+        board = "an NVSwitch board" if nvswitch else "a host"
+        yield Violation(
+            "group.esxi-version",
+            node_target(name),
+            f"{name} runs ESXi {version}; device groups on {board} need ESXi ≥ {since}",
+            f"upgrade {name} to ESXi {since}+, or remove its device groups",
+        )
+
+
+@rule(
+    "group.one-nvlink-domain",
+    "All GPUs of a device group are in one NVLink domain (NVSwitch board or bridged pair).",
+    "node",
+)
+def one_nvlink_domain(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    if node is None:
+        return
+    for group in node.device_groups:
+        domains = {nvlink_domain(node, i) for i in group.gpus}
+        if len(domains) > 1:
+            yield Violation(
+                "group.one-nvlink-domain",
+                node_target(name),
+                f"device group {group.name} on {name} spans {len(domains)} NVLink domains "
+                f"(GPUs {names(map(str, group.gpus))}; {name} has nvlink: {node.nvlink_kind})",
+                "group GPUs that share an NVSwitch board or one NVLink bridge",
+            )
+
+
+@rule("group.no-overlap", "Device groups of a node do not share GPUs.", "node")
+def no_overlap(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    if node is None:
+        return
+    owner: dict[int, str] = {}
+    for group in node.device_groups:
+        for index in dict.fromkeys(group.gpus):
+            first = owner.get(index)
+            if first is not None:
+                yield Violation(
+                    "group.no-overlap",
+                    node_target(name),
+                    f"GPU {index} on {name} is in device groups {first} and {group.name}",
+                    "give each GPU to one group at most",
+                )
+            else:
+                owner[index] = group.name
+
+
+@rule(
+    "group.vm-holds-whole-group",
+    "A device group is held by at most one VM, whole, and its GPUs serve no one else.",
+    "node",
+)
+def vm_holds_whole_group(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    if node is None or not node.device_groups:
+        return
+    target = node_target(name)
+    holders: dict[str, list[str]] = {}
+    for vm in node.vms:
+        if vm.device_group is not None:
+            holders.setdefault(vm.device_group, []).append(vm.name)
+    for group in node.device_groups:
+        vms = holders.get(group.name, [])
+        if len(vms) > 1:
+            yield Violation(
+                "group.vm-holds-whole-group",
+                target,
+                f"device group {group.name} on {name} is attached to {len(vms)} VMs: {names(vms)}",
+                "attach a group to one VM",
+            )
+        holder = vms[0] if len(vms) == 1 else None
+        for index in group.gpus:
+            gpu = node.gpu(index)
+            if gpu is None:
+                yield Violation(
+                    "group.vm-holds-whole-group",
+                    target,
+                    f"device group {group.name} on {name} names GPU {index}, which {name} does not have",
+                    "fix the group's GPU list",
+                )
+                continue
+            users = {v.vm for v in gpu.vgpus or ()} if gpu.mode == "vgpu" else set()
+            if gpu.mode == "passthrough" and gpu.vm is not None:
+                users.add(gpu.vm)
+            strangers = sorted(users - ({holder} if holder else set()))
+            if strangers:
+                whose = f"held by VM {holder}" if holder else "not attached to a VM"
+                yield Violation(
+                    "group.vm-holds-whole-group",
+                    target,
+                    f"GPU {index} of device group {group.name} on {name} ({whose}) serves {names(strangers)}",
+                    "a group's GPUs serve only the VM that holds the group; "
+                    "detach them or move those VMs to GPUs outside the group",
+                )
+            elif holder is not None and holder not in users:
+                yield Violation(
+                    "group.vm-holds-whole-group",
+                    target,
+                    f"VM {holder} holds device group {group.name} on {name} but not its GPU {index} "
+                    f"(mode {gpu.mode})",
+                    "a VM holds every GPU of its group: give it a vGPU on each",
+                )
+
+
+@rule(
+    "group.nvswitch-vgpu",
+    "NVSwitch systems on vSphere take time-sliced vGPUs only: no MIG-backed vGPUs, no plain passthrough.",
+    "node",
+)
+def nvswitch_vgpu(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    if node is None or node.platform != "vsphere" or node.nvlink_kind != "nvswitch":
+        return
+    allowed = get_catalog().vsphere.nvswitch
+    target = node_target(name)
+    for gpu in node.gpus:
+        if gpu.mode == "passthrough" and not allowed.plain_passthrough:
+            yield Violation(
+                "group.nvswitch-vgpu",
+                target,
+                f"GPU {gpu.index} on {name} is in plain passthrough, which vSphere does not support on "
+                "NVSwitch systems",
+                "present the GPUs through a device group of time-sliced vGPUs",
+            )
+        types = vgpu_types(gpu, model_of(gpu))
+        backed = [t.name for _, t in types if t.mig_backed]
+        if backed and not allowed.mig_backed_vgpu:
+            yield Violation(
+                "group.nvswitch-vgpu",
+                target,
+                f"GPU {gpu.index} on {name} has MIG-backed vGPUs ({names(backed)}), which NVSwitch "
+                "systems do not support",
+                "use time-sliced vGPU types on NVSwitch boards",
+            )
+        if gpu.mode == "mig" and not allowed.mig_backed_vgpu:
+            yield Violation(
+                "group.nvswitch-vgpu",
+                target,
+                f"GPU {gpu.index} on {name} is in MIG mode; an NVSwitch vSphere host serves only "
+                "time-sliced vGPUs",
+                "set the GPU to vgpu mode with time-sliced types",
+            )

@@ -1,0 +1,160 @@
+"""MIG rules (DESIGN §5 MIG): a MIG-mode GPU's layout is valid for its catalog model, and repartitioning never
+silently kills the jobs on it. The geometry itself is `gpuadmin.engine.mig`; these rules name its findings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+from gpuadmin.catalog import get_catalog
+from gpuadmin.engine import mig as layout
+from gpuadmin.engine.rules.base import Violation, gpu_target, rule
+from gpuadmin.engine.rules.nodes import gpu_at, model_of, names, slots_on
+from gpuadmin.engine.state import GpuKey, View
+from gpuadmin.model import Gpu
+
+_KIND_RULE: dict[layout.ProblemKind, str] = {
+    "unknown-profile": "mig.profile-exists",
+    "bad-start": "mig.placement-start",
+    "overlap": "mig.no-overlap",
+    "no-placement": "mig.no-overlap",
+    "compute-slices": "mig.compute-slices",
+    "instance-cap": "mig.instance-cap",
+    "media-extensions": "mig.single-media-extension",
+}
+
+
+@lru_cache(maxsize=16384)
+def _problems(model_name: str, instances: tuple[layout.Request, ...]) -> tuple[layout.LayoutProblem, ...]:
+    model = get_catalog().model(model_name)
+    assert model is not None
+    return tuple(layout.explain_layout(model, list(instances)))
+
+
+def _layout_problems(view: View, key: GpuKey, rule_id: str) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    if found is None or found[1].mode != "mig":
+        return
+    _, gpu = found
+    model = model_of(gpu)
+    if model is None or not model.mig_capable:
+        return  # mig.model-supports-mig says so
+    instances = tuple((i.profile, i.start) for i in gpu.mig or ())
+    for problem in _problems(model.name, instances):
+        if _KIND_RULE.get(problem.kind) == rule_id:
+            yield Violation(
+                rule_id,
+                gpu_target(*key),
+                f"{gpu.model} GPU {key[1]} on {key[0]}: {problem.message}",
+                problem.hint,
+            )
+
+
+@rule("mig.model-supports-mig", "MIG mode only on a MIG-capable catalog model.", "gpu")
+def model_supports_mig(view: View, key: GpuKey) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    if found is None or found[1].mode != "mig":
+        return
+    gpu = found[1]
+    model = model_of(gpu)
+    if model is None:
+        yield Violation(
+            "mig.model-supports-mig",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} is in MIG mode but its model {gpu.model!r} is not in the catalog",
+            "fix the model name; `gpuadmin describe catalog` lists the models",
+        )
+    elif not model.mig_capable:
+        capable = names(m.name for m in get_catalog().mig_capable_models())
+        yield Violation(
+            "mig.model-supports-mig",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} is in MIG mode, but its model {model.name} does not support MIG",
+            f"use time-slicing on it instead; MIG-capable models: {capable}",
+        )
+
+
+@rule("mig.profile-exists", "Every MIG profile of a layout exists for the GPU's model.", "gpu")
+def profile_exists(view: View, key: GpuKey) -> Iterable[Violation]:
+    return _layout_problems(view, key, "mig.profile-exists")
+
+
+@rule("mig.placement-start", "Each MIG instance starts at one of its profile's placements.", "gpu")
+def placement_start(view: View, key: GpuKey) -> Iterable[Violation]:
+    return _layout_problems(view, key, "mig.placement-start")
+
+
+@rule(
+    "mig.no-overlap",
+    "MIG instances do not overlap in memory slices (instances without a start must fit).",
+    "gpu",
+)
+def no_overlap(view: View, key: GpuKey) -> Iterable[Violation]:
+    return _layout_problems(view, key, "mig.no-overlap")
+
+
+@rule("mig.compute-slices", "A layout's compute slices add up to at most the model's (7; A30 4).", "gpu")
+def compute_slices(view: View, key: GpuKey) -> Iterable[Violation]:
+    return _layout_problems(view, key, "mig.compute-slices")
+
+
+@rule("mig.instance-cap", "No MIG profile has more instances than its per-GPU cap.", "gpu")
+def instance_cap(view: View, key: GpuKey) -> Iterable[Violation]:
+    return _layout_problems(view, key, "mig.instance-cap")
+
+
+@rule("mig.single-media-extension", "At most one MIG instance with media extensions (+me) per GPU.", "gpu")
+def single_media_extension(view: View, key: GpuKey) -> Iterable[Violation]:
+    return _layout_problems(view, key, "mig.single-media-extension")
+
+
+def _instances(gpu: Gpu) -> dict[int, str]:
+    return {i.start: i.profile for i in gpu.mig or () if i.start is not None} if gpu.mode == "mig" else {}
+
+
+@rule(
+    "mig.repartition-evicts",
+    "Repartitioning a GPU (MIG layout, MIG on or off) evicts the jobs on changed slices in the same plan.",
+    "gpu",
+)
+def repartition_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    base_node = view.base.nodes.get(key[0])
+    before = base_node.gpu(key[1]) if base_node is not None else None
+    if found is None or before is None:
+        return
+    after = found[1]
+    if "mig" not in (before.mode, after.mode):
+        return  # mode.change-evicts covers the other modes
+    if before.mode == after.mode and _instances(before) == _instances(after):
+        return
+    old, new = _instances(before), _instances(after)
+    hit: list[str] = []
+    for name in sorted(view.holders(*key)):
+        job = view.job(name)
+        base_job = view.base.jobs.get(name)
+        if job is None or job.status != "running" or base_job is None or base_job.status != "running":
+            continue
+        for slot in slots_on(job, *key):
+            if slot not in base_job.placement:
+                continue  # placed by this plan: judged by the placement rules
+            if slot.mig_start is None:
+                gone = before.mode != after.mode
+                what = "the whole GPU"
+            else:
+                gone = after.mode != "mig" or new.get(slot.mig_start) != old.get(slot.mig_start)
+                what = f"{old.get(slot.mig_start, '?')}@{slot.mig_start}"
+            if gone:
+                hit.append(f"{name} ({what})")
+    if hit:
+        change = (
+            f"changing GPU {key[1]} on {key[0]} from {before.mode} to {after.mode}"
+            if before.mode != after.mode
+            else f"repartitioning GPU {key[1]} on {key[0]}"
+        )
+        yield Violation(
+            "mig.repartition-evicts",
+            gpu_target(*key),
+            f"{change} would destroy slices held by running job(s): {names(hit)}",
+            "preempt those jobs in the same plan (or drain the node), or keep their instances",
+        )

@@ -1,0 +1,179 @@
+"""Mode rules (DESIGN §5 Modes, gpu-facts §1.8): a GPU is in exactly one mode, a MIG-enabled GPU is never
+offered whole, time-slicing has at least 2 replicas, one sharing strategy per node, MPS never on MIG."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuadmin.engine.rules.base import Violation, gpu_target, node_target, rule
+from gpuadmin.engine.rules.nodes import gpu_at, names, slots_on
+from gpuadmin.engine.state import GpuKey, View
+
+# The device plugin refuses fewer ("number of replicas must be >= 2", gpu-facts §3.1): a software rule.
+MIN_REPLICAS = 2
+
+_MODE_FIELDS = {
+    "mig": "mig",
+    "replicas": "time-sliced",
+    "sharing": "time-sliced",
+    "vgpus": "vgpu",
+    "vm": "passthrough",
+}
+
+
+@rule("mode.fields-match", "A GPU is in exactly one mode: only that mode's fields are set.", "gpu")
+def fields_match(view: View, key: GpuKey) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    if found is None:
+        return
+    gpu = found[1]
+    for field_name, mode in _MODE_FIELDS.items():
+        if getattr(gpu, field_name) is not None and gpu.mode != mode:
+            yield Violation(
+                "mode.fields-match",
+                gpu_target(*key),
+                f"GPU {key[1]} on {key[0]} is in mode {gpu.mode} but has '{field_name}', "
+                f"which belongs to mode {mode}",
+                f"switch the GPU to {mode} with set-mode, or clear '{field_name}'",
+            )
+    if gpu.mode == "time-sliced" and gpu.replicas is None:
+        yield Violation(
+            "mode.fields-match",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} is time-sliced but has no replica count",
+            "set it with set-time-slicing",
+        )
+
+
+@rule("mode.vsphere-only", "vGPU and passthrough modes exist only on vSphere hosts.", "gpu")
+def vsphere_only(view: View, key: GpuKey) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    if found is None:
+        return
+    node, gpu = found
+    if gpu.mode in ("vgpu", "passthrough") and node.platform != "vsphere":
+        yield Violation(
+            "mode.vsphere-only",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} is in {gpu.mode} mode, but {key[0]} is a {node.platform} node",
+            "vGPUs and passthrough need platform: vsphere; use full, mig or time-sliced here",
+        )
+
+
+@rule("mode.mig-not-whole", "No job holds a MIG-enabled GPU whole.", "gpu")
+def mig_not_whole(view: View, key: GpuKey) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    if found is None or found[1].mode != "mig":
+        return
+    whole = []
+    for name in sorted(view.holders(*key)):
+        job = view.job(name)
+        if (
+            job is not None
+            and job.status == "running"
+            and any(s.mig_start is None for s in slots_on(job, *key))
+        ):
+            whole.append(name)
+    if whole:
+        yield Violation(
+            "mode.mig-not-whole",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} is MIG-enabled but held whole by: {names(whole)}",
+            "a MIG-enabled GPU is offered only as its instances; place the job on an instance "
+            "(mig_start) or on a GPU in full mode",
+        )
+
+
+@rule("mode.time-slice-replicas", "Time-slicing (of a GPU or a MIG instance) has at least 2 replicas.", "gpu")
+def time_slice_replicas(view: View, key: GpuKey) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    if found is None:
+        return
+    gpu = found[1]
+    if gpu.mode == "time-sliced" and gpu.replicas is not None and gpu.replicas < MIN_REPLICAS:
+        yield Violation(
+            "mode.time-slice-replicas",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} is time-sliced with {gpu.replicas} replica(s); "
+            f"at least {MIN_REPLICAS} are needed",
+            f"use replicas ≥ {MIN_REPLICAS}, or set-mode full",
+        )
+    if gpu.mode == "mig":
+        for inst in gpu.mig or ():
+            if inst.replicas is not None and inst.replicas < MIN_REPLICAS:
+                yield Violation(
+                    "mode.time-slice-replicas",
+                    gpu_target(*key),
+                    f"MIG instance {inst.profile}@{inst.start} of GPU {key[1]} on {key[0]} is "
+                    f"time-sliced with {inst.replicas} replica(s); at least {MIN_REPLICAS} are needed",
+                    f"use replicas ≥ {MIN_REPLICAS}, or no time-slicing on the instance",
+                )
+
+
+@rule(
+    "mode.one-sharing-strategy-per-node",
+    "MPS and time-slicing are not mixed on one node, and MPS is never used on MIG.",
+    "node",
+)
+def one_sharing_strategy(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    if node is None:
+        return
+    users: dict[str, list[str]] = {}
+    for gpu in node.gpus:
+        if gpu.mode == "time-sliced":
+            users.setdefault(gpu.sharing or "time-slicing", []).append(f"GPU {gpu.index}")
+        if gpu.mode == "mig":
+            if gpu.sharing == "mps":
+                yield Violation(
+                    "mode.one-sharing-strategy-per-node",
+                    node_target(name),
+                    f"GPU {gpu.index} on {name} is MIG-enabled and set to MPS; MPS is not "
+                    "supported on MIG-enabled devices",
+                    "time-slice the MIG instances instead, or leave MIG",
+                )
+            sliced = [
+                f"GPU {gpu.index} {i.profile}@{i.start}" for i in gpu.mig or () if i.replicas is not None
+            ]
+            if sliced:
+                users.setdefault("time-slicing", []).extend(sliced)
+    if len(users) > 1:
+        detail = "; ".join(f"{strategy}: {names(where)}" for strategy, where in sorted(users.items()))
+        yield Violation(
+            "mode.one-sharing-strategy-per-node",
+            node_target(name),
+            f"node {name} mixes sharing strategies ({detail}); the device plugin takes one per node",
+            "use either MPS or time-slicing for every shared GPU of the node",
+        )
+
+
+@rule(
+    "mode.change-evicts",
+    "Changing the mode of a GPU that jobs hold evicts those jobs in the same plan, never silently.",
+    "gpu",
+)
+def change_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    base_node = view.base.nodes.get(key[0])
+    before = base_node.gpu(key[1]) if base_node is not None else None
+    if found is None or before is None:
+        return
+    after = found[1]
+    if "mig" in (before.mode, after.mode) or before.mode == after.mode:
+        return  # same mode: oversubscription rules judge replica counts; MIG: mig.repartition-evicts
+    hit: list[str] = []
+    for job_name in sorted(view.holders(*key)):
+        job = view.job(job_name)
+        base_job = view.base.jobs.get(job_name)
+        if job is None or job.status != "running" or base_job is None or base_job.status != "running":
+            continue
+        if any(slot in base_job.placement for slot in slots_on(job, *key)):
+            hit.append(job_name)
+    if hit:
+        yield Violation(
+            "mode.change-evicts",
+            gpu_target(*key),
+            f"changing GPU {key[1]} on {key[0]} from {before.mode} to {after.mode} would take it from "
+            f"running job(s): {names(hit)}",
+            "preempt those jobs in the same plan (or drain the node) first",
+        )

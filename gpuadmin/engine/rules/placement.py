@@ -1,0 +1,431 @@
+"""Placement rules (DESIGN §5 Placement): a running job's slices exist, are free and match its request;
+exclusive jobs never land on a time-sliced replica; NVLink, RDMA and gang constraints hold; shared slices are
+never oversubscribed. They judge running jobs, so `bind-job` is checked like any other change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuadmin.catalog import get_catalog
+from gpuadmin.catalog.entities import GpuModel
+from gpuadmin.engine.rules.base import Violation, gpu_target, job_target, rule
+from gpuadmin.engine.rules.device_groups import nvlink_domain
+from gpuadmin.engine.rules.nodes import EPSILON, base_slots, gpu_at, holder_jobs, model_of, names, slots_on
+from gpuadmin.engine.state import GpuKey, View
+from gpuadmin.model import Gpu, Job, MigInstance, Node, Slot
+
+SliceKind = Literal["whole", "replica", "instance", "instance-replica", "unusable"]
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """What one slot resolves to on its GPU."""
+
+    kind: SliceKind
+    gpu: Gpu
+    instance: MigInstance | None = None
+
+    @property
+    def shareable(self) -> bool:
+        return self.kind in ("replica", "instance-replica")
+
+    @property
+    def replicas(self) -> int | None:
+        if self.kind == "replica":
+            return self.gpu.replicas
+        if self.kind == "instance-replica" and self.instance is not None:
+            return self.instance.replicas
+        return None
+
+    def describe(self, slot: Slot) -> str:
+        where = f"GPU {slot.gpu} of {slot.node}"
+        if self.instance is not None:
+            sliced = f", time-sliced ×{self.instance.replicas}" if self.instance.replicas else ""
+            return f"MIG instance {self.instance.profile}@{self.instance.start}{sliced} of {where}"
+        if self.kind == "replica":
+            return f"a time-sliced replica of {where} (×{self.gpu.replicas})"
+        if self.kind == "whole":
+            return where
+        return f"{where} (mode {self.gpu.mode})"
+
+
+def resolve(view: View, slot: Slot) -> Slice | None:
+    """The slice a slot names, or None where the node, GPU or MIG instance does not exist."""
+    found = gpu_at(view, (slot.node, slot.gpu))
+    if found is None:
+        return None
+    gpu = found[1]
+    if slot.mig_start is not None:
+        if gpu.mode != "mig":
+            return None
+        inst = next((i for i in gpu.mig or () if i.start == slot.mig_start), None)
+        if inst is None:
+            return None
+        return Slice("instance-replica" if inst.replicas is not None else "instance", gpu, inst)
+    if gpu.mode == "full":
+        return Slice("whole", gpu)
+    if gpu.mode == "time-sliced":
+        return Slice("replica", gpu)
+    return Slice("unusable", gpu)
+
+
+def slice_memory_gib(model: GpuModel, found: Slice) -> float:
+    total = model.memory_mib / 1024
+    if found.instance is None:
+        return total
+    profile = model.mig_profile(found.instance.profile)
+    if profile is None or not model.memory_slices:
+        return 0.0
+    if profile.memory_gib is not None:
+        return profile.memory_gib
+    return total * profile.memory_slices / model.memory_slices
+
+
+def _running(view: View, name: str) -> Job | None:
+    job = view.job(name)
+    return job if job is not None and job.status == "running" else None
+
+
+def _slot_text(slot: Slot) -> str:
+    return f"{slot.node}/gpu/{slot.gpu}" + (f"@{slot.mig_start}" if slot.mig_start is not None else "")
+
+
+@rule(
+    "placement.slot-exists",
+    "Every slot of a running job names an existing node, GPU and MIG instance.",
+    "job",
+)
+def slot_exists(view: View, name: str) -> Iterable[Violation]:
+    job = _running(view, name)
+    if job is None:
+        return
+    for slot in job.placement:
+        node = view.node(slot.node)
+        gpu = node.gpu(slot.gpu) if node is not None else None
+        if node is None:
+            problem, hint = f"node {slot.node} does not exist", "bind the job to an existing node"
+        elif gpu is None:
+            problem, hint = (
+                f"node {slot.node} has no GPU {slot.gpu}",
+                f"GPUs of {slot.node}: " + names(str(g.index) for g in node.gpus),
+            )
+        elif slot.mig_start is not None and resolve(view, slot) is None:
+            if gpu.mode != "mig":
+                problem = f"GPU {slot.gpu} of {slot.node} is in {gpu.mode} mode and has no MIG instances"
+            else:
+                problem = f"GPU {slot.gpu} of {slot.node} has no MIG instance starting at {slot.mig_start}"
+            layout = names(f"{i.profile}@{i.start}" for i in gpu.mig or ()) or "none"
+            hint = f"instances there: {layout}"
+        else:
+            continue
+        yield Violation(
+            "placement.slot-exists",
+            job_target(name),
+            f"job {name} holds {_slot_text(slot)}, but {problem}",
+            hint,
+        )
+
+
+def _overlap(a: Slot, b: Slot) -> bool:
+    return a.mig_start is None or b.mig_start is None or a.mig_start == b.mig_start
+
+
+@rule(
+    "placement.slot-free",
+    "A whole GPU or MIG instance is held by one job only; shared replicas are held by "
+    "non-exclusive jobs only.",
+    "job",
+)
+def slot_free(view: View, name: str) -> Iterable[Violation]:
+    job = _running(view, name)
+    if job is None:
+        return
+    seen: set[tuple[str, int, int | None]] = set()
+    held_before = base_slots(view, name)
+    for slot in job.placement:
+        key = (slot.node, slot.gpu, slot.mig_start)
+        is_new = key not in held_before
+        if key in seen:
+            yield Violation(
+                "placement.slot-free",
+                job_target(name),
+                f"job {name} lists {_slot_text(slot)} twice",
+                "list each slice once",
+            )
+            continue
+        seen.add(key)
+        found = resolve(view, slot)
+        if found is None:
+            continue
+        for other in holder_jobs(view, slot.node, slot.gpu):
+            if other.name == name:
+                continue
+            theirs_old = base_slots(view, other.name)
+            for theirs in slots_on(other, slot.node, slot.gpu):
+                if not _overlap(slot, theirs):
+                    continue
+                if not is_new and (theirs.node, theirs.gpu, theirs.mig_start) not in theirs_old:
+                    continue  # the newcomer's violation names this conflict
+                sharing = found.shareable and slot.mig_start == theirs.mig_start
+                if sharing and "exclusive" not in (job.isolation, other.isolation):
+                    continue
+                why = (
+                    "one of them is isolation: exclusive"
+                    if sharing
+                    else "it is not a shared (time-sliced) slice"
+                )
+                yield Violation(
+                    "placement.slot-free",
+                    job_target(name),
+                    f"job {name} holds {found.describe(slot)}, which job {other.name} also holds "
+                    f"({_slot_text(theirs)}); {why}",
+                    "choose a free slice; `gpuadmin get slices` shows the holders",
+                )
+
+
+def _kind_mismatch(job: Job, found: Slice, slot: Slot, model: GpuModel | None) -> str | None:
+    req = job.request
+    if found.kind == "unusable":
+        return f"GPU {slot.gpu} of {slot.node} is in {found.gpu.mode} mode and serves VMs, not jobs"
+    if req.kind == "gpus":
+        if found.kind in ("instance", "instance-replica"):
+            return f"it asks for whole GPUs but holds {found.describe(slot)}"
+        if found.kind == "replica" and not job.shared:
+            return (
+                f"it asks for a whole GPU but holds {found.describe(slot)} "
+                "(isolation: shared lets a GPU request take a replica)"
+            )
+        return None
+    if req.kind == "mig":
+        if found.instance is None:
+            return f"it asks for a MIG {req.mig} instance but holds {found.describe(slot)}"
+        wanted = model.mig_profile(req.mig or "") if model is not None else None
+        have = model.mig_profile(found.instance.profile) if model is not None else None
+        if wanted is None or have is None or wanted.name != have.name:
+            return f"it asks for MIG {req.mig} but holds {found.describe(slot)}"
+        return None
+    # fraction / gpu_memory_gib: a time-sliced GPU or a time-sliced MIG instance
+    if not found.shareable:
+        amount = f"{req.fraction} of a GPU" if req.fraction is not None else f"{req.gpu_memory_gib} GiB"
+        return (
+            f"it asks for {amount}, which needs a time-sliced GPU or MIG instance, "
+            f"but holds {found.describe(slot)}"
+        )
+    return None
+
+
+@rule(
+    "placement.matches-request",
+    "A running job's slots match its request: count, slice kind, MIG profile and model.",
+    "job",
+)
+def matches_request(view: View, name: str) -> Iterable[Violation]:
+    job = _running(view, name)
+    if job is None:
+        return
+    req = job.request
+    target = job_target(name)
+    want = req.gpus * req.nodes if req.gpus is not None else 1
+    if len(job.placement) != want:
+        shape = (
+            f"{req.gpus} GPU(s) × {req.nodes} node(s)" if req.gpus is not None else f"one {req.kind} slice"
+        )
+        yield Violation(
+            "placement.matches-request",
+            target,
+            f"job {name} holds {len(job.placement)} slot(s) but requests {want} ({shape})",
+            "bind exactly the requested number of slices",
+        )
+    for slot in job.placement:
+        found = resolve(view, slot)
+        if found is None:
+            continue  # placement.slot-exists
+        model = model_of(found.gpu)
+        if req.model is not None:
+            wanted = get_catalog().model(req.model)
+            if found.gpu.model != req.model and (wanted is None or wanted is not model):
+                yield Violation(
+                    "placement.matches-request",
+                    target,
+                    f"job {name} requests model {req.model} but holds {_slot_text(slot)}, a "
+                    f"{found.gpu.model}",
+                    f"place it on a {req.model}",
+                )
+        problem = _kind_mismatch(job, found, slot, model)
+        if problem is not None:
+            yield Violation(
+                "placement.matches-request",
+                target,
+                f"job {name}: {problem}",
+                "bind the job to a slice of the kind it requests",
+            )
+
+
+@rule(
+    "placement.exclusive-not-shared",
+    "An isolation: exclusive job never lands on a time-sliced replica.",
+    "job",
+)
+def exclusive_not_shared(view: View, name: str) -> Iterable[Violation]:
+    job = _running(view, name)
+    if job is None or job.isolation != "exclusive":
+        return
+    for slot in job.placement:
+        found = resolve(view, slot)
+        if found is not None and found.shareable:
+            yield Violation(
+                "placement.exclusive-not-shared",
+                job_target(name),
+                f"job {name} is isolation: exclusive but holds {found.describe(slot)}, which other jobs "
+                "may share",
+                "place it on a whole GPU or an unshared MIG instance",
+            )
+
+
+@rule(
+    "placement.nvlink-domain",
+    "An nvlink job's GPUs on a node share one NVLink domain, and one device group where the node has groups.",
+    "job",
+)
+def nvlink(view: View, name: str) -> Iterable[Violation]:
+    job = _running(view, name)
+    if job is None or not job.request.nvlink:
+        return
+    per_node: dict[str, list[int]] = {}
+    for slot in job.placement:
+        per_node.setdefault(slot.node, []).append(slot.gpu)
+    for node_name, indexes in sorted(per_node.items()):
+        node = view.node(node_name)
+        if node is None or len(set(indexes)) < 2:
+            continue
+        gpus = names(str(i) for i in sorted(set(indexes)))
+        domains = {nvlink_domain(node, i) for i in indexes}
+        if len(domains) > 1:
+            yield Violation(
+                "placement.nvlink-domain",
+                job_target(name),
+                f"job {name} needs NVLink, but its GPUs {gpus} on {node_name} span {len(domains)} NVLink "
+                f"domains ({node_name} has nvlink: {node.nvlink_kind})",
+                "place it on GPUs of one NVSwitch board or one bridged pair",
+            )
+            continue
+        if node.device_groups:
+            groups = {g.name for g in node.device_groups for i in indexes if i in g.gpus}
+            inside = all(any(i in g.gpus for g in node.device_groups) for i in indexes)
+            if len(groups) != 1 or not inside or not _one_group_holds(node, indexes):
+                yield Violation(
+                    "placement.nvlink-domain",
+                    job_target(name),
+                    f"job {name} needs NVLink, but its GPUs {gpus} on {node_name} are not all in one "
+                    f"device group (NVLinks between groups are not trained)",
+                    "place it on GPUs of one device group",
+                )
+
+
+def _one_group_holds(node: Node, indexes: list[int]) -> bool:
+    return any(set(indexes) <= set(g.gpus) for g in node.device_groups)
+
+
+@rule("placement.rdma", "An rdma job runs only on nodes with RDMA NICs, all on one RDMA network.", "job")
+def rdma(view: View, name: str) -> Iterable[Violation]:
+    job = _running(view, name)
+    if job is None or not job.request.rdma:
+        return
+    networks: dict[str, list[str]] = {}
+    for node_name in sorted({s.node for s in job.placement}):
+        node = view.node(node_name)
+        if node is None:
+            continue
+        if node.rdma is None:
+            yield Violation(
+                "placement.rdma",
+                job_target(name),
+                f"job {name} needs RDMA, but node {node_name} has no RDMA NICs",
+                "place it on nodes with an rdma: section",
+            )
+        else:
+            networks.setdefault(node.rdma.network, []).append(node_name)
+    if len(networks) > 1:
+        detail = "; ".join(f"{net}: {names(ns)}" for net, ns in sorted(networks.items()))
+        yield Violation(
+            "placement.rdma",
+            job_target(name),
+            f"job {name} spans {len(networks)} RDMA networks ({detail})",
+            "place all its nodes on one RDMA network",
+        )
+
+
+@rule(
+    "placement.gang-whole",
+    "A gang of nodes: N spans exactly N nodes with `gpus` distinct GPUs on each.",
+    "job",
+)
+def gang_whole(view: View, name: str) -> Iterable[Violation]:
+    job = _running(view, name)
+    if job is None or job.request.gpus is None:
+        return
+    req = job.request
+    per_node: dict[str, set[int]] = {}
+    for slot in job.placement:
+        per_node.setdefault(slot.node, set()).add(slot.gpu)
+    uneven = {n: len(g) for n, g in per_node.items() if len(g) != req.gpus}
+    if len(per_node) != req.nodes or uneven:
+        spread = names(f"{n}: {len(g)}" for n, g in sorted(per_node.items()))
+        yield Violation(
+            "placement.gang-whole",
+            job_target(name),
+            f"job {name} wants {req.gpus} GPU(s) on each of {req.nodes} node(s), but holds {spread}",
+            "bind the whole gang at once: the same number of GPUs on each of its nodes",
+        )
+
+
+@rule(
+    "placement.no-oversubscription",
+    "Shared slices are never oversubscribed: holders ≤ replicas, fractions and GPU memory ≤ the slice.",
+    "gpu",
+)
+def no_oversubscription(view: View, key: GpuKey) -> Iterable[Violation]:
+    found_gpu = gpu_at(view, key)
+    if found_gpu is None:
+        return
+    gpu = found_gpu[1]
+    model = model_of(gpu)
+    per_slice: dict[int | None, list[tuple[Job, Slot]]] = {}
+    for job in holder_jobs(view, *key):
+        for slot in slots_on(job, *key):
+            per_slice.setdefault(slot.mig_start, []).append((job, slot))
+    for _, held in sorted(per_slice.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
+        found = resolve(view, held[0][1])
+        if found is None or not found.shareable:
+            continue
+        where = found.describe(held[0][1])
+        replicas = found.replicas
+        if replicas is not None and len(held) > replicas:
+            yield Violation(
+                "placement.no-oversubscription",
+                gpu_target(*key),
+                f"{len(held)} jobs share {where}, which has {replicas} replicas "
+                f"({names(j.name for j, _ in held)})",
+                "raise the replica count with set-time-slicing, or move a job",
+            )
+        who = names(j.name for j, _ in held)
+        fractions = sum(j.request.fraction or 0.0 for j, _ in held)
+        if fractions > 1 + EPSILON:
+            yield Violation(
+                "placement.no-oversubscription",
+                gpu_target(*key),
+                f"{where} is oversubscribed: its holders' fractions add up to {fractions:g} ({who})",
+                "move a job to another slice, or shrink a request",
+            )
+        memory = slice_memory_gib(model, found) if model is not None else 0.0
+        gib = sum(j.request.gpu_memory_gib or 0.0 for j, _ in held)
+        if gib > memory + EPSILON:
+            yield Violation(
+                "placement.no-oversubscription",
+                gpu_target(*key),
+                f"{where} is oversubscribed: its holders ask for {gib:g} GiB of GPU memory, it has "
+                f"{memory:.1f} GiB ({who})",
+                "move a job to another slice, or shrink a request",
+            )

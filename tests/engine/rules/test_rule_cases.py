@@ -1,0 +1,963 @@
+"""One passing and at least one failing case for every registered rule, against a real cluster state.
+
+A passing case edits the cluster in a way the rule judges, and the plan is clean (no violation at all). A
+failing case breaks exactly what the rule guards; the rule must fire on the expected target. The meta-test at
+the bottom keeps the table complete: a new rule without both cases fails the suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from _rulekit import Scenario, everything
+
+from gpuadmin.engine.rules import RULES, check
+from gpuadmin.model import DeviceGroup, MigInstance, VGpu, Vm
+
+
+@dataclass(frozen=True)
+class Case:
+    rule: str
+    name: str
+    build: Callable[[], Scenario]
+    target: str | None = None  # None: a passing case
+
+    @property
+    def passing(self) -> bool:
+        return self.target is None
+
+
+def mig(*items: tuple[str, int | None] | tuple[str, int | None, int]) -> list[MigInstance]:
+    # model_copy, like a change applied to a view, does not re-validate: a bad replica count reaches the rules
+    return [
+        MigInstance(profile=i[0], start=i[1]).model_copy(update={"replicas": i[2] if len(i) > 2 else None})
+        for i in items
+    ]
+
+
+def vgpus(*items: tuple[str, str]) -> list[VGpu]:
+    return [VGpu(vm=vm, profile=profile) for vm, profile in items]
+
+
+def job(name: str, queue: str = "research", status: str = "pending", **request: Any) -> dict[str, Any]:
+    extra: dict[str, Any] = {k: request.pop(k) for k in ("isolation", "preemptible") if k in request}
+    return {"name": name, "queue": queue, "request": request, "status": status, **extra}
+
+
+def running(
+    name: str, slots: list[tuple[Any, ...]], queue: str = "research", **request: Any
+) -> dict[str, Any]:
+    raw = job(name, queue, "running", **request)
+    raw["placement"] = [
+        {"node": s[0], "gpu": s[1], **({"mig_start": s[2]} if len(s) > 2 else {})} for s in slots
+    ]
+    return raw
+
+
+def big_host(version: str, hardware: int, gpus: int) -> dict[str, Any]:
+    return {
+        "name": "esx-big",
+        "platform": "vsphere",
+        "vsphere": {"version": version},
+        "nvlink": "none",
+        "gpus": [{"index": i, "model": "L40S", "mode": "passthrough", "vm": "wide"} for i in range(gpus)],
+        "vms": [{"name": "wide", "hardware_version": hardware, "gpus": list(range(gpus))}],
+    }
+
+
+def pairs_host(groups: list[list[int]]) -> dict[str, Any]:
+    return {
+        "name": "esx3",
+        "platform": "vsphere",
+        "vsphere": {"version": "8.0U1"},
+        "nvlink": "pairs",
+        "gpus": [{"index": i, "model": "A40", "mode": "vgpu"} for i in range(4)],
+        "device_groups": [{"name": f"g{k}", "gpus": g} for k, g in enumerate(groups)],
+    }
+
+
+S = Scenario
+T_BM1 = "node/bm1"
+
+CASES: list[Case] = [
+    # ---------------------------------------- MIG
+    Case(
+        "mig.model-supports-mig",
+        "7g on a free H100",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("7g.80gb", 0))),
+    ),
+    Case(
+        "mig.model-supports-mig",
+        "A10 is not MIG-capable",
+        lambda: S().add_node(
+            {
+                "name": "k8s2",
+                "platform": "kubernetes",
+                "gpus": [{"index": 0, "model": "A10", "mode": "mig", "mig": [{"profile": "1g.6gb"}]}],
+            }
+        ),
+        "node/k8s2/gpu/0",
+    ),
+    Case(
+        "mig.model-supports-mig",
+        "model not in the catalog",
+        lambda: S().gpu("bm1", 7, model="Z100", mode="mig", mig=mig(("1g.10gb", 0))),
+        "node/bm1/gpu/7",
+    ),
+    Case(
+        "mig.profile-exists", "H100 profile", lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("1g.10gb", 0)))
+    ),
+    Case(
+        "mig.profile-exists",
+        "A100-40GB profile on an H100",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("1g.5gb", 0))),
+        "node/bm1/gpu/7",
+    ),
+    Case(
+        "mig.placement-start",
+        "3g at 0 and 4",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("3g.40gb", 0), ("3g.40gb", 4))),
+    ),
+    Case(
+        "mig.placement-start",
+        "3g at 2",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("3g.40gb", 2))),
+        "node/bm1/gpu/7",
+    ),
+    Case(
+        "mig.placement-start",
+        "4g at 4 (its only placement is 0)",
+        lambda: S().gpu("k8s1", 1, mode="mig", replicas=None, mig=mig(("2g.12gb", 4))),
+        "node/k8s1/gpu/1",
+    ),
+    Case(
+        "mig.no-overlap",
+        "-cgi 19,19,14,9 without starts is searched, not replayed",
+        lambda: S().gpu(
+            "bm1",
+            7,
+            mode="mig",
+            mig=mig(("1g.10gb", None), ("1g.10gb", None), ("2g.20gb", None), ("3g.40gb", None)),
+        ),
+    ),
+    Case(
+        "mig.no-overlap",
+        "3g@0 and 2g@2 share slices 2-3",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("3g.40gb", 0), ("2g.20gb", 2))),
+        "node/bm1/gpu/7",
+    ),
+    Case(
+        "mig.no-overlap",
+        "3g+3g+1g has no placement",
+        lambda: S().gpu(
+            "bm1", 7, mode="mig", mig=mig(("3g.40gb", None), ("3g.40gb", None), ("1g.10gb", None))
+        ),
+        "node/bm1/gpu/7",
+    ),
+    Case(
+        "mig.compute-slices",
+        "4g + 3g = 7 compute slices",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("4g.40gb", None), ("3g.40gb", None))),
+    ),
+    Case(
+        "mig.compute-slices",
+        "7g + 1g = 8 compute slices",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("7g.80gb", 0), ("1g.10gb", 0))),
+        "node/bm1/gpu/7",
+    ),
+    Case(
+        "mig.compute-slices",
+        "A30: 4g + 1g = 5 of 4",
+        lambda: S().gpu("k8s1", 1, mode="mig", replicas=None, mig=mig(("4g.24gb", 0), ("1g.6gb", 3))),
+        "node/k8s1/gpu/1",
+    ),
+    Case(
+        "mig.instance-cap",
+        "7 × 1g.10gb",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(*[("1g.10gb", None)] * 7)),
+    ),
+    Case(
+        "mig.instance-cap",
+        "two 1g.10gb+me (cap 1)",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("1g.10gb+me", 0), ("1g.10gb+me", 1))),
+        "node/bm1/gpu/7",
+    ),
+    Case(
+        "mig.single-media-extension",
+        "A30 one +me",
+        lambda: S().gpu(
+            "k8s1", 1, mode="mig", replicas=None, mig=mig(("2g.12gb+me", 0), ("1g.6gb", 2), ("1g.6gb", 3))
+        ),
+    ),
+    Case(
+        "mig.single-media-extension",
+        "A30 2g+me and 1g+me",
+        lambda: S().gpu("k8s1", 1, mode="mig", replicas=None, mig=mig(("2g.12gb+me", 0), ("1g.6gb+me", 3))),
+        "node/k8s1/gpu/1",
+    ),
+    Case(
+        "mig.repartition-evicts",
+        "keep the held 2g@0",
+        lambda: S().gpu("bm1", 2, mig=mig(("2g.20gb", 0), ("1g.10gb", 2), ("1g.10gb", 3), ("3g.40gb", 4))),
+    ),
+    Case(
+        "mig.repartition-evicts",
+        "held instance evicted in the same plan",
+        lambda: S().gpu("bm1", 2, mig=mig(("3g.40gb", 0), ("3g.40gb", 4))).preempt("infer"),
+    ),
+    Case(
+        "mig.repartition-evicts",
+        "repartition destroys infer's 2g@0",
+        lambda: S().gpu("bm1", 2, mig=mig(("3g.40gb", 0), ("3g.40gb", 4))),
+        "node/bm1/gpu/2",
+    ),
+    Case(
+        "mig.repartition-evicts",
+        "leaving MIG under a running job",
+        lambda: S().gpu("bm1", 4, mode="full", mig=None),
+        "node/bm1/gpu/4",
+    ),
+    # ---------------------------------------- modes
+    Case(
+        "mode.fields-match",
+        "time-sliced with replicas",
+        lambda: S().gpu("bm1", 7, mode="time-sliced", replicas=4),
+    ),
+    Case("mode.fields-match", "full with replicas", lambda: S().gpu("bm1", 7, replicas=4), "node/bm1/gpu/7"),
+    Case(
+        "mode.vsphere-only",
+        "time-slicing on bare metal",
+        lambda: S().gpu("bm4", 0, mode="time-sliced", replicas=2),
+    ),
+    Case(
+        "mode.vsphere-only",
+        "passthrough on bare metal",
+        lambda: S().gpu("bm4", 0, mode="passthrough"),
+        "node/bm4/gpu/0",
+    ),
+    Case("mode.mig-not-whole", "whole job on a full GPU", lambda: S().bind("wait", ("bm1", 7))),
+    Case(
+        "mode.mig-not-whole", "whole job on a MIG GPU", lambda: S().bind("wait", ("bm1", 2)), "node/bm1/gpu/2"
+    ),
+    Case("mode.time-slice-replicas", "2 replicas", lambda: S().gpu("bm4", 1, mode="time-sliced", replicas=2)),
+    Case(
+        "mode.time-slice-replicas",
+        "1 replica",
+        lambda: S().gpu("bm4", 1, mode="time-sliced", replicas=1),
+        "node/bm4/gpu/1",
+    ),
+    Case(
+        "mode.time-slice-replicas",
+        "MIG instance with 1 replica",
+        lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("7g.80gb", 0, 1))),
+        "node/bm1/gpu/7",
+    ),
+    Case(
+        "mode.one-sharing-strategy-per-node",
+        "MPS on every shared GPU of a node",
+        lambda: (
+            S()
+            .gpu("bm4", 0, mode="time-sliced", replicas=2, sharing="mps")
+            .gpu("bm4", 1, mode="time-sliced", replicas=4, sharing="mps")
+        ),
+    ),
+    Case(
+        "mode.one-sharing-strategy-per-node",
+        "MPS next to time-slicing",
+        lambda: S().gpu("bm1", 7, mode="time-sliced", replicas=2, sharing="mps"),
+        T_BM1,
+    ),
+    Case(
+        "mode.one-sharing-strategy-per-node",
+        "MPS on a MIG GPU",
+        lambda: S().gpu("k8s1", 0, sharing="mps"),
+        "node/k8s1",
+    ),
+    Case(
+        "mode.change-evicts",
+        "free GPU to time-slicing",
+        lambda: S().gpu("bm1", 7, mode="time-sliced", replicas=4),
+    ),
+    Case(
+        "mode.change-evicts",
+        "held GPU to time-slicing",
+        lambda: S().gpu("bm1", 0, mode="time-sliced", replicas=4),
+        "node/bm1/gpu/0",
+    ),
+    # ---------------------------------------- vGPU
+    Case(
+        "vgpu.profile-exists",
+        "A40-12C on an A40",
+        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A40-12C"))),
+    ),
+    Case(
+        "vgpu.profile-exists",
+        "an A100 type on an A40",
+        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A100-8C"))),
+        "node/esx2/gpu/0",
+    ),
+    Case(
+        "vgpu.framebuffer",
+        "24 + 16 + 8 = 48 GB on an A40 (mixed size, 8.0U3)",
+        lambda: S().gpu(
+            "esx2", 1, vgpus=vgpus(("vdi-01", "A40-24C"), ("vdi-02", "A40-16C"), ("vdi-02", "A40-8C"))
+        ),
+    ),
+    Case(
+        "vgpu.framebuffer",
+        "48 + 8 GB on an A40",
+        lambda: S().gpu("esx2", 1, vgpus=vgpus(("vdi-01", "A40-48C"), ("vdi-02", "A40-8C"))),
+        "node/esx2/gpu/1",
+    ),
+    Case(
+        "vgpu.equal-size",
+        "mixed sizes on 8.0U3",
+        lambda: S().gpu("esx2", 1, vgpus=vgpus(("vdi-01", "A40-24C"), ("vdi-02", "A40-8C"))),
+    ),
+    Case(
+        "vgpu.equal-size",
+        "mixed sizes on 8.0U1",
+        lambda: S().gpu("esx1", 5, vgpus=vgpus(("dev-01", "A100DX-40C"), ("dev-02", "A100DX-20C"))),
+        "node/esx1/gpu/5",
+    ),
+    Case(
+        "vgpu.equal-size",
+        "9 × A40-6C, equal-size maximum 8",
+        lambda: S().gpu("esx2", 0, vgpus=vgpus(*[("vdi-02", "A40-6C")] * 8, ("vdi-01", "A40-6C"))),
+        "node/esx2/gpu/0",
+    ),
+    Case(
+        "vgpu.equal-size",
+        "5 × A40-8C in mixed-size mode, maximum 4",
+        lambda: S().gpu("esx2", 1, vgpus=vgpus(*[("vdi-02", "A40-8C")] * 5, ("vdi-01", "A40-4C"))),
+        "node/esx2/gpu/1",
+    ),
+    Case(
+        "vgpu.equal-size",
+        "8C and 8Q on one GPU before 8.0U2",
+        lambda: S().add_node(
+            {
+                "name": "esx8",
+                "platform": "vsphere",
+                "vsphere": {"version": "8.0U1"},
+                "gpus": [
+                    {
+                        "index": 0,
+                        "model": "A40",
+                        "mode": "vgpu",
+                        "vgpus": [{"vm": "a", "profile": "A40-8C"}, {"vm": "b", "profile": "A40-8Q"}],
+                    }
+                ],
+                "vms": [{"name": "a", "hardware_version": 20}, {"name": "b", "hardware_version": 20}],
+            }
+        ),
+        "node/esx8/gpu/0",
+    ),
+    Case(
+        "vgpu.max-per-vm",
+        "8 vGPUs for one VM",
+        lambda: S().gpu("esx2", 0, vgpus=vgpus(*[("vdi-01", "A40-4C")] * 7)),
+    ),
+    Case(
+        "vgpu.max-per-vm",
+        "10 vGPUs for one VM on vSphere 8",
+        lambda: S().gpu("esx2", 0, vgpus=vgpus(*[("vdi-01", "A40-4C")] * 9)),
+        "node/esx2",
+    ),
+    Case(
+        "vgpu.one-board-and-series-per-vm",
+        "two vGPUs of one board and series",
+        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A40-8C"), ("vdi-01", "A40-8C"))),
+    ),
+    Case(
+        "vgpu.one-board-and-series-per-vm",
+        "an A100 and an A40 vGPU in one VM",
+        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A40-8C"), ("ml-01", "A40-8C"))),
+        "node/esx2",
+    ),
+    Case(
+        "vgpu.one-board-and-series-per-vm",
+        "C and Q series in one VM",
+        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-02", "A40-8C"), ("vdi-01", "A40-8Q"))),
+        "node/esx2",
+    ),
+    Case(
+        "vgpu.multi-vgpu-full-framebuffer",
+        "two full-frame-buffer vGPUs on 7.0U3",
+        lambda: S().gpu("esx7", 1, vgpus=vgpus(("old-01", "A40-48C"))),
+    ),
+    Case(
+        "vgpu.multi-vgpu-full-framebuffer",
+        "a fractional vGPU in a multi-vGPU VM on 7.0U3",
+        lambda: S().gpu("esx7", 1, vgpus=vgpus(("old-01", "A40-24C"))),
+        "node/esx7",
+    ),
+    Case(
+        "vgpu.mig-backed-needs-mig",
+        "4-20C + 3-20C is the 4g + 3g layout",
+        lambda: S().gpu("esx2", 2, vgpus=vgpus(("ml-01", "A100-4-20C"), ("ml-01", "A100-3-20C"))),
+    ),
+    Case(
+        "vgpu.mig-backed-needs-mig",
+        "MIG-backed next to time-sliced",
+        lambda: S().gpu("esx2", 2, vgpus=vgpus(("ml-01", "A100-3-20C"), ("ml-01", "A100-20C"))),
+        "node/esx2/gpu/2",
+    ),
+    Case(
+        "vgpu.mig-backed-needs-mig",
+        "instances that fit no layout",
+        lambda: S().gpu(
+            "esx2", 2, vgpus=vgpus(("ml-01", "A100-3-20C"), ("ml-01", "A100-3-20C"), ("ml-01", "A100-2-10C"))
+        ),
+        "node/esx2/gpu/2",
+    ),
+    # ---------------------------------------- vSphere
+    Case(
+        "vsphere.hardware-version",
+        "HW 20 on 8.0U1",
+        lambda: S().node(
+            "esx1",
+            vms=[
+                Vm(name="train-01", hardware_version=20, device_group="dg-a"),
+                Vm(name="dev-01", hardware_version=20),
+                Vm(name="dev-02", hardware_version=20),
+            ],
+        ),
+    ),
+    Case(
+        "vsphere.hardware-version",
+        "HW 21 on 8.0U1",
+        lambda: S().node(
+            "esx1",
+            vms=[
+                Vm(name="train-01", hardware_version=20, device_group="dg-a"),
+                Vm(name="dev-01", hardware_version=21),
+                Vm(name="dev-02", hardware_version=19),
+            ],
+        ),
+        "node/esx1",
+    ),
+    Case(
+        "vsphere.passthrough-limit",
+        "33 devices on 8.0U2 with HW 21 (128)",
+        lambda: S().add_node(big_host("8.0U2", 21, 33)),
+    ),
+    Case("vsphere.passthrough-limit", "16 devices on 7.0U3", lambda: S().add_node(big_host("7.0U3", 19, 16))),
+    Case(
+        "vsphere.passthrough-limit",
+        "17 devices on 7.0U3 (16)",
+        lambda: S().add_node(big_host("7.0U3", 19, 17)),
+        "node/esx-big",
+    ),
+    Case(
+        "vsphere.passthrough-limit",
+        "33 devices on 8.0 (32)",
+        lambda: S().add_node(big_host("8.0", 20, 33)),
+        "node/esx-big",
+    ),
+    Case(
+        "vsphere.vm-references",
+        "detach the passthrough GPU on both sides",
+        lambda: (
+            S()
+            .gpu("esx2", 3, mode="full", vm=None)
+            .node(
+                "esx2",
+                vms=[
+                    v if v.name != "pt-01" else v.model_copy(update={"gpus": None})
+                    for v in S().view.node("esx2").vms  # type: ignore[union-attr]
+                ],
+            )
+        ),
+    ),
+    Case(
+        "vsphere.vm-references",
+        "passthrough to an undefined VM",
+        lambda: S().gpu("esx2", 3, vm="ghost"),
+        "node/esx2",
+    ),
+    # ---------------------------------------- groups
+    Case(
+        "group.size",
+        "a group of 2",
+        lambda: S().node(
+            "esx1",
+            device_groups=[
+                DeviceGroup(name="dg-a", gpus=[0, 1, 2, 3]),
+                DeviceGroup(name="dg-b", gpus=[5, 6]),
+            ],
+        ),
+    ),
+    Case(
+        "group.size",
+        "a group of 3",
+        lambda: S().node(
+            "esx1",
+            device_groups=[
+                DeviceGroup(name="dg-a", gpus=[0, 1, 2, 3]),
+                DeviceGroup(name="dg-b", gpus=[5, 6, 7]),
+            ],
+        ),
+        "node/esx1",
+    ),
+    Case("group.esxi-version", "NVSwitch groups on 8.0U1", lambda: S().node("esx1")),
+    Case(
+        "group.esxi-version",
+        "NVSwitch groups on 8.0",
+        lambda: S().node(
+            "esx1",
+            vsphere=S()
+            .view.node("esx1")
+            .vsphere.model_copy(  # type: ignore[union-attr]
+                update={"version": "8.0"}
+            ),
+        ),
+        "node/esx1",
+    ),
+    Case(
+        "group.esxi-version",
+        "bridged-pair group on 7.0U3",
+        lambda: S().node(
+            "esx7",
+            nvlink="pairs",
+            device_groups=[DeviceGroup(name="dg", gpus=[0, 1])],
+            vms=[Vm(name="old-01", hardware_version=19, device_group="dg")],
+        ),
+        "node/esx7",
+    ),
+    Case(
+        "group.one-nvlink-domain",
+        "groups on bridged pairs",
+        lambda: S().add_node(pairs_host([[0, 1], [2, 3]])),
+    ),
+    Case(
+        "group.one-nvlink-domain",
+        "a group across two pairs",
+        lambda: S().add_node(pairs_host([[1, 2]])),
+        "node/esx3",
+    ),
+    Case(
+        "group.no-overlap",
+        "disjoint groups",
+        lambda: S().node(
+            "esx1",
+            device_groups=[
+                DeviceGroup(name="dg-a", gpus=[0, 1, 2, 3]),
+                DeviceGroup(name="dg-b", gpus=[6, 7]),
+            ],
+        ),
+    ),
+    Case(
+        "group.no-overlap",
+        "GPU 6 in two groups",
+        lambda: S().node(
+            "esx1",
+            device_groups=[
+                DeviceGroup(name="dg-a", gpus=[0, 1, 2, 3]),
+                DeviceGroup(name="dg-b", gpus=[5, 6]),
+                DeviceGroup(name="dg-c", gpus=[6, 7]),
+            ],
+        ),
+        "node/esx1",
+    ),
+    Case(
+        "group.vm-holds-whole-group",
+        "a VM with a vGPU on each GPU of its group",
+        lambda: (
+            S()
+            .gpu("esx1", 6, vgpus=vgpus(("dev-02", "A100DX-80C")))
+            .gpu("esx1", 7, vgpus=vgpus(("dev-02", "A100DX-80C")))
+            .node(
+                "esx1",
+                vms=[
+                    Vm(name="train-01", hardware_version=20, device_group="dg-a"),
+                    Vm(name="dev-01", hardware_version=20),
+                    Vm(name="dev-02", hardware_version=19, device_group="dg-b"),
+                ],
+            )
+        ),
+    ),
+    Case(
+        "group.vm-holds-whole-group",
+        "a VM attached to a group without its GPUs",
+        lambda: S().node(
+            "esx1",
+            vms=[
+                Vm(name="train-01", hardware_version=20, device_group="dg-a"),
+                Vm(name="dev-01", hardware_version=20),
+                Vm(name="dev-02", hardware_version=19, device_group="dg-b"),
+            ],
+        ),
+        "node/esx1",
+    ),
+    Case(
+        "group.vm-holds-whole-group",
+        "a stranger's vGPU inside a group",
+        lambda: S().gpu("esx1", 3, vgpus=vgpus(("dev-01", "A100DX-80C"))),
+        "node/esx1",
+    ),
+    Case(
+        "group.nvswitch-vgpu",
+        "time-sliced vGPU on an NVSwitch host",
+        lambda: S().gpu("esx1", 5, vgpus=vgpus(("dev-01", "A100DX-20C"))),
+    ),
+    Case(
+        "group.nvswitch-vgpu",
+        "MIG-backed vGPU on an NVSwitch host",
+        lambda: S().gpu("esx1", 5, vgpus=vgpus(("dev-01", "A100DX-3-40C"))),
+        "node/esx1",
+    ),
+    Case(
+        "group.nvswitch-vgpu",
+        "plain passthrough on an NVSwitch host",
+        lambda: (
+            S()
+            .gpu("esx1", 5, mode="passthrough", vgpus=None, vm="dev-01")
+            .node(
+                "esx1",
+                vms=[
+                    Vm(name="train-01", hardware_version=20, device_group="dg-a"),
+                    Vm(name="dev-01", hardware_version=20, gpus=[5]),
+                    Vm(name="dev-02", hardware_version=19),
+                ],
+            )
+        ),
+        "node/esx1",
+    ),
+    # ---------------------------------------- placement
+    Case("placement.slot-exists", "bind to a free GPU", lambda: S().bind("wait", ("bm2", 2))),
+    Case(
+        "placement.slot-exists",
+        "bind to GPU 9 of an 8-GPU node",
+        lambda: S().bind("wait", ("bm1", 9)),
+        "job/wait",
+    ),
+    Case("placement.slot-exists", "bind to a missing node", lambda: S().bind("wait", ("bm9", 0)), "job/wait"),
+    Case(
+        "placement.slot-exists",
+        "bind to a MIG start with no instance",
+        lambda: S().submit(running("m", [("bm1", 2, 6)], mig="1g.10gb")),
+        "job/m",
+    ),
+    Case(
+        "placement.slot-free",
+        "a third sharer on a 4-replica GPU",
+        lambda: S().submit(running("nb3", [("bm1", 3)], fraction=0.25)),
+    ),
+    Case("placement.slot-free", "bind onto a held GPU", lambda: S().bind("wait", ("bm1", 0)), "job/wait"),
+    Case(
+        "placement.slot-free",
+        "bind onto a held MIG instance",
+        lambda: S().submit(running("m", [("bm1", 2, 0)], mig="2g.20gb")),
+        "job/m",
+    ),
+    Case(
+        "placement.matches-request",
+        "a 1g job on the 1g instance",
+        lambda: S().submit(running("m", [("bm1", 2, 2)], mig="1g.10gb")),
+    ),
+    Case(
+        "placement.matches-request",
+        "two slots for one GPU",
+        lambda: S().bind("wait", ("bm2", 2), ("bm2", 3)),
+        "job/wait",
+    ),
+    Case(
+        "placement.matches-request",
+        "a 3g job on the 1g instance",
+        lambda: S().submit(running("m", [("bm1", 2, 2)], mig="3g.40gb")),
+        "job/m",
+    ),
+    Case(
+        "placement.matches-request",
+        "model constraint",
+        lambda: S().submit(running("m", [("bm2", 2)], gpus=1, model="A100-PCIE-40GB")),
+        "job/m",
+    ),
+    Case(
+        "placement.matches-request",
+        "a fraction on a whole GPU",
+        lambda: S().submit(running("f", [("bm2", 3)], fraction=0.5)),
+        "job/f",
+    ),
+    Case(
+        "placement.matches-request",
+        "a whole-GPU job on a time-sliced replica",
+        lambda: S().bind("wait", ("bm1", 3)),
+        "job/wait",
+    ),
+    Case(
+        "placement.matches-request",
+        "a shared GPU job on a time-sliced replica",
+        lambda: S().submit(running("sh", [("bm1", 3)], gpus=1, isolation="shared")),
+    ),
+    Case(
+        "placement.matches-request",
+        "a job on a vGPU-mode GPU",
+        lambda: S().bind("wait", ("esx1", 5)),
+        "job/wait",
+    ),
+    Case(
+        "placement.exclusive-not-shared",
+        "exclusive on a whole GPU",
+        lambda: S().submit(job("x", gpus=1, isolation="exclusive")).bind("x", ("bm2", 4)),
+    ),
+    Case(
+        "placement.exclusive-not-shared",
+        "bind-job: exclusive on a time-sliced replica",
+        lambda: S().submit(job("x", gpus=1, isolation="exclusive")).bind("x", ("bm1", 3)),
+        "job/x",
+    ),
+    Case(
+        "placement.exclusive-not-shared",
+        "exclusive on a time-sliced MIG instance",
+        lambda: S().submit(job("x", mig="3g.40gb", isolation="exclusive")).bind("x", ("bm1", 4, 0)),
+        "job/x",
+    ),
+    Case(
+        "placement.nvlink-domain",
+        "one bridged pair",
+        lambda: S().submit(running("n", [("bm3", 2), ("bm3", 3)], gpus=2, nvlink=True)),
+    ),
+    Case(
+        "placement.nvlink-domain",
+        "across two bridged pairs",
+        lambda: S().submit(running("n", [("bm3", 1), ("bm3", 2)], gpus=2, nvlink=True)),
+        "job/n",
+    ),
+    Case(
+        "placement.nvlink-domain",
+        "across device groups",
+        lambda: (
+            S()
+            .gpu("esx1", 5, mode="full")
+            .gpu("esx1", 6, mode="full")
+            .gpu("esx1", 7, mode="full")
+            .submit(running("n", [("esx1", 5), ("esx1", 6)], gpus=2, nvlink=True))
+        ),
+        "job/n",
+    ),
+    Case(
+        "placement.rdma",
+        "one RDMA network",
+        lambda: S().submit(running("r", [("bm2", 2), ("bm1", 7)], gpus=1, nodes=2, rdma=True)),
+    ),
+    Case(
+        "placement.rdma",
+        "two RDMA networks",
+        lambda: S().submit(running("r", [("bm2", 2), ("bm3", 0)], gpus=1, nodes=2, rdma=True)),
+        "job/r",
+    ),
+    Case(
+        "placement.rdma",
+        "a node without RDMA",
+        lambda: S().submit(running("r", [("bm4", 0)], gpus=1, rdma=True)),
+        "job/r",
+    ),
+    Case(
+        "placement.gang-whole",
+        "2 × 2 over two nodes",
+        lambda: S().submit(running("g", [("bm2", 2), ("bm2", 3), ("bm3", 0), ("bm3", 1)], gpus=2, nodes=2)),
+    ),
+    Case(
+        "placement.gang-whole",
+        "a 2-node gang on one node",
+        lambda: S().submit(running("g", [("bm2", 2), ("bm2", 3), ("bm2", 4), ("bm2", 5)], gpus=2, nodes=2)),
+        "job/g",
+    ),
+    Case(
+        "placement.gang-whole",
+        "a gang placed in part",
+        lambda: S().submit(running("g", [("bm2", 2), ("bm2", 3), ("bm3", 0)], gpus=2, nodes=2)),
+        "job/g",
+    ),
+    Case(
+        "placement.no-oversubscription",
+        "fractions add up to 1",
+        lambda: S().submit(running("nb3", [("bm1", 3)], fraction=0.5)),
+    ),
+    Case(
+        "placement.no-oversubscription",
+        "fractions add up to 1.25",
+        lambda: S().submit(running("nb3", [("bm1", 3)], fraction=0.75)),
+        "node/bm1/gpu/3",
+    ),
+    Case(
+        "placement.no-oversubscription",
+        "5 sharers on 4 replicas",
+        lambda: (
+            S()
+            .submit(running("a", [("bm1", 3)], fraction=0.1))
+            .submit(running("b", [("bm1", 3)], fraction=0.1))
+            .submit(running("c", [("bm1", 3)], fraction=0.1))
+        ),
+        "node/bm1/gpu/3",
+    ),
+    Case(
+        "placement.no-oversubscription",
+        "90 GiB on an 80 GB GPU",
+        lambda: S().submit(running("m", [("bm1", 3)], gpu_memory_gib=70)),
+        "node/bm1/gpu/3",
+    ),
+    Case(
+        "placement.no-oversubscription",
+        "3 sharers on a 2-replica MIG instance",
+        lambda: (
+            S()
+            .submit(running("a", [("bm1", 4, 0)], fraction=0.1))
+            .submit(running("b", [("bm1", 4, 0)], fraction=0.1))
+        ),
+        "node/bm1/gpu/4",
+    ),
+    # ---------------------------------------- nodes
+    Case("node.no-new-placements", "cordon keeps running jobs", lambda: S().node("bm2", state="cordoned")),
+    Case(
+        "node.no-new-placements",
+        "bind onto a cordoned node",
+        lambda: S().node("bm2", state="cordoned").bind("wait", ("bm2", 2)),
+        "job/wait",
+    ),
+    Case(
+        "node.no-new-placements",
+        "bind onto a down node",
+        lambda: S().node("bm2", state="down").bind("wait", ("bm2", 2)),
+        "job/wait",
+    ),
+    Case(
+        "node.drain-blocked",
+        "drain with the preemptible gang preempted",
+        lambda: S().node("bm2", state="draining").preempt("gang"),
+    ),
+    Case(
+        "node.drain-blocked",
+        "drain under a non-preemptible job",
+        lambda: S().node("bm1", state="draining"),
+        T_BM1,
+    ),
+    Case(
+        "node.drain-evicts",
+        "drain with the preemptible gang preempted",
+        lambda: S().node("bm2", state="draining").preempt("gang"),
+    ),
+    Case(
+        "node.drain-evicts",
+        "drain leaving a preemptible job running",
+        lambda: S().node("bm2", state="draining"),
+        "node/bm2",
+    ),
+    # ---------------------------------------- quota
+    Case(
+        "quota.limit",
+        "2 GPUs under a limit of 2",
+        lambda: S().submit(running("s", [("bm2", 2), ("bm2", 3)], queue="scratch", gpus=2)),
+    ),
+    Case(
+        "quota.limit",
+        "3 GPUs over a limit of 2",
+        lambda: S().submit(running("s", [("bm2", 2), ("bm2", 3), ("bm2", 4)], queue="scratch", gpus=3)),
+        "queue/scratch",
+    ),
+    Case(
+        "quota.limit",
+        "GPU memory over the limit",
+        lambda: S().queue(
+            "research",
+            limit=S()
+            .view.queue("research")
+            .limit.model_copy(  # type: ignore[union-attr]
+                update={"gpu_memory_gib": 100.0}
+            ),
+        ),
+        "queue/research",
+    ),
+    Case(
+        "quota.nonpreemptible-in-quota",
+        "non-preemptible within quota",
+        lambda: S().submit(running("s", [("bm2", 2)], queue="scratch", gpus=1, preemptible=False)),
+    ),
+    Case(
+        "quota.nonpreemptible-in-quota",
+        "non-preemptible on borrowed quota",
+        lambda: S().submit(
+            running("s", [("bm2", 2), ("bm2", 3)], queue="scratch", gpus=2, preemptible=False)
+        ),
+        "queue/scratch",
+    ),
+    Case(
+        "quota.limit-not-below-quota",
+        "limit equal to quota",
+        lambda: S().queue(
+            "research",
+            limit=S()
+            .view.queue("research")
+            .limit.model_copy(  # type: ignore[union-attr]
+                update={"gpus": 16}
+            ),
+        ),
+    ),
+    Case(
+        "quota.limit-not-below-quota",
+        "limit below quota",
+        lambda: S().queue(
+            "research",
+            limit=S()
+            .view.queue("research")
+            .limit.model_copy(  # type: ignore[union-attr]
+                update={"gpus": 8}
+            ),
+        ),
+        "queue/research",
+    ),
+    Case(
+        "quota.queue-exists",
+        "a job in a new queue",
+        lambda: S().add_queue({"name": "new"}).submit(job("j", queue="new", gpus=1)),
+    ),
+    Case(
+        "quota.queue-exists",
+        "a job in a missing queue",
+        lambda: S().submit(job("j", queue="nope", gpus=1)),
+        "job/j",
+    ),
+    Case(
+        "quota.queue-exists",
+        "removing a queue that still has jobs",
+        lambda: S().remove_queue("scratch").submit(job("j", queue="scratch", gpus=1)),
+        "job/j",
+    ),
+]
+
+
+def _id(case: Case) -> str:
+    return f"{case.rule}:{'pass' if case.passing else 'fail'}:{case.name}"
+
+
+def test_base_cluster_is_clean() -> None:
+    scenario = Scenario()
+    assert check(scenario.view, everything(scenario.view)) == []
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.passing], ids=_id)
+def test_passing_case(case: Case) -> None:
+    found = case.build().violations()
+    assert found == [], "\n".join(f"{v.rule} {v.target}: {v.message}" for v in found)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.passing], ids=_id)
+def test_failing_case(case: Case) -> None:
+    found = case.build().violations()
+    mine = [v for v in found if v.rule == case.rule]
+    assert mine, f"{case.rule} did not fire; got: " + "; ".join(f"{v.rule} {v.target}" for v in found)
+    assert {v.target for v in mine} == {case.target}, [(v.target, v.message) for v in mine]
+    for violation in mine:
+        assert violation.message and violation.message[0] != " "
+
+
+def test_every_rule_has_a_passing_and_a_failing_case() -> None:
+    passing = {c.rule for c in CASES if c.passing}
+    failing = {c.rule for c in CASES if not c.passing}
+    assert passing == set(RULES), f"no passing case: {sorted(set(RULES) - passing)}"
+    assert failing == set(RULES), f"no failing case: {sorted(set(RULES) - failing)}"
