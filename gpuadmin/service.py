@@ -28,8 +28,8 @@ from gpuadmin.store import (
     Store,
     load_inventory,
     login_identity,
-    origin,
 )
+from gpuadmin.store.state_db import Outcome, Verdict
 from gpuadmin.store.changes_io import load_changes
 
 Role = Literal["viewer", "operator", "admin"]
@@ -154,9 +154,8 @@ class Service:
                 raise Refused(the_plan)
             self.state.commit(the_plan.view)
             return ApplyResult(the_plan, self.state.revision)
-        actor = login_identity()
         try:
-            with self.store.write_lock(actor, self.command):
+            with self.store.write_lock(login_identity(), self.command):
                 current = self.store.revision()
                 if current != the_plan.base_revision:
                     self._record(the_plan, "stale", f"plan is for revision {the_plan.base_revision}, "
@@ -183,18 +182,14 @@ class Service:
             self._record(the_plan, "lock-held", str(held))
             raise Conflict(str(held)) from held
 
-    def _entry(self, the_plan: Plan, verdict: str, outcome: str, message: str) -> JournalEntry:
-        actor = login_identity()
-        return JournalEntry(
-            id=None, at=None, actor=actor.name, uid=actor.uid, source=actor.source, origin=origin(),
-            command=self.command, base_revision=the_plan.base_revision, revision=None, verdict=verdict,
-            outcome=outcome, plan=the_plan.to_json(), diff=[d.to_json() for d in the_plan.diff],
-            message=message,
-        )
+    def _entry(self, the_plan: Plan, verdict: Verdict, outcome: Outcome, message: str) -> JournalEntry:
+        return JournalEntry.new(self.command, the_plan.base_revision, verdict=verdict, outcome=outcome,
+                                plan=the_plan.to_json(), diff=[d.to_json() for d in the_plan.diff],
+                                message=message)
 
-    def _record(self, the_plan: Plan, outcome: str, message: str) -> None:
+    def _record(self, the_plan: Plan, outcome: Outcome, message: str) -> None:
         if self.store is not None:
-            verdict = "allowed" if the_plan.allowed else "refused"
+            verdict: Verdict = "allowed" if the_plan.allowed else "refused"
             self.store.record(self._entry(the_plan, verdict, outcome, message))
 
     def record_refusal(self, the_plan: Plan) -> None:
@@ -217,9 +212,10 @@ class Service:
         # The earliest entry's `before` of each entity is what it was at `to_revision`.
         first_before: dict[tuple[str, str], EntityDiff] = {}
         for entry in undone:
-            for raw in entry.diff:
+            for raw in entry.diff or ():
                 key = (raw["kind"], raw["name"])
-                first_before.setdefault(key, EntityDiff(raw["kind"], raw["name"], raw["before"], raw["after"]))
+                first_before.setdefault(key, EntityDiff(raw["kind"], raw["name"], raw["before"], raw["after"],
+                                                       raw.get("seq")))
         return self.plan(inverse(first_before.values()))
 
     # reading ----------------------------------------------------------------------------------

@@ -181,6 +181,7 @@ class Restore(StrictModel):
     node: Node | None = None
     job: Job | None = None
     queue: Queue | None = None
+    seq: Annotated[int, Field(ge=1)] | None = None  # where a removed entity goes back (FIFO order)
 
     @model_validator(mode="after")
     def _value_matches_kind(self) -> Restore:

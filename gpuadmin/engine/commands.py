@@ -81,15 +81,15 @@ def _node_commands(before: Node | None, after: Node) -> list[str]:
             g.mode for g in before.gpus] != [g.mode for g in after.gpus]
         if mig_changed and (has_mig or had_mig):
             out = [c for c in out if not c.startswith("nvidia-smi")]  # mig-manager applies it instead
-            value = mig_config_name(after.name) if has_mig else "all-disabled"
-            out.append(_label(after.name, "nvidia.com/mig.config", value))
+            out.append(_label(after.name, "nvidia.com/mig.config",
+                              mig_config_name(after.name) if has_mig else "all-disabled"))
         was_shared = before is not None and _shared(before)
         sharing_changed = before is None or [(g.mode, g.replicas, [i.replicas for i in g.mig or ()])
                                              for g in before.gpus] != [
             (g.mode, g.replicas, [i.replicas for i in g.mig or ()]) for g in after.gpus]
         if sharing_changed and (_shared(after) or was_shared):
-            value = f"gpuadmin-{after.name}" if _shared(after) else None
-            out.append(_label(after.name, "nvidia.com/device-plugin.config", value))
+            out.append(_label(after.name, "nvidia.com/device-plugin.config",
+                              f"gpuadmin-{after.name}" if _shared(after) else None))
         if before is not None and before.state != after.state:
             if after.state == "cordoned":
                 out.append(f"kubectl cordon {after.name}")

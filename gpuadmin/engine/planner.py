@@ -52,6 +52,7 @@ class EntityDiff:
     name: str
     before: dict[str, Any] | None
     after: dict[str, Any] | None
+    seq: int | None = None  # the entity's position in its table before the change
 
     @property
     def action(self) -> str:
@@ -63,7 +64,7 @@ class EntityDiff:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "action": self.action,
-                "before": self.before, "after": self.after}
+                "before": self.before, "after": self.after, "seq": self.seq}
 
 
 @dataclass
@@ -409,6 +410,9 @@ def _remove_node(view: View, c: ch.RemoveNode, touched: Touched) -> None:
 
 
 def _restore(view: View, c: ch.Restore, touched: Touched) -> None:
+    view.restored.add((c.kind, c.name))
+    if c.seq is not None and view.seq_of(c.kind, c.name) is None:
+        view.put_at(c.kind, c.name, c.seq)
     if c.kind == "node":
         before = view.node(c.name)
         view.put_node(c.name, c.node)
@@ -463,7 +467,7 @@ def _diff(view: View) -> list[EntityDiff]:
         for name, after in edits.items():
             before_d, after_d = dump(base.get(name)), dump(after)
             if before_d != after_d:
-                out.append(EntityDiff(kind, name, before_d, after_d))
+                out.append(EntityDiff(kind, name, before_d, after_d, view.base.seq_of(kind, name)))
     return out
 
 
@@ -512,5 +516,7 @@ def inverse(diffs: Iterable[EntityDiff]) -> list[ch.Change]:
         value: dict[str, Any] = {"op": "restore", "kind": d.kind, "name": d.name}
         if d.before is not None:
             value[d.kind] = d.before
+            if d.after is None and d.seq is not None:
+                value["seq"] = d.seq
         out.append(ch.Restore.model_validate(value, strict=False))
     return out

@@ -36,6 +36,10 @@ class ClusterState:
     holders: dict[GpuKey, set[str]] = field(default_factory=dict)
     usage: dict[str, Usage] = field(default_factory=dict)  # running jobs, by job
     queue_usage: dict[str, Usage] = field(default_factory=dict)
+    # Position of each entity in its table (FIFO order of jobs), so that undoing a removal puts an
+    # entity back exactly where it was.
+    seqs: dict[EntityKind, dict[str, int]] = field(
+        default_factory=lambda: {"node": {}, "job": {}, "queue": {}})
 
     @classmethod
     def from_inventory(cls, inv: Inventory, revision: int = 0) -> ClusterState:
@@ -48,7 +52,12 @@ class ClusterState:
         )
         for job in inv.jobs:
             state._index(job)
+        for kind, names in (("node", state.nodes), ("job", state.jobs), ("queue", state.queues)):
+            state.seqs[kind] = {name: seq for seq, name in enumerate(names, start=1)}  # type: ignore[index]
         return state
+
+    def seq_of(self, kind: EntityKind, name: str) -> int | None:
+        return self.seqs[kind].get(name)
 
     def _index(self, job: Job) -> None:
         for key in job_gpu_keys(job):
@@ -76,25 +85,35 @@ class ClusterState:
 
     def commit(self, view: View) -> None:
         """Fold a view's edits into this state in place (after the store has written them)."""
-        for name, node in view.node_edits.items():
-            _put(self.nodes, name, node)
-        for name, queue in view.queue_edits.items():
-            _put(self.queues, name, queue)
+        self._commit_table("node", self.nodes, view.node_edits, view)
+        self._commit_table("queue", self.queues, view.queue_edits, view)
         for name, job in view.job_edits.items():
             old = self.jobs.get(name)
             if old is not None:
                 self._unindex(old)
-            _put(self.jobs, name, job)
             if job is not None:
                 self._index(job)
+        self._commit_table("job", self.jobs, view.job_edits, view)
         self.revision += 1
 
-
-def _put(table: dict[str, _T], name: str, value: _T | None) -> None:
-    if value is None:
-        table.pop(name, None)
-    else:
-        table[name] = value
+    def _commit_table(self, kind: EntityKind, table: dict[str, _T], edits: dict[str, _T | None],
+                      view: View) -> None:
+        seqs = self.seqs[kind]
+        reorder = False
+        for name, value in edits.items():
+            if value is None:
+                table.pop(name, None)
+                seqs.pop(name, None)
+                continue
+            if name not in table:
+                seq = view.seq_edits.get((kind, name)) or max(seqs.values(), default=0) + 1
+                reorder = reorder or any(s > seq for s in seqs.values())
+                seqs[name] = seq
+            table[name] = value
+        if reorder:
+            ordered = sorted(table.items(), key=lambda item: seqs[item[0]])
+            table.clear()
+            table.update(ordered)
 
 
 class View:
@@ -111,6 +130,9 @@ class View:
         self.queue_edits: dict[str, Queue | None] = {}
         self._holder_edits: dict[GpuKey, set[str]] = {}
         self._usage_edits: dict[str, Usage | None] = {}
+        self.seq_edits: dict[tuple[EntityKind, str], int] = {}  # positions restored by undo
+        # Entities put back as a journal recorded them (undo): what they hold is not a new placement.
+        self.restored: set[tuple[EntityKind, str]] = set()
         self._queue_usage_edits: dict[str, Usage] = {}
 
     @property
@@ -157,33 +179,43 @@ class View:
 
     def nodes(self) -> Iterator[Node]:
         for name, node in self.base.nodes.items():
-            edited = self.node_edits[name] if name in self.node_edits else node
+            edited: Node | None = self.node_edits[name] if name in self.node_edits else node
             if edited is not None:
                 yield edited
-        for name, node in self.node_edits.items():
-            if name not in self.base.nodes and node is not None:
-                yield node
+        for name, added in self.node_edits.items():
+            if name not in self.base.nodes and added is not None:
+                yield added
 
     def jobs(self) -> Iterator[Job]:
         """All jobs in submission order (FIFO): the base's order, then jobs this view added."""
         for name, job in self.base.jobs.items():
-            edited = self.job_edits[name] if name in self.job_edits else job
+            edited: Job | None = self.job_edits[name] if name in self.job_edits else job
             if edited is not None:
                 yield edited
-        for name, job in self.job_edits.items():
-            if name not in self.base.jobs and job is not None:
-                yield job
+        for name, added in self.job_edits.items():
+            if name not in self.base.jobs and added is not None:
+                yield added
 
     def queues(self) -> Iterator[Queue]:
         for name, queue in self.base.queues.items():
-            edited = self.queue_edits[name] if name in self.queue_edits else queue
+            edited: Queue | None = self.queue_edits[name] if name in self.queue_edits else queue
             if edited is not None:
                 yield edited
-        for name, queue in self.queue_edits.items():
-            if name not in self.base.queues and queue is not None:
-                yield queue
+        for name, added in self.queue_edits.items():
+            if name not in self.base.queues and added is not None:
+                yield added
+
+    def seq_of(self, kind: EntityKind, name: str) -> int | None:
+        """The entity's position in its table (None for one this view added without a position)."""
+        if (kind, name) in self.seq_edits:
+            return self.seq_edits[(kind, name)]
+        return self.base.seq_of(kind, name)
 
     # writes -----------------------------------------------------------------------------------
+    def put_at(self, kind: EntityKind, name: str, seq: int) -> None:
+        """Put a (re-)added entity back at this position in its table instead of at the end."""
+        self.seq_edits[(kind, name)] = seq
+
     def put_node(self, name: str, node: Node | None) -> None:
         self.node_edits[name] = node
 

@@ -93,11 +93,11 @@ def check_references(inv: Inventory) -> list[Diagnostic]:
             out.append(Diagnostic(f"unknown GPU model {job.request.model!r}", ("jobs", i, "request", "model"),
                                   "reference"))
         for j, slot in enumerate(job.placement):
-            node = nodes.get(slot.node)
-            if node is None:
+            held = nodes.get(slot.node)
+            if held is None:
                 out.append(Diagnostic(f"placement names node {slot.node!r}, which is not defined",
                                       ("jobs", i, "placement", j, "node"), "reference"))
-            elif node.gpu(slot.gpu) is None:
+            elif held.gpu(slot.gpu) is None:
                 out.append(Diagnostic(f"placement names GPU {slot.gpu} of node {slot.node!r}, which it does "
                                       "not have", ("jobs", i, "placement", j, "gpu"), "reference"))
     return out

@@ -1,0 +1,564 @@
+"""One scheduling cycle: order → filter → score → bind (in the index) → preempt → plan once.
+
+`schedule(state, policy)` never writes: it returns a `SchedulePlan` whose `plan` went through
+`planner.plan`, so the rules have judged every bind and eviction. The cycle never asks the rules per
+candidate: it keeps its own free-capacity index, updates it on each bind and runs the planner once at the end
+on what the binds and evictions touch. Should the planner still refuse something (a base state that already
+breaks a rule on a node the cycle touched, say), the binds the violations name are dropped and the plan is
+made again, so the result is always allowed; those jobs are explained as refused.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Literal
+
+from gpuadmin.engine import changes as ch
+from gpuadmin.engine.planner import Plan, plan
+from gpuadmin.engine.rules.base import Violation
+from gpuadmin.engine.scheduler.fgd import WholePart, Workload, classes_from_shapes
+from gpuadmin.engine.scheduler.filters import WholePlan, mig_profile_name, node_ok, plan_gpus
+from gpuadmin.engine.scheduler.index import (
+    Bucket,
+    CapacityIndex,
+    NodeCap,
+    Policy,
+    TsUnit,
+    UnitId,
+    job_unit_need,
+)
+from gpuadmin.engine.scheduler.order import Cost, JobOrder, QueueBook, estimate_cost, fair_shares, make_books
+from gpuadmin.engine.scheduler.preempt import Eligible, find_eviction
+from gpuadmin.engine.scheduler.scores import Score, Scorer
+from gpuadmin.engine.scheduler.shape import Shape, shape_of
+from gpuadmin.engine.state import ClusterState
+from gpuadmin.engine.usage import slot_share
+from gpuadmin.model import Job, Slot
+
+if TYPE_CHECKING:
+    from gpuadmin.engine.scheduler.explain import Explanation
+
+Outcome = Literal[
+    "bound", "no-fit", "over-limit", "nonpreemptible-over-quota", "unknown-queue", "preempted", "refused"
+]
+PENDING = ("pending", "preempted")
+MAX_PREEMPTORS = 16  # preemptors tried per cycle (KAI bounds its reclaim/preempt queue depth alike)
+
+
+@dataclass
+class Step:
+    """What a placement takes on one node: whole GPUs, one MIG instance or one shared unit."""
+
+    node: NodeCap
+    gpus: list[int] = field(default_factory=list)
+    mig: tuple[int, int] | None = None  # (gpu, start)
+    unit: TsUnit | None = None
+
+
+@dataclass
+class Choice:
+    slots: list[Slot]
+    steps: list[Step]
+
+
+@dataclass
+class SchedulePlan:
+    """What one cycle decided: the changes, the checked plan, and why every other pending job waits."""
+
+    policy: str
+    changes: list[ch.Change]
+    plan: Plan
+    bound: list[str]
+    preempted: list[str]
+    pending: list[str]  # jobs left pending, in the cycle's order
+    stats: dict[str, float]
+    cycle: Cycle = field(repr=False)
+
+    @cached_property
+    def explanations(self) -> dict[str, Explanation]:
+        """An explanation for every job left pending (computed on first use)."""
+        from gpuadmin.engine.scheduler.explain import explain_pending
+
+        return explain_pending(self.cycle, self.pending)
+
+    def explanation(self, job: str, remedies: bool = True) -> Explanation:
+        from gpuadmin.engine.scheduler.explain import explain_job
+
+        return explain_job(self.cycle, job, remedies=remedies)
+
+
+class Cycle:
+    def __init__(
+        self, state: ClusterState, policy: Policy = "binpack", max_preemptors: int = MAX_PREEMPTORS
+    ) -> None:
+        if policy not in ("binpack", "spread"):
+            raise ValueError(f"unknown policy {policy!r} (binpack or spread)")
+        self.state = state
+        self.policy: Policy = policy
+        self.max_preemptors = max_preemptors
+        t0 = time.perf_counter()
+        self.index = CapacityIndex(state, policy)
+        self.index_s = time.perf_counter() - t0
+        self.books: dict[str, QueueBook] = make_books(state)
+        self.shapes: dict[str, Shape] = {}
+        self.sid: dict[Shape, int] = {}  # shape → a small id (memo keys)
+        self.costs: dict[str, Cost] = {}
+        self.fifo: dict[str, int] = {}
+        self.outcome: dict[str, Outcome] = {}
+        self.order: list[str] = []  # the order jobs were tried in
+        self.binds: dict[str, list[Slot]] = {}
+        self.bind_cost: dict[str, Cost] = {}
+        self.victims: dict[str, str] = {}  # evicted job → the job it made room for
+        self.failed: set[Shape] = set()
+        self.refused: dict[str, list[Violation]] = {}
+        self._pool: tuple[dict[str, Job], dict[int, set[str]]] | None = None
+        self.workload = Workload(())
+        self.scorer = Scorer(self.workload, policy)
+
+    # -------------------------------------------------------------------------------------------- setup
+    def _collect(self) -> None:
+        ready_mem = [self.index.by_name[nc.name] for nc in self.index.nodes]
+        gib = [info.model for nc in ready_mem for info in nc.gpus.values()]
+        from gpuadmin.catalog import get_catalog
+
+        catalog = get_catalog()
+        mems = [m.memory_mib / 1024 for m in (catalog.model(x) for x in gib) if m is not None]
+        typical = sum(mems) / len(mems) if mems else 80.0
+        classes = []
+        for i, job in enumerate(self.state.jobs.values()):
+            if job.status not in PENDING:
+                continue
+            self.fifo[job.name] = i
+            shape = shape_of(job)
+            self.shapes[job.name] = shape
+            self.sid.setdefault(shape, len(self.sid))
+            cost = estimate_cost(shape, typical)
+            self.costs[job.name] = cost
+            book = self.books.get(job.queue)
+            if book is None:
+                self.outcome[job.name] = "unknown-queue"
+                continue
+            book.pending.append(job)
+            book.demand_gpus += cost.gpus
+            book.demand_gib += cost.gib
+            classes.append(shape.task_class(float(shape.nodes)))
+        fair_shares(self.books, float(len(mems)), sum(mems))
+        self.workload = Workload(classes_from_shapes(classes))
+        self.scorer = Scorer(self.workload, self.policy)
+
+    # -------------------------------------------------------------------------------------------- placement
+    def place(self, job: Job, shape: Shape, restrict: set[int] | None = None) -> Choice | None:
+        if shape.kind == "gpus" and shape.nodes > 1:
+            return self._place_gang(shape, restrict)
+        if shape.kind == "gpus":
+            return self._place_whole(shape, restrict)
+        if shape.kind == "mig":
+            found = self._place_mig(shape, restrict)
+            if found is not None or not shape.shared:
+                return found
+        return self._place_unit(job, shape, restrict)
+
+    def _pick(
+        self, members: set[int], top: int | None, shape: Shape, restrict: set[int] | None
+    ) -> int | None:
+        if restrict is None and not shape.rdma:
+            return top
+        nodes = self.index.nodes
+        ok = [i for i in members if (restrict is None or i in restrict) and node_ok(nodes[i], shape)]
+        return min(ok) if ok else None
+
+    def _place_whole(self, shape: Shape, restrict: set[int] | None) -> Choice | None:
+        sid = self.sid[shape]
+        best: tuple[Score, int, WholePlan] | None = None
+        for (part, has_rdma), bucket in self.index.whole.items():
+            if shape.rdma and not has_rdma:
+                continue
+            scored = self.scorer.whole(sid, shape, part)
+            if scored is None:
+                continue
+            idx = self._pick(bucket.members, bucket.top(), shape, restrict)
+            if idx is None:
+                continue
+            if best is None or (scored[0], idx) < best[:2]:
+                best = (scored[0], idx, scored[1])
+        if best is None:
+            return None
+        nc = self.index.nodes[best[1]]
+        gpus = plan_gpus(nc, best[2])
+        return Choice([Slot(node=nc.name, gpu=g) for g in gpus], [Step(nc, gpus=gpus)])
+
+    def _place_gang(self, shape: Shape, restrict: set[int] | None) -> Choice | None:
+        groups: list[tuple[str, list[tuple[WholePart, Bucket[int]]]]] = []
+        if shape.rdma:
+            for net in sorted(self.index.whole_net):
+                groups.append((net, list(self.index.whole_net[net].items())))
+        else:
+            groups.append(("", [(k[0], b) for k, b in self.index.whole.items()]))
+        best: tuple[tuple[float, float, str], list[tuple[int, WholePlan]]] | None = None
+        sid = self.sid[shape]
+        for net, parts in groups:
+            cands: list[tuple[Score, Bucket[int], WholePlan]] = []
+            for part, bucket in parts:
+                scored = self.scorer.whole(sid, shape, part)
+                if scored is not None:
+                    cands.append((scored[0], bucket, scored[1]))
+            if sum(len(c[1]) for c in cands) < shape.nodes:
+                continue
+            cands.sort(key=lambda c: c[0])
+            chosen: list[tuple[int, WholePlan]] = []
+            delta = tie = 0.0
+            for score, bucket, wplan in cands:
+                left = shape.nodes - len(chosen)
+                members = [i for i in bucket.members if restrict is None or i in restrict]
+                for idx in sorted(members)[:left]:
+                    chosen.append((idx, wplan))
+                    delta += score[0]
+                    tie += score[1]
+                if len(chosen) == shape.nodes:
+                    break
+            if len(chosen) < shape.nodes:
+                continue
+            key = (round(delta, 9), tie, net)
+            if best is None or key < best[0]:
+                best = (key, chosen)
+        if best is None:
+            return None
+        slots: list[Slot] = []
+        steps: list[Step] = []
+        for idx, wplan in best[1]:
+            nc = self.index.nodes[idx]
+            gpus = plan_gpus(nc, wplan)
+            slots += [Slot(node=nc.name, gpu=g) for g in gpus]
+            steps.append(Step(nc, gpus=gpus))
+        return Choice(slots, steps)
+
+    def _place_mig(self, shape: Shape, restrict: set[int] | None) -> Choice | None:
+        models = [shape.model] if shape.model else sorted(self.index.models_present)
+        best: tuple[Score, int, int, int] | None = None
+        for model in models:
+            if model is None:
+                continue
+            prof = mig_profile_name(model, shape.profile)
+            if prof is None:
+                continue
+            if restrict is None and not shape.rdma:
+                top = self.index.mig_top(model, prof)
+                tops = [top] if top is not None else []
+            else:
+                tops = [
+                    (nc, g, s)
+                    for nc in self.index.nodes
+                    if (restrict is None or nc.idx in restrict) and node_ok(nc, shape)
+                    for g, s in sorted(nc.mig.get((model, prof), ()))
+                ][:1]
+            for nc, gpu, start in tops:
+                score = self.scorer.mig(nc.mig_part(), model, prof)
+                cand = (score, nc.idx, gpu, start)
+                if best is None or cand < best:
+                    best = cand
+        if best is None:
+            return None
+        nc = self.index.nodes[best[1]]
+        return Choice(
+            [Slot(node=nc.name, gpu=best[2], mig_start=best[3])], [Step(nc, mig=(best[2], best[3]))]
+        )
+
+    def _place_unit(self, job: Job, shape: Shape, restrict: set[int] | None) -> Choice | None:
+        if shape.exclusive:
+            return None
+        index = self.index
+        row = self.scorer.ts_row(self.sid[shape], shape, index.states)
+        best: tuple[Score, UnitId] | None = None
+        buckets = index.ts
+        for score, state_id in row:
+            if best is not None and score > best[0]:
+                break
+            bucket = buckets.get(state_id)
+            if bucket is None:
+                continue
+            if restrict is None and not shape.rdma:
+                uid = bucket.top()
+            else:
+                ok = [
+                    u
+                    for u in bucket.members
+                    if (restrict is None or u[0] in restrict) and node_ok(index.nodes[u[0]], shape)
+                ]
+                uid = min(ok) if ok else None
+            if uid is not None and (best is None or (score, uid) < best):
+                best = (score, uid)
+        if best is None:
+            return None
+        nc, unit = index.unit(best[1])
+        return Choice([Slot(node=nc.name, gpu=unit.gpu, mig_start=unit.mig_start)], [Step(nc, unit=unit)])
+
+    # -------------------------------------------------------------------------------------------- binding
+    def exact_cost(self, job: Job, slots: list[Slot]) -> Cost:
+        gpus = gib = 0.0
+        for slot in slots:
+            share, mem = slot_share(self.state.nodes.get(slot.node), slot, job)
+            gpus += share
+            gib += mem
+        return Cost(gpus, gib)
+
+    def _quota_block(self, job: Job, book: QueueBook, cost: Cost) -> Outcome | None:
+        if book.over_limit(cost):
+            return "over-limit"
+        if not job.preemptible and book.nonpreemptible_over_quota(cost):
+            return "nonpreemptible-over-quota"
+        return None
+
+    def _commit(self, job: Job, choice: Choice, cost: Cost) -> None:
+        for step in choice.steps:
+            if step.gpus:
+                self.index.take_whole(step.node, step.gpus, job.name)
+            elif step.mig is not None:
+                self.index.take_mig(step.node, step.mig[0], step.mig[1], job.name)
+            elif step.unit is not None:
+                self.index.take_unit(step.node, step.unit, job.name, job_unit_need(job, step.unit))
+        book = self.books[job.queue]
+        book.used_gpus += cost.gpus
+        book.used_gib += cost.gib
+        if not job.preemptible:
+            book.used_np += cost.gpus
+        self.binds[job.name] = choice.slots
+        self.bind_cost[job.name] = cost
+        self.outcome[job.name] = "bound"
+
+    def try_bind(self, job: Job, restrict: set[int] | None = None) -> Outcome:
+        shape = self.shapes[job.name]
+        book = self.books[job.queue]
+        blocked = self._quota_block(job, book, self.costs[job.name])
+        if blocked is not None:
+            return blocked
+        if restrict is None and shape in self.failed:
+            return "no-fit"
+        choice = self.place(job, shape, restrict)
+        if choice is None:
+            if restrict is None:
+                self.failed.add(shape)
+            return "no-fit"
+        cost = self.exact_cost(job, choice.slots)
+        blocked = self._quota_block(job, book, cost)
+        if blocked is not None:
+            return blocked
+        self._commit(job, choice, cost)
+        return "bound"
+
+    # -------------------------------------------------------------------------------------------- preemption
+    def _victim_pool(self) -> tuple[dict[str, Job], dict[int, set[str]]]:
+        """Running preemptible jobs (the only possible victims), and which of them run on each node."""
+        if self._pool is None:
+            jobs: dict[str, Job] = {}
+            on_node: dict[int, set[str]] = {}
+            by_name = self.index.by_name
+            for j in self.state.jobs.values():
+                if j.status != "running" or not j.preemptible:
+                    continue
+                jobs[j.name] = j
+                for slot in j.placement:
+                    nc = by_name.get(slot.node)
+                    if nc is not None and nc.idx >= 0:
+                        on_node.setdefault(nc.idx, set()).add(j.name)
+            self._pool = (jobs, on_node)
+        return self._pool
+
+    def _eligible_for(self, job: Job) -> Eligible:
+        book = self.books[job.queue]
+        reclaim = book.within_quota(self.costs[job.name])
+        usage = self.state.usage
+        victims = self.victims
+
+        def eligible(victim: Job, tentative: dict[str, float]) -> bool:
+            if victim.name in victims:
+                return False
+            if victim.queue == job.queue:
+                return victim.priority < job.priority
+            if not reclaim:
+                return False
+            vb = self.books.get(victim.queue)
+            if vb is None:
+                return False
+            used = usage.get(victim.name)
+            taken = tentative.get(victim.queue, 0.0) + (used.gpus if used is not None else 0.0)
+            return vb.used_gpus - taken >= vb.quota_gpus - 1e-9
+
+        return eligible
+
+    def _usage_gpus(self, job: Job) -> float:
+        used = self.state.usage.get(job.name)
+        return used.gpus if used is not None else 0.0
+
+    def try_preempt(self, job: Job) -> bool:
+        shape = self.shapes[job.name]
+        eligible = self._eligible_for(job)
+        jobs, on_node = self._victim_pool()
+        nodes = [nc for nc in self.index.nodes if any(eligible(jobs[n], {}) for n in on_node.get(nc.idx, ()))]
+        if not nodes:
+            return False
+        if shape.nodes > 1:  # a gang also takes nodes that are free already
+            nodes = self.index.nodes
+        found = find_eviction(self.index, shape, jobs, eligible, self._usage_gpus, nodes)
+        if found is None:
+            return False
+        tentative: dict[str, float] = {}
+        for v in found.victims:  # the union of a gang's victims is checked as a whole
+            if not eligible(v, tentative):
+                return False
+            tentative[v.queue] = tentative.get(v.queue, 0.0) + self._usage_gpus(v)
+        for v in found.victims:
+            self.index.release(v)
+            self._unbook(v)
+        outcome = self.try_bind(job, restrict=set(found.nodes))
+        if outcome != "bound":
+            for v in found.victims:
+                self.index.hold(v)
+                self._book(v)
+            return False
+        for v in found.victims:
+            self.victims[v.name] = job.name
+            self.outcome[v.name] = "preempted"
+        self.failed.clear()  # capacity was released
+        return True
+
+    def _unbook(self, job: Job) -> None:
+        used = self.state.usage.get(job.name)
+        book = self.books.get(job.queue)
+        if used is None or book is None:
+            return
+        book.used_gpus -= used.gpus
+        book.used_gib -= used.gpu_memory_gib
+        book.used_np -= used.nonpreemptible_gpus
+
+    def _book(self, job: Job) -> None:
+        used = self.state.usage.get(job.name)
+        book = self.books.get(job.queue)
+        if used is None or book is None:
+            return
+        book.used_gpus += used.gpus
+        book.used_gib += used.gpu_memory_gib
+        book.used_np += used.nonpreemptible_gpus
+
+    # -------------------------------------------------------------------------------------------- run
+    def run(self) -> SchedulePlan:
+        t0 = time.perf_counter()
+        self._collect()
+        order = JobOrder(self.books, self.costs, self.fifo)
+        t1 = time.perf_counter()
+        while True:
+            job = order.pop()
+            if job is None:
+                break
+            self.order.append(job.name)
+            self.outcome[job.name] = self.try_bind(job)
+            order.advance(job.queue)
+        t2 = time.perf_counter()
+        tried = 0
+        tried_shapes: set[tuple[Shape, str, int]] = set()
+        for name in list(self.order):
+            if tried >= self.max_preemptors:
+                break
+            if self.outcome.get(name) != "no-fit":
+                continue
+            job = self.state.jobs[name]
+            if self.failed and self.shapes[name] not in self.failed and self.try_bind(job) == "bound":
+                continue
+            key = (self.shapes[name], job.queue, job.priority)
+            if key in tried_shapes:
+                continue
+            tried_shapes.add(key)
+            tried += 1
+            if self.try_preempt(job):
+                self.outcome[name] = "bound"
+        if self.victims:  # evictions released capacity: give the jobs that did not fit one more try
+            self.failed.clear()
+            for name in self.order:
+                if self.outcome.get(name) == "no-fit":
+                    self.outcome[name] = self.try_bind(self.state.jobs[name])
+        t3 = time.perf_counter()
+        result = self._plan()
+        t4 = time.perf_counter()
+        result.stats.update(
+            {
+                "setup_s": t1 - t0 + self.index_s,
+                "allocate_s": t2 - t1,
+                "preempt_s": t3 - t2,
+                "plan_s": t4 - t3,
+                "total_s": t4 - t0 + self.index_s,
+                "tried": float(len(self.order)),
+                "shapes": float(len(self.sid)),
+            }
+        )
+        return result
+
+    def _changes(self) -> list[ch.Change]:
+        out: list[ch.Change] = [ch.PreemptJob(op="preempt-job", name=v) for v in self.victims]
+        out += [ch.BindJob(op="bind-job", name=n, placement=s) for n, s in self.binds.items()]
+        return out
+
+    def _plan(self) -> SchedulePlan:
+        changes = self._changes()
+        result = plan(self.state, changes)
+        for _ in range(len(self.binds) + 1):
+            if result.allowed or not self.binds:
+                break
+            self._drop_refused(result.violations)
+            changes = self._changes()
+            result = plan(self.state, changes)
+        bound = list(self.binds)
+        pending = [n for n in self.order if n not in self.binds]
+        pending += [n for n, o in self.outcome.items() if o == "unknown-queue"]
+        return SchedulePlan(
+            self.policy,
+            changes,
+            result,
+            bound,
+            list(self.victims),
+            pending,
+            {"binds": float(len(bound)), "evictions": float(len(self.victims))},
+            self,
+        )
+
+    def _drop_refused(self, violations: list[Violation]) -> None:
+        drop: set[str] = set()
+        for v in violations:
+            parts = v.target.split("/")
+            if parts[0] == "job" and parts[1] in self.binds:
+                drop.add(parts[1])
+            elif parts[0] == "node":
+                drop |= {n for n, slots in self.binds.items() if any(s.node == parts[1] for s in slots)}
+            elif parts[0] == "queue":
+                drop |= {n for n in self.binds if self.state.jobs[n].queue == parts[1]}
+        if not drop:  # a violation we cannot attribute: bind nothing rather than something refused
+            drop = set(self.binds)
+        for name in drop:
+            self.binds.pop(name, None)
+            self.outcome[name] = "refused"
+            self.refused[name] = [v for v in violations if name in v.target or name in v.message]
+        beneficiaries = set(self.binds)
+        for victim, beneficiary in list(self.victims.items()):
+            if beneficiary not in beneficiaries:
+                del self.victims[victim]
+                self.outcome.pop(victim, None)
+
+
+def schedule(state: ClusterState, policy: Literal["binpack", "spread"] = "binpack") -> SchedulePlan:
+    """Plan one scheduling cycle over `state`'s pending jobs. Pure: the state is not changed.
+
+    The cyclic garbage collector is paused meanwhile: a cycle allocates many short-lived tuples and no
+    cycles, and a full collection over a large state costs more than the cycle itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return Cycle(state, policy).run()
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def shape_counts(state: ClusterState) -> Counter[Shape]:
+    return Counter(shape_of(j) for j in state.jobs.values() if j.status in PENDING)

@@ -1,0 +1,89 @@
+"""Score plugins: among the slices that pass the filters, which one to take.
+
+The primary score is FGD's: the fragmentation increase ΔF of the node (see `fgd`), lower is better. Ties —
+common, since many nodes look alike — go to the policy: `binpack` prefers the candidate that leaves the
+least idle capacity behind (fill partly used nodes and GPUs first), `spread` the one that leaves the most.
+The last tie-break is the node's position in the inventory, so the same input gives the same plan.
+
+Scores are memoised by (shape, part value): nodes with equal parts score equally, so a cycle scores each
+distinct part once per shape.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from gpuadmin.engine.scheduler.fgd import MigPart, UnitState, WholePart, Workload, unit_need
+from gpuadmin.engine.scheduler.filters import WholePlan, apply_plan, shape_unit_fits, whole_plans
+from gpuadmin.engine.scheduler.index import Policy
+from gpuadmin.engine.scheduler.shape import Shape
+
+Score = tuple[float, float]  # (ΔF, policy tie-break); lower is better
+
+
+class Scorer:
+    def __init__(self, workload: Workload, policy: Policy) -> None:
+        self.workload = workload
+        self.policy = policy
+        self._whole: dict[int, dict[WholePart, tuple[Score, WholePlan] | None]] = {}
+        self._ts_rows: dict[int, list[tuple[Score, int]]] = {}  # shape id → (score, state id), best first
+        self._ts_upto: dict[int, int] = {}
+
+    def _tie(self, idle_after: float) -> float:
+        return idle_after if self.policy == "binpack" else -idle_after
+
+    def whole(self, sid: int, shape: Shape, part: WholePart) -> tuple[Score, WholePlan] | None:
+        """The best way to take the shape's GPUs from a node with this whole part, and its score."""
+        memo = self._whole.get(sid)
+        if memo is None:
+            memo = self._whole[sid] = {}
+        if part in memo:
+            return memo[part]
+        best: tuple[Score, WholePlan] | None = None
+        for plan in whole_plans(part, shape, self.policy):
+            after = apply_plan(part, plan)
+            delta = round(self.workload.delta_whole(part, after), 9)
+            score = (delta, self._tie(Workload.whole_idle(after)))
+            if best is None or score < best[0]:
+                best = (score, plan)
+        memo[part] = best
+        return best
+
+    def mig(self, before: MigPart, model: str, profile: str) -> Score:
+        """Taking one free instance of (model, profile) from a node with this MIG part."""
+        after: list[tuple[str, str, int, float]] = []
+        for m, p, n, s in before:
+            if m == model and p == profile:
+                n -= 1
+            after.append((m, p, n, s))
+        after_part: MigPart = tuple(sorted(e for e in after if e[2] > 0))
+        before_part: MigPart = tuple(e for e in before if e[2] > 0)
+        delta = round(self.workload.delta_mig(before_part, after_part), 9)
+        return delta, self._tie(Workload.mig_idle(after_part))
+
+    def ts(self, shape: Shape, state: UnitState) -> Score | None:
+        """Taking a replica (and the shape's share) of a shared unit in this state.
+
+        The credit of a node's shared part adds up over its units (a unit's unreserved share counts for
+        every task it fits), so the score depends on the unit alone."""
+        if not shape_unit_fits(state, shape):
+            return None
+        need = 0.0 if shape.kind == "mig" else unit_need(shape.fraction, shape.gib, state[1])
+        residual = round(state[2] - need, 9)
+        new: UnitState = (state[0], state[1], residual, state[3] - 1, state[4], state[5])
+        delta = round(self.workload.delta_ts((state,), (new,)), 9)
+        # the tie-break looks at the unit itself: best fit leaves the least share on it (binpack)
+        return delta, self._tie(residual * state[4])
+
+    def ts_row(self, sid: int, shape: Shape, states: list[UnitState]) -> list[tuple[Score, int]]:
+        """The unit states the shape fits, best score first (new states are scored as they appear)."""
+        row = self._ts_rows.get(sid)
+        if row is None:
+            row = self._ts_rows[sid] = []
+        upto = self._ts_upto.get(sid, 0)
+        for state_id in range(upto, len(states)):
+            score = self.ts(shape, states[state_id])
+            if score is not None:
+                bisect.insort(row, (score, state_id))
+        self._ts_upto[sid] = len(states)
+        return row
