@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     from gpuadmin.service import Conflict, NotPermitted, Refused
-    from gpuadmin.store.errors import StoreError
+    from gpuadmin.store.errors import StateBusy, StoreError
 
     parser = build_parser()
     args = parser.parse_args(list(argv))
@@ -101,6 +101,9 @@ def run(argv: Sequence[str]) -> int:
 
         print_violations(refused.plan.violations)
         return exitcodes.REFUSED
+    except StateBusy as busy:
+        sys.stderr.write(f"gpuadmin: conflict: {busy}\n")
+        return exitcodes.CONFLICT
     except StoreError as failed:
         sys.stderr.write(f"gpuadmin: {failed}\n")
         return exitcodes.BAD_INPUT

@@ -109,6 +109,8 @@ def _scalar(value: Any) -> str:
         return "-"
     if value == [] or value == {}:
         return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return safe(value)
 
 

@@ -1,0 +1,43 @@
+"""Load and validate a 1,024-node inventory (DESIGN §11: ≤ 0.5 s).
+
+Baseline, same run: PyYAML's C loader on the same file (parsing alone, no checks at all), so the ratio says
+what the strict reading, the schema and the reference checks cost on top of parsing.
+
+    .venv/bin/python -m bench.bench_load [--nodes 1024] [--jobs 10000] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import yaml
+
+from bench.common import generated_file, median_seconds
+from gpuadmin.engine.state import ClusterState
+from gpuadmin.service import check_state
+from gpuadmin.store import load_inventory
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=1024)
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    path = generated_file(args.nodes, args.jobs)
+    text = path.read_text(encoding="utf-8")
+    inventory = load_inventory(path)
+    gpus = sum(len(n.gpus) for n in inventory.nodes)
+    print(f"inventory: {args.nodes} nodes, {gpus} GPUs, {len(inventory.jobs)} jobs, {len(text) / 1e6:.1f} MB")
+    baseline = median_seconds(lambda: yaml.load(text, Loader=yaml.CSafeLoader), args.repeat)
+    load = median_seconds(lambda: load_inventory(path), args.repeat)
+    state = ClusterState.from_inventory(inventory)
+    rules = median_seconds(lambda: check_state(state), args.repeat)
+    print(f"baseline yaml.CSafeLoader parse only : {baseline * 1000:8.1f} ms (median of {args.repeat})")
+    print(f"load_inventory (strict + schema + refs): {load * 1000:8.1f} ms   ratio {load / baseline:.2f}x baseline")
+    print(f"every rule on every entity            : {rules * 1000:8.1f} ms")
+    print(f"load + validate with rules            : {(load + rules) * 1000:8.1f} ms (target <= 500 ms for load)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The state's advisory write lock: `flock` on `<state_dir>/lock`, holder info written into the file.
+
+flock belongs to the open file description, so the kernel drops it when the holder dies (kill -9
+included): holder info a dead process left behind never blocks anyone; the next holder overwrites it.
+The lock file is never deleted (deleting it would let two processes lock two different inodes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from gpuadmin.store.errors import LockHeld, LockHolder
+from gpuadmin.store.identity import Identity
+
+LOCK_NAME = "lock"
+_INFO_WAIT_S = 0.25  # how long a refused caller waits for the holder to finish writing who it is
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def read_holder(path: Path) -> LockHolder | None:
+    """The holder info in a lock file, or None if absent, empty or half-written."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        data = json.loads(raw)
+        return LockHolder(
+            actor=str(data["actor"]),
+            uid=int(data["uid"]),
+            pid=int(data["pid"]),
+            host=str(data["host"]),
+            command=str(data["command"]),
+            since=str(data["since"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+@contextlib.contextmanager
+def write_lock(
+    state_dir: Path, actor: Identity, command: str, *, timeout: float = 0.0
+) -> Iterator[LockHolder]:
+    """Hold the exclusive write lock of a state for the `with` block; raise `LockHeld` if another has it.
+
+    `timeout` is how long to keep trying (0: try once). Not re-entrant: a second `write_lock` on the same
+    state in the same process is refused like any other.
+    """
+    path = Path(state_dir) / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        _acquire(fd, path, timeout)
+        holder = LockHolder(
+            actor=actor.name,
+            uid=actor.uid,
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            command=command,
+            since=utc_now(),
+        )
+        payload = json.dumps(holder.__dict__).encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, payload, 0)
+        try:
+            yield holder
+        finally:
+            os.ftruncate(fd, 0)  # a clean release leaves no holder behind
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _acquire(fd: int, path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + max(timeout, 0.0)
+    info_deadline: float | None = None
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        now = time.monotonic()
+        if now >= deadline:
+            holder = read_holder(path)
+            if holder is not None:
+                raise LockHeld(holder)
+            # The holder has the lock but has not written who it is yet (or is releasing): look again.
+            if info_deadline is None:
+                info_deadline = now + _INFO_WAIT_S
+            elif now >= info_deadline:
+                raise LockHeld(None)
+        time.sleep(0.002)

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "sample-inventories"
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def gpuadmin(*args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None,
+             stdin: str | None = None) -> Result:
+    """The real CLI in a real process."""
+    proc = subprocess.run([sys.executable, "-m", "gpuadmin.cli.main", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env=env, input=stdin, timeout=120)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """A fresh state created from the OCI sample."""
+    path = tmp_path / "state"
+    result = gpuadmin("--state", path, "init", "--from", SAMPLES / "oci-h100.yaml")
+    assert result.code == 0, result.err
+    return path

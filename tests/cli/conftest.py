@@ -1,0 +1,3 @@
+from tests.cli.clikit import state
+
+__all__ = ["state"]
