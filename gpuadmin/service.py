@@ -29,8 +29,8 @@ from gpuadmin.store import (
     load_inventory,
     login_identity,
 )
-from gpuadmin.store.state_db import Outcome, Verdict
 from gpuadmin.store.changes_io import load_changes
+from gpuadmin.store.state_db import Outcome, Verdict
 
 Role = Literal["viewer", "operator", "admin"]
 ROLES: tuple[Role, ...] = ("viewer", "operator", "admin")

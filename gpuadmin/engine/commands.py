@@ -65,10 +65,6 @@ def _label(node: str, key: str, value: str | None) -> str:
     return f"kubectl label node {node} {key}={value} --overwrite"
 
 
-def _shared(node: Node) -> bool:
-    return any(g.mode == "time-sliced" or any(i.replicas for i in g.mig or ()) for g in node.gpus)
-
-
 def _node_commands(before: Node | None, after: Node) -> list[str]:
     out: list[str] = []
     old = {g.index: g for g in before.gpus} if before is not None else {}
@@ -83,13 +79,13 @@ def _node_commands(before: Node | None, after: Node) -> list[str]:
             out = [c for c in out if not c.startswith("nvidia-smi")]  # mig-manager applies it instead
             out.append(_label(after.name, "nvidia.com/mig.config",
                               mig_config_name(after.name) if has_mig else "all-disabled"))
-        was_shared = before is not None and _shared(before)
         sharing_changed = before is None or [(g.mode, g.replicas, [i.replicas for i in g.mig or ()])
                                              for g in before.gpus] != [
             (g.mode, g.replicas, [i.replicas for i in g.mig or ()]) for g in after.gpus]
-        if sharing_changed and (_shared(after) or was_shared):
-            out.append(_label(after.name, "nvidia.com/device-plugin.config",
-                              f"gpuadmin-{after.name}" if _shared(after) else None))
+        if sharing_changed or mig_changed:
+            # every GPU node has its own device-plugin config (`gpuadmin export device-plugin`): MIG nodes
+            # need their migStrategy even without sharing
+            out.append(_label(after.name, "nvidia.com/device-plugin.config", f"gpuadmin-{after.name}"))
         if before is not None and before.state != after.state:
             if after.state == "cordoned":
                 out.append(f"kubectl cordon {after.name}")

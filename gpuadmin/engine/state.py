@@ -179,7 +179,7 @@ class View:
 
     def nodes(self) -> Iterator[Node]:
         for name, node in self.base.nodes.items():
-            edited: Node | None = self.node_edits[name] if name in self.node_edits else node
+            edited: Node | None = self.node_edits.get(name, node)
             if edited is not None:
                 yield edited
         for name, added in self.node_edits.items():
@@ -189,7 +189,7 @@ class View:
     def jobs(self) -> Iterator[Job]:
         """All jobs in submission order (FIFO): the base's order, then jobs this view added."""
         for name, job in self.base.jobs.items():
-            edited: Job | None = self.job_edits[name] if name in self.job_edits else job
+            edited: Job | None = self.job_edits.get(name, job)
             if edited is not None:
                 yield edited
         for name, added in self.job_edits.items():
@@ -198,7 +198,7 @@ class View:
 
     def queues(self) -> Iterator[Queue]:
         for name, queue in self.base.queues.items():
-            edited: Queue | None = self.queue_edits[name] if name in self.queue_edits else queue
+            edited: Queue | None = self.queue_edits.get(name, queue)
             if edited is not None:
                 yield edited
         for name, added in self.queue_edits.items():

@@ -1,0 +1,91 @@
+"""Importers and exporters between gpuadmin and the formats NVIDIA's and Kubernetes' tools read and write.
+
+Importers return `Node`s (with warnings); exporters return plain data (dicts and lists) that the CLI dumps
+as YAML or JSON. No function here prints, and none writes a file. `IMPORTERS` / `EXPORTERS` name them for
+`gpuadmin import <kind>` / `gpuadmin export <kind>`. See docs/adapters.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gpuadmin.adapters._common import ImportResult, NoDriverError, PlainDiagnostic
+from gpuadmin.adapters.device_plugin import (
+    export_device_plugin,
+    export_labels,
+    mig_strategy,
+    node_config,
+    parse_device_plugin_config,
+    parse_device_plugin_configmap,
+)
+from gpuadmin.adapters.kube_nodes import import_kube_nodes, parse_kube_nodes, read_kube_nodes
+from gpuadmin.adapters.local import import_local
+from gpuadmin.adapters.mig_parted import (
+    export_mig_parted,
+    export_mig_parted_configmap,
+    layouts_for_model,
+    mig_parted_changes,
+    mig_parted_layouts,
+    parse_mig_parted,
+    read_mig_parted,
+)
+from gpuadmin.adapters.nvidia_smi import import_nvidia_smi, parse_nvidia_smi
+from gpuadmin.adapters.nvidia_topo import Topology, apply_topology, parse_topology, read_topology
+from gpuadmin.adapters.pods import export_pods, job_manifests, shared_pvc
+from gpuadmin.adapters.queues import export_queues, kai_queues, kueue_queues
+
+#: `gpuadmin import <kind>` → the function that reads it.
+IMPORTERS: dict[str, Callable[..., Any]] = {
+    "nvidia-smi": import_nvidia_smi,
+    "kube-nodes": import_kube_nodes,
+    "local": import_local,
+    "topo": read_topology,
+    "mig-parted": read_mig_parted,
+}
+
+#: `gpuadmin export <kind>` → the function that writes it (inventory export is the store's dump_inventory).
+EXPORTERS: dict[str, Callable[..., Any]] = {
+    "mig-parted": export_mig_parted,
+    "device-plugin": export_device_plugin,
+    "labels": export_labels,
+    "pods": export_pods,
+    "queues": export_queues,
+}
+
+__all__ = [
+    "EXPORTERS",
+    "IMPORTERS",
+    "ImportResult",
+    "NoDriverError",
+    "PlainDiagnostic",
+    "Topology",
+    "apply_topology",
+    "export_device_plugin",
+    "export_labels",
+    "export_mig_parted",
+    "export_mig_parted_configmap",
+    "export_pods",
+    "export_queues",
+    "import_kube_nodes",
+    "import_local",
+    "import_nvidia_smi",
+    "job_manifests",
+    "kai_queues",
+    "kueue_queues",
+    "layouts_for_model",
+    "mig_parted_changes",
+    "mig_parted_layouts",
+    "mig_strategy",
+    "node_config",
+    "parse_device_plugin_config",
+    "parse_device_plugin_configmap",
+    "parse_kube_nodes",
+    "parse_mig_parted",
+    "parse_nvidia_smi",
+    "parse_topology",
+    "read_kube_nodes",
+    "read_mig_parted",
+    "read_topology",
+    "shared_pvc",
+]

@@ -1,0 +1,120 @@
+"""What every adapter shares: the import result, adapter errors with file:line, MIG profile derivation."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpuadmin.catalog import GpuModel, mig_profile_name
+from gpuadmin.engine.mig import place
+from gpuadmin.model import MigInstance, Node
+from gpuadmin.model.diagnostics import Diagnostic, InputError
+
+
+@dataclass
+class ImportResult:
+    """One imported node and what the importer had to guess or could not read (one line each)."""
+
+    node: Node
+    warnings: list[str] = field(default_factory=list)
+    gpu_memory_mib: dict[int, int] = field(
+        default_factory=dict
+    )  # GPU index → frame buffer the source reported
+
+
+@dataclass(frozen=True, slots=True)
+class PlainDiagnostic(Diagnostic):
+    """A diagnostic that prints as its message alone (no file, no path): e.g. "no NVIDIA driver found"."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NoDriverError(InputError):
+    """NVML is missing or cannot talk to a driver: one line, exit code 2, never a traceback."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__([PlainDiagnostic(f"no NVIDIA driver found (NVML: {reason})")])
+
+
+def input_error(
+    message: str,
+    file: str | None = None,
+    line: int | None = None,
+    *,
+    path: tuple[str | int, ...] = (),
+    hint: str | None = None,
+    column: int | None = None,
+) -> InputError:
+    return InputError([Diagnostic(message, path, "schema", file, line, column, hint)])
+
+
+_DNS_BAD = re.compile(r"[^a-z0-9-]+")
+
+
+def dns_name(name: str, limit: int = 63) -> str:
+    """A DNS-1123 label from an inventory name: lower case, other characters as '-', trimmed to `limit`."""
+    text = _DNS_BAD.sub("-", name.lower()).strip("-")[:limit].strip("-")
+    return text or "x"
+
+
+def pci_filter_id(device_id: str) -> str:
+    """ "0x2330" → "0x233010DE", the device+vendor form mig-parted's `device-filter` uses."""
+    return f"0x{device_id.lower().removeprefix('0x').upper()}10DE"
+
+
+def gfd_products(model: GpuModel) -> list[str]:
+    """GFD's `nvidia.com/gpu.product` values of a model: its product names with '-' for spaces."""
+    return [p.strip().replace(" ", "-") for p in model.product_names]
+
+
+# ---------------------------------------------------------------------------------------- MIG derivation
+
+
+def derive_mig_profile(
+    model: GpuModel, sms: int | None, memory_mib: int, total_mib: int, media: bool = False
+) -> str | None:
+    """The catalog profile of a MIG device seen as (SM count, memory): naming rule + profile table.
+
+    The memory part comes from the naming rule of gpu-facts §1.6 (`mig_profile_name`) on the GPU's own
+    total; the compute slices are those of the catalog profile of that memory size whose SM count is
+    nearest to the one seen (exact where the catalog has it). Media extensions (`+me`) are taken when
+    the device shows them (an OFA engine) and the model has such a profile. None when no profile fits.
+    """
+    gb_name = mig_profile_name(1, memory_mib, total_mib).split(".", 1)[1]
+    same_memory = [
+        p
+        for p in model.mig_profiles
+        if p.name.split("+", 1)[0].split(".", 1)[1] == gb_name and "-" not in p.name
+    ]
+    if not same_memory:
+        return None
+    by_slices: dict[int, list[int | None]] = {}
+    for p in same_memory:
+        by_slices.setdefault(p.compute_slices, []).append(p.sms)
+    if len(by_slices) == 1 or sms is None:
+        slices = min(by_slices) if sms is None else next(iter(by_slices))
+    else:
+        known = [(abs(s - sms), g) for g, values in by_slices.items() for s in values if s is not None]
+        if known:
+            slices = min(known)[1]
+        else:  # no SM counts in the catalog: scale by the model's full MIG width
+            full = max((p.sms for p in model.mig_profiles if p.sms), default=model.sms or 0)
+            estimate = round(sms * model.compute_slices / full) if full else min(by_slices)
+            slices = min(by_slices, key=lambda g: (abs(g - estimate), g))
+    name = mig_profile_name(slices, memory_mib, total_mib)
+    if media and model.mig_profile(name + "+me") is not None:
+        name += "+me"
+    return name if model.mig_profile(name) is not None else None
+
+
+def place_instances(
+    model: GpuModel, profiles: list[str], starts: list[int | None] | None = None
+) -> list[MigInstance] | None:
+    """MIG instances for `profiles`: given starts kept, the others chosen by `engine.mig.place`."""
+    wanted = list(zip(profiles, starts or [None] * len(profiles), strict=True))
+    placed = place(model, wanted)
+    if placed is None:
+        return None
+    return [MigInstance(profile=p, start=s) for p, s in sorted(placed, key=lambda ps: (ps[1], ps[0]))]

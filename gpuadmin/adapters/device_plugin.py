@@ -1,0 +1,198 @@
+"""The k8s-device-plugin / GFD sharing config (`version: v1`) as a ConfigMap, and the per-node labels.
+
+One ConfigMap key per Kubernetes node with GPUs, `gpuadmin-<node>`, selected by the node label
+`nvidia.com/device-plugin.config`; `nvidia.com/mig.config` names the node's mig-parted config
+(`gpuadmin-<node>`, or `all-disabled` without MIG). Per node:
+
+- `flags.migStrategy`: `none` without MIG; `single` when every GPU is MIG with one and the same profile;
+  else `mixed`;
+- `sharing.timeSlicing.resources`: `nvidia.com/gpu` with the replicas of time-sliced GPUs, and
+  `nvidia.com/mig-<profile>` with those of time-sliced MIG instances (mixed strategy; under `single` the MIG
+  devices are `nvidia.com/gpu`); `sharing.mps` instead where the GPUs share by MPS.
+
+The plugin configures sharing per resource name and node, not per GPU: where GPUs of one node differ (two
+replica counts, a time-sliced GPU beside a whole one) the export takes the largest count and says so in
+`warnings`. `parse_device_plugin_config` validates a config as the plugin does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpuadmin.adapters._common import input_error
+from gpuadmin.adapters.mig_parted import mig_config_label
+from gpuadmin.engine.commands import mig_config_name
+from gpuadmin.model import Node
+from gpuadmin.model.diagnostics import Diagnostic, InputError
+from gpuadmin.store.yamlsafe import load_yaml
+
+DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+STRATEGIES = ("none", "single", "mixed")
+
+
+def mig_strategy(node: Node) -> str:
+    mig = [g for g in node.gpus if g.mode == "mig"]
+    if not mig:
+        return "none"
+    profiles = {i.profile for g in mig for i in g.mig or ()}
+    if len(mig) == len(node.gpus) and len(profiles) == 1 and all(g.mig for g in mig):
+        return "single"
+    return "mixed"
+
+
+def _put(resources: dict[str, int], name: str, replicas: int, node: str, warnings: list[str]) -> None:
+    old = resources.get(name)
+    if old is not None and old != replicas:
+        warnings.append(
+            f"{node}: {name} has {old} and {replicas} replicas on different GPUs; the device plugin "
+            f"sets one count per node, exported {max(old, replicas)}"
+        )
+    resources[name] = max(old or 0, replicas)
+
+
+def node_config(node: Node, warnings: list[str] | None = None) -> dict[str, Any]:
+    """The device-plugin config of one node (a plain dict, `version: v1`)."""
+    out = warnings if warnings is not None else []
+    strategy = mig_strategy(node)
+    time_sliced: dict[str, int] = {}
+    mps: dict[str, int] = {}
+    whole = 0
+    for gpu in node.gpus:
+        if gpu.mode == "time-sliced" and gpu.replicas is not None:
+            target = mps if gpu.sharing == "mps" else time_sliced
+            _put(target, "nvidia.com/gpu", gpu.replicas, node.name, out)
+        elif gpu.mode == "full":
+            whole += 1
+        for instance in gpu.mig or ():
+            if instance.replicas:
+                name = "nvidia.com/gpu" if strategy == "single" else f"nvidia.com/mig-{instance.profile}"
+                _put(time_sliced, name, instance.replicas, node.name, out)
+    if whole and "nvidia.com/gpu" in (time_sliced | mps) and strategy != "single":
+        out.append(
+            f"{node.name}: {whole} whole GPU(s) beside time-sliced ones; the device plugin shares every "
+            "nvidia.com/gpu of the node"
+        )
+    if time_sliced and mps:
+        out.append(
+            f"{node.name}: time-slicing and MPS on one node; the device plugin allows one method, "
+            "exported time-slicing"
+        )
+    config: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": strategy}}
+    if time_sliced:
+        config["sharing"] = {
+            "timeSlicing": {"resources": [{"name": n, "replicas": r} for n, r in sorted(time_sliced.items())]}
+        }
+    elif mps:
+        config["sharing"] = {
+            "mps": {"resources": [{"name": n, "replicas": r} for n, r in sorted(mps.items())]}
+        }
+    return config
+
+
+def _k8s_gpu_nodes(nodes: list[Node]) -> list[Node]:
+    return sorted((n for n in nodes if n.platform == "kubernetes" and n.gpus), key=lambda n: n.name)
+
+
+def export_device_plugin(
+    nodes: list[Node],
+    *,
+    name: str = "gpuadmin-device-plugin-config",
+    namespace: str = "gpu-operator",
+    warnings: list[str] | None = None,
+) -> dict[str, Any]:
+    """A ConfigMap with one device-plugin config per Kubernetes GPU node (key `gpuadmin-<node>`)."""
+    data = {
+        mig_config_name(n.name): yaml.safe_dump(node_config(n, warnings), sort_keys=False).rstrip("\n")
+        for n in _k8s_gpu_nodes(nodes)
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    }
+
+
+def export_labels(nodes: list[Node]) -> dict[str, dict[str, str]]:
+    """Kubernetes node → the labels that select its configs (`kubectl label node … --overwrite`)."""
+    return {
+        n.name: {DEVICE_PLUGIN_LABEL: mig_config_name(n.name), MIG_CONFIG_LABEL: mig_config_label(n)}
+        for n in _k8s_gpu_nodes(nodes)
+    }
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePluginConfig:
+    mig_strategy: str
+    time_slicing: dict[str, int]  # resource → replicas
+    mps: dict[str, int]
+    rename_by_default: bool = False
+
+
+def parse_device_plugin_config(text: str, file: str = "<device-plugin config>") -> DevicePluginConfig:
+    """Validate one config as the plugin does: version v1, strategy, resources with replicas ≥ 2."""
+    loaded = load_yaml(text, file)
+    data = loaded.data
+    errors: list[Diagnostic] = []
+    if data.get("version") != "v1":
+        errors.append(Diagnostic(f"unknown version: {data.get('version')!r}", ("version",)))
+    flags = data.get("flags") or {}
+    strategy = flags.get("migStrategy", "none") if isinstance(flags, dict) else None
+    if strategy not in STRATEGIES:
+        errors.append(
+            Diagnostic(f"unknown MIG strategy {strategy!r} (none, single, mixed)", ("flags", "migStrategy"))
+        )
+    sharing = data.get("sharing") or {}
+    found: dict[str, dict[str, int]] = {"timeSlicing": {}, "mps": {}}
+    rename = False
+    for method in ("timeSlicing", "mps"):
+        block = sharing.get(method) if isinstance(sharing, dict) else None
+        if block is None:
+            continue
+        rename = bool(block.get("renameByDefault", False))
+        resources = block.get("resources")
+        if not isinstance(resources, list) or not resources:
+            errors.append(Diagnostic("no resources specified", ("sharing", method, "resources")))
+            continue
+        for i, r in enumerate(resources):
+            where = ("sharing", method, "resources", i)
+            if not isinstance(r, dict) or "name" not in r or "replicas" not in r:
+                errors.append(Diagnostic("a resource needs 'name' and 'replicas'", where))
+                continue
+            name = str(r["name"])
+            if "/" not in name:
+                name = "nvidia.com/" + name
+            if len(name) > 63:
+                errors.append(
+                    Diagnostic(f"resource name {name!r} is longer than 63 characters", (*where, "name"))
+                )
+            replicas = r["replicas"]
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 2:
+                errors.append(Diagnostic("number of replicas must be >= 2", (*where, "replicas")))
+                continue
+            found[method][name] = replicas
+    if found["timeSlicing"] and found["mps"]:
+        errors.append(Diagnostic("time-slicing and MPS are mutually exclusive", ("sharing",)))
+    if errors:
+        raise InputError([loaded.locate(e) for e in errors])
+    return DevicePluginConfig(str(strategy), found["timeSlicing"], found["mps"], rename)
+
+
+def parse_device_plugin_configmap(text: str, file: str = "<configmap>") -> dict[str, DevicePluginConfig]:
+    """Every config of a device-plugin ConfigMap, by key."""
+    loaded = load_yaml(text, file)
+    if loaded.data.get("kind") != "ConfigMap" or not isinstance(loaded.data.get("data"), dict):
+        raise input_error("expected a ConfigMap with data", file, 1)
+    out: dict[str, DevicePluginConfig] = {}
+    for key, value in loaded.data["data"].items():
+        if not isinstance(value, str):
+            raise InputError([loaded.locate(Diagnostic("a config must be a string", ("data", key)))])
+        out[str(key)] = parse_device_plugin_config(value, f"{file}:data.{key}")
+    return out

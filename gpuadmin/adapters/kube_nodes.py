@@ -1,0 +1,289 @@
+"""`kubectl get nodes -o json` (a v1 List of Nodes, or one Node) → Nodes of platform `kubernetes`.
+
+Read from each Node: `metadata.name`, `metadata.labels` (kept as they are), `spec.unschedulable`
+(→ state `cordoned`), `status.capacity` cpu and memory, and the GPU Feature Discovery labels:
+
+- `nvidia.com/gpu.product` → the catalog model (GFD writes the product name with '-' for spaces:
+  `NVIDIA-H100-80GB-HBM3`); the suffixes `-SHARED`, `-MIG-<profile>` (single strategy) and `-MIG-INVALID` are
+  stripped first;
+- `nvidia.com/gpu.count` → the number of GPUs;
+- `nvidia.com/mig.strategy` with `nvidia.com/mig-<profile>.count` (mixed) → the node's MIG instances; GFD
+  counts them per node, not per GPU, so they are dealt to the GPUs (evenly where the counts divide, else
+  first fit), each GPU's starts chosen with `engine.mig.place`;
+- single strategy: the product's `-MIG-<profile>` suffix; `gpu.count` then counts MIG devices, and the
+  physical GPUs are those counts divided by what one GPU holds;
+- `nvidia.com/gpu.replicas` (> 1) → time-sliced GPUs; `nvidia.com/mig-<profile>.replicas` (> 1) → the
+  replicas of those MIG instances; `gpu.sharing-strategy: mps` → `sharing: mps`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from gpuadmin.adapters._common import input_error, place_instances
+from gpuadmin.catalog import GpuModel, get_catalog
+from gpuadmin.engine.mig import place
+from gpuadmin.model import Gpu, MigInstance, Node
+from gpuadmin.model.inventory import NodeState, SharingStrategy
+
+_MIG_COUNT = re.compile(r"^nvidia\.com/mig-(.+)\.count$")
+_QTY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|[numk])?$")
+_FACTORS = {
+    None: 1,
+    "Ki": 1 << 10,
+    "Mi": 1 << 20,
+    "Gi": 1 << 30,
+    "Ti": 1 << 40,
+    "Pi": 1 << 50,
+    "Ei": 1 << 60,
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "m": 10**-3,
+    "u": 10**-6,
+    "n": 10**-9,
+}
+MAX_BYTES = 256 * 1024 * 1024
+
+
+def _quantity(text: Any) -> float | None:
+    """A Kubernetes quantity ("2113492Mi", "112", "500m") as a number, or None."""
+    match = _QTY.match(str(text).strip()) if text is not None else None
+    if match is None:
+        return None
+    return float(match.group(1)) * _FACTORS[match.group(2)]
+
+
+def _model(product: str, catalog_path: tuple[str | int, ...], file: str) -> tuple[GpuModel, str | None]:
+    """The model of a GFD product string and the single-strategy MIG profile it names, if any."""
+    base = product
+    profile = None
+    if base.endswith("-SHARED"):
+        base = base[: -len("-SHARED")]
+    if "-MIG-" in base:
+        base, profile = base.split("-MIG-", 1)
+        if profile == "INVALID":
+            profile = None
+    found = get_catalog().model_by_product_name(base)
+    if found is None:
+        raise input_error(
+            f"unknown GPU product {product!r}",
+            file,
+            path=catalog_path,
+            hint="the catalog knows: " + ", ".join(sorted(get_catalog().gpu_models)),
+        )
+    return found, profile
+
+
+def _deal(model: GpuModel, counts: Counter[str], gpus: int) -> list[list[str]] | None:
+    """MIG profiles per GPU: an even split where every count divides, else first fit, largest first."""
+    if gpus <= 0:
+        return None
+    if all(n % gpus == 0 for n in counts.values()):
+        share = [p for p, n in sorted(counts.items()) for _ in range(n // gpus)]
+        if place(model, [(p, None) for p in share]) is not None:
+            return [list(share) for _ in range(gpus)]
+
+    def size(profile: str) -> int:
+        found = model.mig_profile(profile)
+        return found.memory_slices if found is not None else 0
+
+    order = sorted(counts.elements(), key=lambda p: (-size(p), p))
+    per_gpu: list[list[str]] = [[] for _ in range(gpus)]
+    for profile in order:
+        for layout in per_gpu:
+            if place(model, [(p, None) for p in [*layout, profile]]) is not None:
+                layout.append(profile)
+                break
+        else:
+            return None
+    return per_gpu
+
+
+def _per_gpu_capacity(model: GpuModel, profile: str) -> int:
+    found = model.mig_profile(profile)
+    if found is None:
+        return 0
+    n = found.max_instances
+    while n > 0 and place(model, [(profile, None)] * n) is None:
+        n -= 1
+    return n
+
+
+def _node(item: Any, index: int, file: str, warnings: list[str]) -> Node:
+    where: tuple[str | int, ...] = ("items", index)
+    if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
+        raise input_error(f"item {index} is not a Node", file, path=where)
+    metadata = item.get("metadata") or {}
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise input_error("a Node without metadata.name", file, path=(*where, "metadata", "name"))
+    labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
+    spec = item.get("spec") or {}
+    capacity = (item.get("status") or {}).get("capacity") or {}
+    cpu = _quantity(capacity.get("cpu"))
+    memory = _quantity(capacity.get("memory"))
+    state: NodeState = "cordoned" if spec.get("unschedulable") is True else "ready"
+    gpus = _gpus(name, labels, where, file, warnings)
+    return Node(
+        name=name,
+        platform="kubernetes",
+        labels=labels,
+        state=state,
+        gpus=gpus,
+        cpus=max(1, int(cpu)) if cpu else None,
+        memory_gib=max(1, round(memory / (1 << 30))) if memory else None,
+    )
+
+
+def _int_label(labels: dict[str, str], key: str, default: int = 0) -> int:
+    try:
+        return int(labels.get(key, default))
+    except ValueError:
+        return default
+
+
+def _gpus(
+    name: str, labels: dict[str, str], where: tuple[str | int, ...], file: str, warnings: list[str]
+) -> list[Gpu]:
+    product = labels.get("nvidia.com/gpu.product")
+    if product is None:
+        return []
+    label_path = (*where, "metadata", "labels", "nvidia.com/gpu.product")
+    model, single_profile = _model(product, label_path, file)
+    count = _int_label(labels, "nvidia.com/gpu.count")
+    strategy = labels.get("nvidia.com/mig.strategy", "none")
+    replicas = _int_label(labels, "nvidia.com/gpu.replicas", 1)
+    sharing: SharingStrategy | None = (
+        "mps" if labels.get("nvidia.com/gpu.sharing-strategy") == "mps" else None
+    )
+    if product.endswith("-MIG-INVALID"):
+        warnings.append(f"{name}: GFD reports an invalid single-strategy MIG setup; GPUs imported as full")
+    if strategy == "single" and single_profile is not None:
+        per_gpu = _per_gpu_capacity(model, single_profile)
+        if per_gpu == 0:
+            raise input_error(
+                f"{name}: MIG profile {single_profile!r} does not exist on {model.name}",
+                file,
+                path=label_path,
+            )
+        physical = -(-count // per_gpu)
+        warnings.append(
+            f"{name}: single MIG strategy: {count} × {single_profile} read as {physical} GPUs of {per_gpu}"
+        )
+        out = []
+        for i in range(physical):
+            n = min(per_gpu, count - i * per_gpu)
+            instances = place_instances(model, [single_profile] * n) or []
+            if replicas > 1:
+                instances = [
+                    MigInstance(profile=m.profile, start=m.start, replicas=replicas) for m in instances
+                ]
+            out.append(Gpu(index=i, model=model.name, mode="mig", mig=instances))
+        return out
+    mig_counts: Counter[str] = Counter()
+    mig_replicas: dict[str, int] = {}
+    if strategy == "mixed":
+        for key, value in labels.items():
+            match = _MIG_COUNT.match(key)
+            if match and value.isdigit() and int(value) > 0:
+                mig_counts[match.group(1)] = int(value)
+                mig_replicas[match.group(1)] = _int_label(
+                    labels, f"nvidia.com/mig-{match.group(1)}.replicas", 1
+                )
+        for profile in mig_counts:
+            if model.mig_profile(profile) is None:
+                raise input_error(
+                    f"{name}: MIG profile {profile!r} does not exist on {model.name}",
+                    file,
+                    path=(*where, "metadata", "labels", f"nvidia.com/mig-{profile}.count"),
+                )
+    if not mig_counts:
+        if replicas > 1:
+            return [
+                Gpu(index=i, model=model.name, mode="time-sliced", replicas=replicas, sharing=sharing)
+                for i in range(count)
+            ]
+        return [Gpu(index=i, model=model.name) for i in range(count)]
+    dealt = _deal(model, mig_counts, count)
+    if dealt is None:
+        raise input_error(
+            f"{name}: {dict(mig_counts)} MIG instances do not fit {count} × {model.name}",
+            file,
+            path=(*where, "metadata", "labels"),
+        )
+    if count > 1:
+        warnings.append(
+            f"{name}: GFD counts MIG instances per node; dealt to the GPUs as "
+            + "; ".join(f"GPU {i}: {'+'.join(p) or 'none'}" for i, p in enumerate(dealt))
+        )
+    out = []
+    for i, profiles in enumerate(dealt):
+        if not profiles:
+            out.append(Gpu(index=i, model=model.name))
+            continue
+        placed = place_instances(model, profiles) or []
+        instances = [
+            MigInstance(
+                profile=m.profile,
+                start=m.start,
+                replicas=mig_replicas[m.profile] if mig_replicas.get(m.profile, 1) > 1 else None,
+            )
+            for m in placed
+        ]
+        out.append(Gpu(index=i, model=model.name, mode="mig", mig=instances))
+    return out
+
+
+def parse_kube_nodes(text: str | bytes, file: str = "<nodes.json>") -> tuple[list[Node], list[str]]:
+    """Nodes from `kubectl get nodes -o json` text, and warnings."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as bad:
+        raise input_error(f"not JSON: {bad.msg}", file, bad.lineno, column=bad.colno) from None
+    except UnicodeDecodeError as bad:
+        raise input_error(f"not UTF-8: {bad.reason}", file) from None
+    if not isinstance(data, dict):
+        raise input_error("expected a Kubernetes List of Nodes (an object)", file, 1)
+    if data.get("kind") == "Node":
+        items = [data]
+    elif data.get("kind") in ("List", "NodeList") and isinstance(data.get("items"), list):
+        items = data["items"]
+    else:
+        raise input_error(
+            f"expected kind List or NodeList with items, found kind {data.get('kind')!r}",
+            file,
+            1,
+            hint="produce it with `kubectl get nodes -o json`",
+        )
+    warnings: list[str] = []
+    nodes = [_node(item, i, file, warnings) for i, item in enumerate(items)]
+    names = Counter(n.name for n in nodes)
+    duplicates = sorted(n for n, c in names.items() if c > 1)
+    if duplicates:
+        raise input_error(f"duplicate node names: {', '.join(duplicates)}", file)
+    return nodes, warnings
+
+
+def read_kube_nodes(path: str | Path) -> tuple[list[Node], list[str]]:
+    file = str(path)
+    try:
+        if Path(path).stat().st_size > MAX_BYTES:
+            raise input_error(f"file is larger than {MAX_BYTES} bytes", file)
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise input_error(f"cannot read: {exc.strerror or exc}", file) from None
+    return parse_kube_nodes(data, file)
+
+
+def import_kube_nodes(path: str | Path) -> list[Node]:
+    """The nodes of a `kubectl get nodes -o json` file (warnings: `read_kube_nodes`)."""
+    return read_kube_nodes(path)[0]

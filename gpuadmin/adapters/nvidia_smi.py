@@ -1,0 +1,312 @@
+"""`nvidia-smi -q -x` → a Node (DTD v11–v13).
+
+What is read, per `<gpu>` element, in document order (= nvidia-smi index order): the model (by
+`<product_name>` through the catalog, else by `<pci><pci_device_id>`), the frame-buffer total (units
+parsed: KiB/MiB/GiB), MIG mode current/pending, and the MIG devices. The XML never names a MIG profile:
+each GPU instance's profile is derived from its SM count and memory with the catalog naming rule and
+profile table (`_common.derive_mig_profile`); the XML holds no placement either, so starts are chosen with
+`engine.mig.place`. `N/A`, `None`, missing elements and an `attached_gpus` count that disagrees with the
+`<gpu>` elements become warnings (the elements are trusted).
+
+The parser is expat with the dangerous parts of XML refused: a DOCTYPE naming an external DTD (as real
+nvidia-smi output does) is accepted but never fetched; an internal DTD subset, any entity declaration and
+any external entity reference are errors (no billion laughs, no XXE).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.parsers import expat
+
+from gpuadmin.adapters._common import ImportResult, derive_mig_profile, input_error, place_instances
+from gpuadmin.catalog import GpuModel, get_catalog
+from gpuadmin.model import Gpu, Node
+from gpuadmin.model.inventory import NvlinkKind, Platform
+
+MAX_BYTES = 64 * 1024 * 1024
+KNOWN_DTD_VERSIONS = (11, 12, 13)
+
+_UNITS = {"b": 1 / (1 << 20), "kib": 1 / 1024, "kb": 1 / 1024, "mib": 1, "mb": 1, "gib": 1024, "gb": 1024}
+_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_DTD = re.compile(r"nvsmi_device_v(\d+)\.dtd")
+
+
+class _Unsafe(Exception):
+    pass
+
+
+@dataclass
+class _Parsed:
+    root: ET.Element
+    lines: dict[int, int] = field(default_factory=dict)  # id(element) → 1-based line
+    dtd_version: int | None = None
+
+    def line(self, element: ET.Element | None) -> int | None:
+        return self.lines.get(id(element)) if element is not None else None
+
+
+def _parse_xml(data: bytes, file: str) -> _Parsed:
+    """Expat → ElementTree elements with their line numbers; DTD subsets and entities refused."""
+    parser = expat.ParserCreate()
+    builder = ET.TreeBuilder()
+    lines: dict[int, int] = {}
+    dtd: list[int] = []
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        element = builder.start(tag, attrs)
+        lines[id(element)] = parser.CurrentLineNumber
+
+    def doctype(name: str, sysid: str | None, pubid: str | None, has_internal_subset: int) -> None:
+        if has_internal_subset:
+            raise _Unsafe("a DOCTYPE with an internal DTD subset is not accepted")
+        found = _DTD.search(sysid or "")
+        if found:
+            dtd.append(int(found.group(1)))
+
+    def entity(*_: object) -> None:
+        raise _Unsafe("entity declarations are not accepted")
+
+    def external(*_: object) -> int:
+        raise _Unsafe("external entity references are not accepted")
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.data
+    parser.StartDoctypeDeclHandler = doctype
+    parser.EntityDeclHandler = entity
+    parser.UnparsedEntityDeclHandler = entity
+    parser.ExternalEntityRefHandler = external
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    try:
+        parser.Parse(data, True)
+    except _Unsafe as unsafe:
+        raise input_error(f"refused unsafe XML: {unsafe}", file, parser.CurrentLineNumber) from None
+    except expat.ExpatError as bad:
+        raise input_error(
+            f"not XML: {expat.ErrorString(bad.code)}", file, bad.lineno, column=bad.offset + 1
+        ) from None
+    root = builder.close()
+    return _Parsed(root, lines, dtd[0] if dtd else None)
+
+
+def _text(element: ET.Element | None) -> str | None:
+    """Stripped text, with nvidia-smi's placeholders (`N/A`, `None`, `[N/A]`, empty) as None."""
+    if element is None or element.text is None:
+        return None
+    text = element.text.strip()
+    if text in ("", "N/A", "None", "[N/A]", "Not Supported", "[Not Supported]", "Unknown Error"):
+        return None
+    return text
+
+
+def parse_mib(text: str | None) -> int | None:
+    """ "81559 MiB" → 81559, "80 GiB" → 81920, "N/A" / None / garbage → None."""
+    if text is None:
+        return None
+    match = _QUANTITY.match(text)
+    if match is None:
+        return None
+    unit = match.group(2).lower() or "mib"
+    factor = _UNITS.get(unit)
+    if factor is None:
+        return None
+    return round(float(match.group(1)) * factor)
+
+
+def _int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def _model(gpu: ET.Element, parsed: _Parsed, index: int, file: str, warnings: list[str]) -> GpuModel:
+    catalog = get_catalog()
+    product = _text(gpu.find("product_name"))
+    pci_id = _text(gpu.find("pci/pci_device_id"))
+    by_name = catalog.model_by_product_name(product) if product else None
+    by_pci = catalog.model_by_pci_id(pci_id) if pci_id else None
+    if by_name is not None and by_pci is not None and by_name is not by_pci:
+        warnings.append(
+            f"GPU {index}: product name {product!r} is a {by_name.name} but PCI device id "
+            f"{pci_id} is a {by_pci.name}; using the product name"
+        )
+    found = by_name or by_pci
+    if found is None:
+        where = parsed.line(gpu.find("product_name")) or parsed.line(gpu)
+        raise input_error(
+            f"GPU {index}: unknown GPU model (product name {product!r}, PCI device id {pci_id!r})",
+            file,
+            where,
+            path=("nvidia_smi_log", "gpu", index, "product_name"),
+            hint="the catalog knows: " + ", ".join(sorted(catalog.gpu_models)),
+        )
+    return found
+
+
+def _mig_devices(
+    gpu: ET.Element,
+    model: GpuModel,
+    total_mib: int,
+    parsed: _Parsed,
+    index: int,
+    file: str,
+    warnings: list[str],
+) -> list[str]:
+    """Profiles of the GPU instances, one per distinct `gpu_instance_id`."""
+    container = gpu.find("mig_devices")
+    devices = container.findall("mig_device") if container is not None else []
+    by_gi: dict[str, list[ET.Element]] = {}
+    for n, device in enumerate(devices):
+        gi = _text(device.find("gpu_instance_id")) or f"#{n}"
+        by_gi.setdefault(gi, []).append(device)
+    profiles: list[str] = []
+    for gi, members in by_gi.items():
+        first = members[0]
+        memory = parse_mib(_text(first.find("fb_memory_usage/total")))
+        sm_values = [_int(_text(d.find("device_attributes/shared/multiprocessor_count"))) for d in members]
+        sms = sum(s for s in sm_values if s is not None) if any(s is not None for s in sm_values) else None
+        ofa = _int(_text(first.find("device_attributes/shared/ofa_count"))) or 0
+        if len(members) > 1:
+            warnings.append(
+                f"GPU {index}: GPU instance {gi} holds {len(members)} compute instances; "
+                "its profile is derived from their memory and combined SM count"
+            )
+        if memory is None:
+            raise input_error(
+                f"GPU {index}: MIG device of GPU instance {gi} has no frame-buffer total",
+                file,
+                parsed.line(first),
+                path=("nvidia_smi_log", "gpu", index, "mig_devices"),
+            )
+        if sms is None:
+            warnings.append(
+                f"GPU {index}: MIG device of GPU instance {gi} has no SM count; "
+                "the profile is derived from its memory alone"
+            )
+        profile = derive_mig_profile(model, sms, memory, total_mib, media=ofa > 0)
+        if profile is None:
+            raise input_error(
+                f"GPU {index}: no {model.name} MIG profile has {sms} SMs and {memory} MiB "
+                f"(GPU instance {gi})",
+                file,
+                parsed.line(first),
+                path=("nvidia_smi_log", "gpu", index, "mig_devices"),
+                hint="profiles: " + ", ".join(p.name for p in model.mig_profiles),
+            )
+        profiles.append(profile)
+    return profiles
+
+
+def _gpu(
+    element: ET.Element, index: int, parsed: _Parsed, file: str, warnings: list[str], memory: dict[int, int]
+) -> Gpu:
+    model = _model(element, parsed, index, file, warnings)
+    total = parse_mib(_text(element.find("fb_memory_usage/total")))
+    if total is None:
+        warnings.append(f"GPU {index}: no frame-buffer total; using the catalog's {model.memory_mib} MiB")
+        total = model.memory_mib
+    else:
+        memory[index] = total
+    if index in memory and total != model.memory_mib:
+        warnings.append(
+            f"GPU {index}: frame buffer is {total} MiB, the catalog says {model.memory_mib} MiB "
+            f"for {model.name}"
+        )
+    current = _text(element.find("mig_mode/current_mig"))
+    pending = _text(element.find("mig_mode/pending_mig"))
+    if current is not None and pending is not None and current != pending:
+        warnings.append(
+            f"GPU {index}: MIG mode is {current.lower()} with {pending.lower()} pending "
+            "(takes effect after a GPU reset); importing the current mode"
+        )
+    if current != "Enabled":
+        container = element.find("mig_devices")
+        if container is not None and container.findall("mig_device"):
+            warnings.append(
+                f"GPU {index}: MIG devices listed while MIG mode is {current or 'unknown'}; ignored"
+            )
+        return Gpu(index=index, model=model.name, mode="full")
+    if not model.mig_capable:
+        raise input_error(
+            f"GPU {index}: MIG is enabled on a {model.name}, which the catalog lists as not MIG-capable",
+            file,
+            parsed.line(element.find("mig_mode")),
+        )
+    profiles = _mig_devices(element, model, total, parsed, index, file, warnings)
+    if not profiles:
+        warnings.append(f"GPU {index}: MIG is enabled but no MIG devices exist (no GPU instances)")
+        return Gpu(index=index, model=model.name, mode="mig", mig=[])
+    instances = place_instances(model, profiles)
+    if instances is None:
+        raise input_error(
+            f"GPU {index}: MIG devices {', '.join(profiles)} have no valid placement on {model.name}",
+            file,
+            parsed.line(element.find("mig_devices")),
+        )
+    warnings.append(
+        f"GPU {index}: MIG placements are not in the XML; chose starts "
+        + ", ".join(f"{i.profile}@{i.start}" for i in instances)
+    )
+    return Gpu(index=index, model=model.name, mode="mig", mig=instances)
+
+
+def _nvlink(gpus: list[ET.Element]) -> NvlinkKind | None:
+    """NVSwitch where every GPU reports a trained NVLink fabric (v13 `<fabric><state>Completed`)."""
+    states = [(_text(g.find("fabric/state")), _text(g.find("fabric/status"))) for g in gpus]
+    if len(gpus) > 1 and all(s == "Completed" and st == "Success" for s, st in states):
+        return "nvswitch"
+    return None
+
+
+def parse_nvidia_smi(
+    data: bytes | str, node_name: str, *, platform: Platform = "baremetal", file: str = "<nvidia-smi>"
+) -> ImportResult:
+    """`nvidia-smi -q -x` output as a Node named `node_name`; `InputError` with file:line on bad input."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if len(raw) > MAX_BYTES:
+        raise input_error(f"file is larger than {MAX_BYTES} bytes", file)
+    parsed = _parse_xml(raw, file)
+    root = parsed.root
+    if root.tag != "nvidia_smi_log":
+        raise input_error(
+            f"not nvidia-smi XML: the root element is <{root.tag}>, not <nvidia_smi_log>",
+            file,
+            parsed.line(root),
+            hint="produce it with `nvidia-smi -q -x`",
+        )
+    warnings: list[str] = []
+    if parsed.dtd_version is not None and parsed.dtd_version not in KNOWN_DTD_VERSIONS:
+        warnings.append(
+            f"DTD version v{parsed.dtd_version} is outside the versions read here "
+            f"(v{KNOWN_DTD_VERSIONS[0]}–v{KNOWN_DTD_VERSIONS[-1]}); reading it anyway"
+        )
+    elements = root.findall("gpu")
+    attached = _int(_text(root.find("attached_gpus")))
+    if attached is not None and attached != len(elements):
+        warnings.append(
+            f"attached_gpus says {attached} but the file holds {len(elements)} <gpu> elements; "
+            "importing the elements"
+        )
+    memory: dict[int, int] = {}
+    gpus = [_gpu(element, index, parsed, file, warnings, memory) for index, element in enumerate(elements)]
+    node = Node(name=node_name, platform=platform, gpus=gpus, nvlink=_nvlink(elements))
+    return ImportResult(node, warnings, memory)
+
+
+def import_nvidia_smi(path: str | Path, node_name: str, platform: Platform = "baremetal") -> ImportResult:
+    """Read an `nvidia-smi -q -x` file (see `parse_nvidia_smi`)."""
+    file = str(path)
+    try:
+        size = Path(path).stat().st_size
+        if size > MAX_BYTES:
+            raise input_error(f"file is larger than {MAX_BYTES} bytes", file)
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise input_error(f"cannot read: {exc.strerror or exc}", file) from None
+    return parse_nvidia_smi(data, node_name, platform=platform, file=file)

@@ -1,0 +1,172 @@
+"""nvidia-smi -q -x importer, on the two real files and on hand-made edge cases."""
+
+from __future__ import annotations
+
+import pytest
+from adapters_support import A100_XML, H100_XML, fixture_bytes
+
+from gpuadmin.adapters import import_nvidia_smi, parse_nvidia_smi
+from gpuadmin.model.diagnostics import InputError
+
+
+def test_h100_hgx_eight_gpus_no_mig() -> None:
+    fixture_bytes(H100_XML.name)
+    result = import_nvidia_smi(H100_XML, "gpu-h100-01")
+    node = result.node
+    assert node.name == "gpu-h100-01" and node.platform == "baremetal"
+    assert [g.index for g in node.gpus] == list(range(8))
+    assert {g.model for g in node.gpus} == {"H100-SXM5-80GB"}
+    assert all(g.mode == "full" and g.mig is None for g in node.gpus)
+    assert result.gpu_memory_mib == dict.fromkeys(range(8), 81559)
+    assert node.nvlink == "nvswitch"  # every GPU: <fabric><state>Completed</state><status>Success</status>
+    assert result.warnings == []
+
+
+def test_a100_mig_four_1g20gb_and_attached_gpus_quirk() -> None:
+    fixture_bytes(A100_XML.name)
+    result = import_nvidia_smi(A100_XML, "a100-node", platform="kubernetes")
+    node = result.node
+    assert node.platform == "kubernetes"
+    assert len(node.gpus) == 1
+    gpu = node.gpus[0]
+    assert gpu.model == "A100-SXM4-80GB" and gpu.mode == "mig"
+    assert [(i.profile, i.start) for i in gpu.mig or ()] == [
+        ("1g.20gb", 0),
+        ("1g.20gb", 2),
+        ("1g.20gb", 4),
+        ("1g.20gb", 6),
+    ]
+    assert result.gpu_memory_mib == {0: 81920}
+    assert any("attached_gpus says 4" in w and "1 <gpu>" in w for w in result.warnings)
+    assert node.nvlink is None  # fabric N/A: the XML does not say
+
+
+def _xml(
+    gpus: str, attached: int = 1, doctype: str = '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v11.dtd">'
+) -> str:
+    return (
+        f'<?xml version="1.0" ?>\n{doctype}\n<nvidia_smi_log>\n<driver_version>510.47.03</driver_version>\n'
+        f"<attached_gpus>{attached}</attached_gpus>\n{gpus}</nvidia_smi_log>\n"
+    )
+
+
+def _gpu(
+    product: str = "NVIDIA H100 80GB HBM3",
+    pci: str = "233010DE",
+    total: str = "81559 MiB",
+    current: str = "Disabled",
+    pending: str | None = None,
+    devices: str = "None",
+) -> str:
+    return (
+        f'<gpu id="00000000:01:00.0">\n<product_name>{product}</product_name>\n'
+        f"<mig_mode><current_mig>{current}</current_mig>"
+        f"<pending_mig>{pending or current}</pending_mig></mig_mode>\n"
+        f"<mig_devices>{devices}</mig_devices>\n<pci><pci_device_id>{pci}</pci_device_id></pci>\n"
+        f"<fb_memory_usage><total>{total}</total></fb_memory_usage>\n</gpu>\n"
+    )
+
+
+def _mig(gi: int, sms: int, mib: int, ofa: int = 0, ci: int = 0) -> str:
+    return (
+        f"<mig_device><index>{gi}</index><gpu_instance_id>{gi}</gpu_instance_id>"
+        f"<compute_instance_id>{ci}</compute_instance_id><device_attributes><shared>"
+        f"<multiprocessor_count>{sms}</multiprocessor_count><ofa_count>{ofa}</ofa_count></shared>"
+        f"</device_attributes><fb_memory_usage><total>{mib} MiB</total></fb_memory_usage></mig_device>"
+    )
+
+
+def test_h100_all_balanced_profiles_from_sms_and_memory() -> None:
+    devices = _mig(1, 60, 40320) + _mig(2, 32, 20096) + _mig(3, 16, 9984) + _mig(4, 16, 9984)
+    result = parse_nvidia_smi(_xml(_gpu(current="Enabled", devices=devices)), "n")
+    layout = [(i.profile, i.start) for i in result.node.gpus[0].mig or ()]
+    assert sorted(p for p, _ in layout) == ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]
+    assert layout == [("2g.20gb", 0), ("1g.10gb", 2), ("1g.10gb", 3), ("3g.40gb", 4)]
+
+
+def test_double_memory_1g_and_media_extension() -> None:
+    # H100: 1g.20gb shows 26 SMs in -lgip, 2g.20gb 32; +me has an OFA engine
+    devices = _mig(1, 26, 20096) + _mig(2, 32, 20096) + _mig(3, 16, 9984, ofa=1)
+    result = parse_nvidia_smi(_xml(_gpu(current="Enabled", devices=devices)), "n")
+    assert sorted(i.profile for i in result.node.gpus[0].mig or ()) == ["1g.10gb+me", "1g.20gb", "2g.20gb"]
+
+
+def test_v11_by_pci_id_with_units_and_pending_mig() -> None:
+    text = _xml(_gpu(product="N/A", pci="20B010DE", total="40 GiB", current="Disabled", pending="Enabled"))
+    result = parse_nvidia_smi(text, "old")
+    gpu = result.node.gpus[0]
+    assert gpu.model == "A100-SXM4-40GB" and gpu.mode == "full"
+    assert result.gpu_memory_mib == {0: 40960}
+    assert any("pending" in w for w in result.warnings)
+
+
+def test_memory_na_falls_back_to_catalog_with_warning() -> None:
+    result = parse_nvidia_smi(_xml(_gpu(total="N/A")), "n")
+    assert result.gpu_memory_mib == {}
+    assert any("no frame-buffer total" in w for w in result.warnings)
+
+
+def test_mig_enabled_without_devices() -> None:
+    result = parse_nvidia_smi(_xml(_gpu(current="Enabled", devices="None")), "n")
+    assert result.node.gpus[0].mode == "mig" and result.node.gpus[0].mig == []
+    assert any("no MIG devices" in w for w in result.warnings)
+
+
+def test_two_compute_instances_in_one_gpu_instance() -> None:
+    devices = _mig(1, 32, 40320, ci=0) + _mig(1, 28, 40320, ci=1)
+    result = parse_nvidia_smi(_xml(_gpu(current="Enabled", devices=devices)), "n")
+    assert [i.profile for i in result.node.gpus[0].mig or ()] == ["3g.40gb"]
+    assert any("2 compute instances" in w for w in result.warnings)
+
+
+def test_attached_gpus_more_than_elements_trusts_elements() -> None:
+    result = parse_nvidia_smi(_xml(_gpu() + _gpu(), attached=8), "n")
+    assert len(result.node.gpus) == 2
+
+
+def test_unknown_dtd_version_is_a_warning() -> None:
+    text = _xml(_gpu(), doctype='<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v14.dtd">')
+    assert any("v14" in w for w in parse_nvidia_smi(text, "n").warnings)
+
+
+def _error(text: str | bytes) -> str:
+    with pytest.raises(InputError) as bad:
+        parse_nvidia_smi(text, "n", file="smi.xml")
+    return str(bad.value)
+
+
+def test_not_xml_names_file_and_line() -> None:
+    assert _error("<nvidia_smi_log>\n<gpu>\n</nvidia_smi_log>\n").startswith("smi.xml:3:")
+    assert "not XML" in _error("hello")
+
+
+def test_wrong_root() -> None:
+    assert "not <nvidia_smi_log>" in _error("<?xml version='1.0'?>\n<html></html>")
+
+
+def test_unknown_model_names_line_of_product() -> None:
+    message = _error(_xml(_gpu(product="NVIDIA Tesla T4", pci="1EB810DE")))
+    assert message.startswith("smi.xml:7:") and "unknown GPU model" in message and "Tesla T4" in message
+
+
+def test_entities_and_internal_subsets_refused() -> None:
+    laughs = (
+        '<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log [\n<!ENTITY a "aaaaaaaaaa">\n'
+        '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">\n]>\n<nvidia_smi_log>&b;</nvidia_smi_log>'
+    )
+    assert "refused unsafe XML" in _error(laughs)
+    xxe = (
+        '<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log SYSTEM "x.dtd" [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+        "\n<nvidia_smi_log>&x;</nvidia_smi_log>"
+    )
+    assert "refused unsafe XML" in _error(xxe)
+
+
+def test_mig_device_no_profile_fits() -> None:
+    message = _error(_xml(_gpu(current="Enabled", devices=_mig(1, 16, 30000))))
+    assert "no H100-SXM5-80GB MIG profile" in message
+
+
+def test_missing_file() -> None:
+    with pytest.raises(InputError, match="cannot read"):
+        import_nvidia_smi("/nonexistent/x.xml", "n")

@@ -1,0 +1,99 @@
+"""nvidia-smi topo -m: the real 8× A100 NV12 matrix (NIC Legend style) and hand-made older-style matrices."""
+
+from __future__ import annotations
+
+import pytest
+from adapters_support import TOPO, fixture_bytes
+
+from gpuadmin.adapters import apply_topology, parse_topology, read_topology
+from gpuadmin.model import Gpu, Node, Rdma
+from gpuadmin.model.diagnostics import InputError
+
+
+def test_real_matrix_one_nvswitch_domain_of_eight() -> None:
+    fixture_bytes(TOPO.name)
+    topo = read_topology(TOPO)
+    assert topo.gpus == list(range(8))
+    assert topo.nvlink_domains == [list(range(8))]
+    assert topo.nvlink_kind == "nvswitch"
+    assert len(topo.nvlinks) == 28 and set(topo.nvlinks.values()) == {12}
+    assert topo.nics == [f"mlx5_{i}" for i in range(8)]  # NIC0..NIC7 resolved through the NIC Legend
+
+
+def test_real_matrix_nic_affinity_as_in_the_file() -> None:
+    topo = read_topology(TOPO)
+    assert topo.nic_affinity[0] == {
+        "mlx5_0": "PXB",
+        "mlx5_1": "PXB",
+        "mlx5_2": "NODE",
+        "mlx5_3": "NODE",
+        "mlx5_4": "SYS",
+        "mlx5_5": "SYS",
+        "mlx5_6": "SYS",
+        "mlx5_7": "SYS",
+    }
+    assert topo.nic_affinity[5]["mlx5_4"] == "PXB" and topo.nic_affinity[5]["mlx5_6"] == "NODE"
+    closest = {g: topo.closest_nics(g) for g in topo.gpus}
+    assert closest == {
+        0: ["mlx5_0", "mlx5_1"],
+        1: ["mlx5_0", "mlx5_1"],
+        2: ["mlx5_2", "mlx5_3"],
+        3: ["mlx5_2", "mlx5_3"],
+        4: ["mlx5_4", "mlx5_5"],
+        5: ["mlx5_4", "mlx5_5"],
+        6: ["mlx5_6", "mlx5_7"],
+        7: ["mlx5_6", "mlx5_7"],
+    }
+    assert topo.cpu_affinity == {
+        **dict.fromkeys(range(4), "0-31,64-95"),
+        **dict.fromkeys(range(4, 8), "32-63,96-127"),
+    }
+    assert topo.numa_affinity == {**dict.fromkeys(range(4), 0), **dict.fromkeys(range(4, 8), 1)}
+
+
+OLD_STYLE_PAIRS = (
+    "\tGPU0\tGPU1\tGPU2\tGPU3\tmlx5_0\tmlx5_1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    "GPU0\t X \tNV12\tSYS\tSYS\tPIX\tSYS\t0-15\t0\t\tN/A\n"
+    "GPU1\tNV12\t X \tSYS\tSYS\tPIX\tSYS\t0-15\t0\t\tN/A\n"
+    "GPU2\tSYS\tSYS\t X \tNV12\tSYS\tPHB\t16-31\t1\t\tN/A\n"
+    "GPU3\tSYS\tSYS\tNV12\t X \tSYS\tPHB\t16-31\t1\t\tN/A\n"
+    "mlx5_0\tPIX\tPIX\tSYS\tSYS\t X \tSYS\n"
+    "mlx5_1\tSYS\tSYS\tPHB\tPHB\tSYS\t X \n"
+    "\nLegend:\n\n  X    = Self\n"
+)
+
+
+def test_old_style_direct_nic_columns_and_pairs() -> None:
+    topo = parse_topology(OLD_STYLE_PAIRS)
+    assert topo.nics == ["mlx5_0", "mlx5_1"]
+    assert topo.nvlink_domains == [[0, 1], [2, 3]]
+    assert topo.nvlink_kind == "pairs"
+    assert topo.closest_nics(2) == ["mlx5_1"] and topo.nic_affinity[2]["mlx5_1"] == "PHB"
+    assert topo.numa_affinity == {0: 0, 1: 0, 2: 1, 3: 1}
+
+
+def test_no_nvlink() -> None:
+    text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tSYS\t0-7\t0\nGPU1\tSYS\t X \t8-15\t1\n"
+    topo = parse_topology(text)
+    assert topo.nvlink_kind == "none" and topo.nvlink_domains == [[0], [1]] and topo.nics == []
+
+
+def test_not_a_matrix() -> None:
+    with pytest.raises(InputError, match="no header row"):
+        parse_topology("hello\nworld\n", "t.txt")
+    with pytest.raises(InputError, match="unknown link"):
+        parse_topology(
+            "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNVX\t0-7\t0\nGPU1\tNVX\t X \t0-7\t0\n"
+        )
+
+
+def test_apply_topology_sets_nvlink_and_rdma() -> None:
+    node = Node(name="n", platform="baremetal", gpus=[Gpu(index=i, model="A100-SXM4-80GB") for i in range(8)])
+    topo = read_topology(TOPO)
+    updated, warnings = apply_topology(node, topo)
+    assert updated.nvlink == "nvswitch" and updated.rdma is None
+    assert any("speed and network are unknown" in w for w in warnings)
+    updated, warnings = apply_topology(node, topo, rdma_gbps=200, rdma_network="cluster-net-1")
+    assert updated.rdma == Rdma(nics=8, gbps=200, network="cluster-net-1") and warnings == []
+    kept = node.model_copy(update={"rdma": Rdma(nics=16, gbps=100, network="cn")})
+    assert apply_topology(kept, topo)[0].rdma == Rdma(nics=8, gbps=100, network="cn")

@@ -1,0 +1,353 @@
+"""Pod specs and queue manifests: golden files, and schema validation of every manifest.
+
+Core objects (Pod, Job, PersistentVolumeClaim, ConfigMap) are validated with kubernetes-validate against the
+official Kubernetes OpenAPI schemas it bundles (offline, strict). The CRDs — KAI-Scheduler's Queue and Kueue's
+ClusterQueue / ResourceFlavor / LocalQueue — are not in those schemas; they are validated against the JSON
+schemas below, written by hand from the CRDs' fields (KAI-Scheduler
+`deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml` v2; Kueue `config/components/crd/bases/
+kueue.x-k8s.io_clusterqueues.yaml` v1beta1, …) with unknown fields refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+from adapters_support import golden, validate_k8s
+
+from gpuadmin.adapters import export_mig_parted_configmap, export_pods, export_queues
+from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue, Request, Resources, Slot
+
+_NUMBER = {"type": "number"}
+_QUOTA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"quota": _NUMBER, "limit": _NUMBER, "overQuotaWeight": _NUMBER},
+}
+_META = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63},
+        "namespace": {"type": "string"},
+        "labels": {"type": "object"},
+    },
+}
+_QUANTITY = {
+    "anyOf": [{"type": "integer"}, {"type": "string", "pattern": r"^[0-9]+(\.[0-9]+)?([KMGTPE]i?|m)?$"}]
+}
+
+KAI_QUEUE = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "scheduling.run.ai/v2"},
+        "kind": {"const": "Queue"},
+        "metadata": _META,
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "displayName": {"type": "string"},
+                "parentQueue": {"type": "string"},
+                "priority": {"type": "integer"},
+                "preemptMinRuntime": {"type": "string"},
+                "reclaimMinRuntime": {"type": "string"},
+                "resources": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"cpu": _QUOTA, "gpu": _QUOTA, "memory": _QUOTA},
+                },
+            },
+        },
+    },
+}
+KUEUE_CLUSTER_QUEUE = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "kueue.x-k8s.io/v1beta1"},
+        "kind": {"const": "ClusterQueue"},
+        "metadata": _META,
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "namespaceSelector": {"type": "object"},
+                "cohort": {"type": "string", "maxLength": 253},
+                "queueingStrategy": {"enum": ["StrictFIFO", "BestEffortFIFO"]},
+                "fairSharing": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"weight": _QUANTITY},
+                },
+                "resourceGroups": {
+                    "type": "array",
+                    "maxItems": 16,
+                    "items": {
+                        "type": "object",
+                        "required": ["coveredResources", "flavors"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "coveredResources": {
+                                "type": "array",
+                                "minItems": 1,
+                                "maxItems": 16,
+                                "items": {"type": "string"},
+                            },
+                            "flavors": {
+                                "type": "array",
+                                "minItems": 1,
+                                "maxItems": 16,
+                                "items": {
+                                    "type": "object",
+                                    "required": ["name", "resources"],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "name": {"type": "string"},
+                                        "resources": {
+                                            "type": "array",
+                                            "minItems": 1,
+                                            "maxItems": 16,
+                                            "items": {
+                                                "type": "object",
+                                                "required": ["name", "nominalQuota"],
+                                                "additionalProperties": False,
+                                                "properties": {
+                                                    "name": {"type": "string"},
+                                                    "nominalQuota": _QUANTITY,
+                                                    "borrowingLimit": _QUANTITY,
+                                                    "lendingLimit": _QUANTITY,
+                                                },
+                                            },
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+KUEUE_RESOURCE_FLAVOR = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "kueue.x-k8s.io/v1beta1"},
+        "kind": {"const": "ResourceFlavor"},
+        "metadata": _META,
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "nodeLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "nodeTaints": {"type": "array"},
+                "tolerations": {"type": "array"},
+            },
+        },
+    },
+}
+KUEUE_LOCAL_QUEUE = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"const": "kueue.x-k8s.io/v1beta1"},
+        "kind": {"const": "LocalQueue"},
+        "metadata": {**_META, "required": ["name", "namespace"]},
+        "spec": {
+            "type": "object",
+            "required": ["clusterQueue"],
+            "additionalProperties": False,
+            "properties": {"clusterQueue": {"type": "string"}},
+        },
+    },
+}
+CRD_SCHEMAS = {
+    ("scheduling.run.ai/v2", "Queue"): KAI_QUEUE,
+    ("kueue.x-k8s.io/v1beta1", "ClusterQueue"): KUEUE_CLUSTER_QUEUE,
+    ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"): KUEUE_RESOURCE_FLAVOR,
+    ("kueue.x-k8s.io/v1beta1", "LocalQueue"): KUEUE_LOCAL_QUEUE,
+}
+
+
+def validate_any(manifest: dict[str, Any]) -> None:
+    schema = CRD_SCHEMAS.get((manifest["apiVersion"], manifest["kind"]))
+    if schema is None:
+        validate_k8s(manifest)
+    else:
+        jsonschema.validate(manifest, schema)
+
+
+QUEUES = [
+    Queue(
+        name="research", quota=Resources(gpus=16), limit=Resources(gpus=32), over_quota_weight=2, priority=100
+    ),
+    Queue(name="inference", quota=Resources(gpus=8)),
+]
+NODES = [
+    Node(
+        name="gpu-h100-01",
+        platform="kubernetes",
+        gpus=[
+            Gpu(index=0, model="H100-SXM5-80GB"),
+            Gpu(
+                index=1,
+                model="H100-SXM5-80GB",
+                mode="mig",
+                mig=[MigInstance(profile="2g.20gb", start=0), MigInstance(profile="3g.40gb", start=4)],
+            ),
+            Gpu(index=2, model="H100-SXM5-80GB", mode="time-sliced", replicas=4),
+        ],
+    ),
+    Node(
+        name="gpu-h100-02",
+        platform="kubernetes",
+        gpus=[Gpu(index=i, model="H100-SXM5-80GB") for i in range(8)],
+    ),
+]
+JOBS = [
+    Job(
+        name="llm-pretrain",
+        queue="research",
+        request=Request(gpus=8, nodes=2, nvlink=True, rdma=True),
+        priority=50,
+    ),
+    Job(
+        name="llm-ft",
+        queue="research",
+        request=Request(gpus=4, nodes=2, rdma=True),
+        status="running",
+        placement=[Slot(node="gpu-h100-02", gpu=i) for i in range(4)] + [Slot(node="gpu-h100-01", gpu=0)],
+    ),
+    Job(name="notebook-7", queue="research", request=Request(fraction=0.5), isolation="shared"),
+    Job(name="infer-a", queue="inference", request=Request(mig="3g.40gb", model="H100-SXM5-80GB")),
+    Job(
+        name="infer-b",
+        queue="inference",
+        request=Request(mig="2g.20gb"),
+        status="running",
+        placement=[Slot(node="gpu-h100-01", gpu=1, mig_start=0)],
+    ),
+    Job(name="old", queue="inference", request=Request(gpus=1), status="completed"),
+]
+
+
+def test_pods_golden_and_valid() -> None:
+    manifests = export_pods(JOBS, NODES)
+    for manifest in manifests:
+        validate_any(manifest)
+    golden("pods", manifests)
+    kinds = [(m["kind"], m["metadata"]["name"]) for m in manifests]
+    assert kinds == [
+        ("PersistentVolumeClaim", "gpuadmin-shared"),
+        ("Pod", "infer-a"),
+        ("Pod", "infer-b"),
+        ("Pod", "llm-ft-0"),
+        ("Pod", "llm-ft-1"),
+        ("Job", "llm-pretrain"),
+        ("Pod", "notebook-7"),
+    ]
+    pvc = manifests[0]
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    by_name = {m["metadata"]["name"]: m for m in manifests}
+    gang = by_name["llm-pretrain"]["spec"]
+    assert (gang["completionMode"], gang["completions"], gang["parallelism"]) == ("Indexed", 2, 2)
+    container = gang["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": 8, "rdma/rdma_shared_device_a": 1}
+    assert container["volumeMounts"] == [{"name": "shared", "mountPath": "/mnt/shared"}]
+    infer_b = by_name["infer-b"]["spec"]
+    assert infer_b["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-2g.20gb": 1}
+    terms = infer_b["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert terms == [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-h100-01"]}]}
+    ]
+    infer_a = by_name["infer-a"]["spec"]["affinity"]["nodeAffinity"]
+    values = infer_a["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"
+    ]
+    assert values == [
+        {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]}
+    ]
+    ft_nodes = [
+        by_name[f"llm-ft-{i}"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+        for i in range(2)
+    ]
+    assert ft_nodes == [["gpu-h100-02"], ["gpu-h100-01"]]
+    ft_gpus = [
+        by_name[f"llm-ft-{i}"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+        for i in range(2)
+    ]
+    assert ft_gpus == [4, 1]  # what each pod holds on its node
+
+
+@pytest.mark.parametrize(
+    "system, label", [("kai", "kai.scheduler/queue"), ("kueue", "kueue.x-k8s.io/queue-name")]
+)
+def test_pods_for_queue_systems(system: str, label: str) -> None:
+    manifests = export_pods(JOBS, NODES, queue_system=system)  # type: ignore[arg-type]
+    for manifest in manifests[1:]:
+        validate_any(manifest)
+        assert manifest["metadata"]["labels"][label] in ("research", "inference")
+    pod = next(m for m in manifests if m["kind"] == "Pod")
+    assert (pod["spec"].get("schedulerName") == "kai-scheduler") == (system == "kai")
+
+
+def test_queues_golden_and_valid() -> None:
+    manifests = export_queues(
+        QUEUES, flavor="h100", node_labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    )
+    for manifest in manifests:
+        validate_any(manifest)
+    golden("queues", manifests)
+    kai = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "Queue"}
+    assert kai["research"]["spec"]["resources"]["gpu"] == {"quota": 16, "limit": 32, "overQuotaWeight": 2}
+    assert kai["inference"]["spec"]["resources"]["gpu"] == {"quota": 8, "limit": -1, "overQuotaWeight": 1}
+    assert (
+        kai["research"]["spec"]["parentQueue"] == "gpuadmin" and "parentQueue" not in kai["gpuadmin"]["spec"]
+    )
+    cq = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "ClusterQueue"}
+    research = cq["research"]["spec"]["resourceGroups"][0]["flavors"][0]
+    assert research == {
+        "name": "h100",
+        "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16, "borrowingLimit": 16}],
+    }
+    assert "borrowingLimit" not in cq["inference"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    assert {m["kind"] for m in manifests} == {"Queue", "ResourceFlavor", "ClusterQueue", "LocalQueue"}
+
+
+def test_crd_schemas_refuse_bad_manifests() -> None:
+    bad_kai = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": "q"},
+        "spec": {"resources": {"gpu": {"quota": "lots"}}},
+    }
+    with pytest.raises(jsonschema.ValidationError):
+        validate_any(bad_kai)
+    bad_cq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "q"},
+        "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "f"}]}]},
+    }
+    with pytest.raises(jsonschema.ValidationError):
+        validate_any(bad_cq)
+    with pytest.raises(AssertionError):
+        validate_any(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containerz": []}}
+        )
+
+
+def test_mig_parted_configmap_is_valid() -> None:
+    validate_any(export_mig_parted_configmap(NODES))
