@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from gpuadmin import adapters
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import EntityDiff, Plan, inverse, plan
 from gpuadmin.engine.rules import RULES, Touched, Violation, check
 from gpuadmin.engine.state import ClusterState, View
-from gpuadmin.model import Inventory
+from gpuadmin.model import Inventory, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.render.describe import describe_gpu, describe_job, describe_node, describe_queue
 from gpuadmin.render.rows import LISTINGS, Row, journal_row
@@ -26,6 +27,7 @@ from gpuadmin.store import (
     LockHeld,
     StaleRevision,
     Store,
+    dump_inventory,
     load_inventory,
     login_identity,
 )
@@ -46,6 +48,7 @@ _ACTION_ROLE: dict[str, Role] = {
     "init": "admin",
     "import": "admin",
 }
+_NODE_LISTINGS = ("nodes", "gpus", "groups")
 _ADMIN_OPS = {"add-node", "remove-node", "add-queue", "remove-queue", "set-quota"}
 
 
@@ -106,6 +109,7 @@ class Service:
         self.inventory_path = inventory
         self.store: Store | None = Store.open(state_dir) if state_dir is not None else None
         self._state: ClusterState | None = None
+        self._nodes_state: ClusterState | None = None  # nodes and holders only, for node listings
 
     # loading ----------------------------------------------------------------------------------
     @staticmethod
@@ -232,7 +236,7 @@ class Service:
         if kind == "journal":
             entries = self.journal()
             return [journal_row(e) for e in entries], [None] * len(entries)
-        view = self.view()
+        view = View(self._nodes_only_state()) if kind in _NODE_LISTINGS else self.view()
         make_rows = LISTINGS[kind].rows
         assert make_rows is not None
         rows = list(make_rows(view))
@@ -246,8 +250,18 @@ class Service:
             specs.append(entity.model_dump(mode="json", exclude_none=True) if entity is not None else None)
         return rows, specs
 
+    def _nodes_only_state(self) -> ClusterState:
+        """Nodes and who holds each GPU, without parsing every job: enough for the node and GPU listings."""
+        if self._state is not None or self.store is None:
+            return self.state
+        if self._nodes_state is None or self._nodes_state.revision != self.store.revision():
+            nodes = self.store.load_nodes()
+            self._nodes_state = ClusterState(cluster=self.store.cluster(), revision=self.store.revision(),
+                                             nodes={n.name: n for n in nodes}, holders=self.store.load_holders())
+        return self._nodes_state
+
     def labels_by_node(self) -> dict[str, dict[str, str]]:
-        return {n.name: n.labels for n in self.state.nodes.values()}
+        return {n.name: n.labels for n in self._nodes_only_state().nodes.values()}
 
     def describe(self, kind: str, name: str) -> dict[str, Any]:
         check_action(self.role, "read")
@@ -275,6 +289,37 @@ class Service:
 
     def validate_state(self) -> list[Violation]:
         return check_state(self.state)
+
+    # importing and exporting --------------------------------------------------------------------
+    def import_changes(self, nodes: Sequence[Node]) -> list[ch.Change]:
+        """Imported nodes as changes: `add-node` for a new one, `restore` (replace) for a known one."""
+        check_action(self.role, "read")
+        out: list[ch.Change] = []
+        for node in nodes:
+            if self.state.nodes.get(node.name) is None:
+                out.append(ch.AddNode(op="add-node", node=node))
+            else:
+                out.append(ch.Restore(op="restore", kind="node", name=node.name, node=node))
+        return out
+
+    def export(self, kind: str, **options: Any) -> Any:
+        """What `gpuadmin export KIND` prints: plain data (dicts and lists), or YAML text for `inventory`."""
+        check_action(self.role, "read")
+        nodes = list(self.state.nodes.values())
+        if kind == "inventory":
+            return dump_inventory(self.state.to_inventory())
+        if kind == "mig-parted":
+            return adapters.export_mig_parted(nodes)
+        if kind == "device-plugin":
+            return adapters.export_device_plugin(nodes, warnings=options.get("warnings"))
+        if kind == "labels":
+            return adapters.export_labels(nodes)
+        if kind == "pods":
+            return adapters.export_pods(list(self.state.jobs.values()), nodes, warnings=options.get("warnings"),
+                                        queue_system=options.get("queue_system", "none"))
+        if kind == "queues":
+            return adapters.export_queues(list(self.state.queues.values()), fmt=options.get("fmt", "all"))
+        raise InputError([Diagnostic(f"unknown export {kind!r}")])
 
 
 def _standalone_plan(inventory: Inventory, violations: list[Violation]) -> Plan:

@@ -14,8 +14,10 @@ from gpuadmin.render.plan import plan_text, violation_lines
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
+    from gpuadmin.engine.changes import Change
     from gpuadmin.engine.planner import Plan
     from gpuadmin.engine.rules import Violation
+    from gpuadmin.service import Service
 
 
 def print_violations(violations: list[Violation]) -> None:
@@ -70,14 +72,25 @@ def _apply(args: argparse.Namespace, ctx: Context) -> int:
                            f"{service.revision()}; plan again")
     else:
         changes = service.load_changes(args.file)
+    return apply_changes(ctx, service, changes, yes=args.yes, fmt=args.output, expected_hash=expected_hash)
+
+
+def apply_changes(ctx: Context, service: Service, changes: list[Change], *, yes: bool, fmt: str,
+                  expected_hash: str | None = None) -> int:
+    """Plan, show, confirm and apply: what `apply`, `import --apply` and `schedule` share."""
+    from gpuadmin.service import check_action
+
     check_action(ctx.role, "apply", changes)
     plan = service.plan(changes)
-    _show(plan, args.output)
+    _show(plan, fmt)
     if not plan.allowed:
         service.record_refusal(plan)
         print_violations(plan.violations)
         return exitcodes.REFUSED
-    if not _confirm(plan, args.yes):
+    if plan.empty:
+        sys.stderr.write("gpuadmin: nothing to apply\n")
+        return exitcodes.OK
+    if not _confirm(plan, yes):
         sys.stderr.write("gpuadmin: not applied\n")
         return exitcodes.INTERRUPTED
     result = service.apply(plan, expected_hash=expected_hash)

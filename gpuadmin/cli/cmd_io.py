@@ -1,0 +1,120 @@
+"""`import` and `export`: inventories from real machines and clusters, and the formats their tools read.
+
+An import prints a change file (`add-node`, or `restore` to replace a known node) — review it, then `apply -f`
+it, or pass `--apply` to plan and apply at once; `-o inventory` prints the nodes as an inventory instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuadmin.cli import exitcodes, output
+
+if TYPE_CHECKING:
+    from gpuadmin.cli.main import Context
+    from gpuadmin.model import Node
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        sys.stderr.write(f"gpuadmin: warning: {warning}\n")
+
+
+def _imported_nodes(args: argparse.Namespace) -> list[Node]:
+    from gpuadmin import adapters
+
+    warnings: list[str] = []
+    if args.source == "nvidia-smi":
+        result = adapters.import_nvidia_smi(args.file, args.node, platform=args.platform)
+        node = result.node
+        warnings += result.warnings
+        if args.topo is not None:
+            node, more = adapters.apply_topology(node, adapters.read_topology(args.topo),
+                                                 rdma_gbps=args.rdma_gbps, rdma_network=args.rdma_network)
+            warnings += more
+        nodes = [node]
+    elif args.source == "kube-nodes":
+        nodes, more = adapters.read_kube_nodes(args.file)
+        warnings += more
+    else:
+        result = adapters.import_local(args.node, platform=args.platform, rdma_network=args.rdma_network)
+        nodes = [result.node]
+        warnings += result.warnings
+    _warn(warnings)
+    return nodes
+
+
+def _import(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.cli.cmd_changes import apply_changes
+
+    nodes = _imported_nodes(args)
+    if args.output == "inventory":
+        from gpuadmin.model import Inventory
+        from gpuadmin.store import dump_inventory
+
+        sys.stdout.write(dump_inventory(Inventory(version=1, cluster=args.cluster, nodes=nodes)))
+        return exitcodes.OK
+    service = ctx.service()
+    changes = service.import_changes(nodes)
+    if args.apply:
+        return apply_changes(ctx, service, changes, yes=args.yes, fmt="text")
+    data = {"changes": [c.model_dump(mode="json", exclude_none=True) for c in changes]}
+    (output.as_json if args.output == "json" else output.as_yaml)(data)
+    return exitcodes.OK
+
+
+def _export(args: argparse.Namespace, ctx: Context) -> int:
+    service = ctx.service()
+    warnings: list[str] = []
+    options: dict[str, Any] = {"warnings": warnings}
+    if args.kind == "pods":
+        options["queue_system"] = args.queue_system
+    if args.kind == "queues":
+        options["fmt"] = args.format
+    data = service.export(args.kind, **options)
+    _warn(warnings)
+    if isinstance(data, str):
+        sys.stdout.write(data)
+    elif isinstance(data, list) and args.output == "yaml":
+        import yaml
+
+        sys.stdout.write(yaml.dump_all(data, Dumper=yaml.CSafeDumper, sort_keys=False))
+    else:
+        (output.as_json if args.output == "json" else output.as_yaml)(data)
+    return exitcodes.OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    imp = sub.add_parser("import", help="read nodes from nvidia-smi XML, kubectl node JSON, or this host")
+    sources = imp.add_subparsers(dest="source", metavar="SOURCE", required=True)
+    smi = sources.add_parser("nvidia-smi", help="`nvidia-smi -q -x` output (DTD v11-v13)")
+    smi.add_argument("file", type=Path, metavar="FILE.xml")
+    smi.add_argument("--node", required=True, help="the node's name")
+    smi.add_argument("--topo", type=Path, metavar="TOPO.txt", help="`nvidia-smi topo -m` output of that node")
+    kube = sources.add_parser("kube-nodes", help="`kubectl get nodes -o json` (GPU Feature Discovery labels)")
+    kube.add_argument("file", type=Path, metavar="FILE.json")
+    local = sources.add_parser("local", help="this host: NVML (nvidia-ml-py) for GPUs, psutil for the rest")
+    local.add_argument("--node", default=None, help="the node's name (default: the host name)")
+    for parser in (smi, kube, local):
+        parser.add_argument("-o", "--output", choices=("yaml", "json", "inventory"), default="yaml",
+                            help="a change file (yaml/json), or an inventory of the imported nodes")
+        parser.add_argument("--cluster", default="imported", help="cluster name for -o inventory")
+        parser.add_argument("--apply", action="store_true", help="plan and apply the import at once")
+        parser.add_argument("--yes", action="store_true")
+        if parser is not kube:
+            parser.add_argument("--platform", choices=("baremetal", "vsphere", "kubernetes"), default="baremetal")
+            parser.add_argument("--rdma-network", default=None, help="RDMA network name for the node's NICs")
+        if parser is smi:
+            parser.add_argument("--rdma-gbps", type=int, default=None, help="RDMA NIC speed (with --topo)")
+        parser.set_defaults(func=_import)
+
+    exp = sub.add_parser("export", help="inventory, mig-parted, device-plugin, labels, pods or queues")
+    exp.add_argument("kind", choices=("inventory", "mig-parted", "device-plugin", "labels", "pods", "queues"))
+    exp.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    exp.add_argument("--queue-system", choices=("none", "kai", "kueue"), default="none",
+                     help="pods: schedule them with KAI-Scheduler or Kueue")
+    exp.add_argument("--format", choices=("all", "kai", "kueue"), default="all", help="queues: which manifests")
+    exp.set_defaults(func=_export)
