@@ -12,6 +12,7 @@ from pathlib import Path
 from test_rule_cases import CASES, Case
 
 from gpuadmin.engine import rules as rules_package
+from gpuadmin.engine.planner import CHANGE_CHECKS
 from gpuadmin.engine.rules import RULES
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "rules.md"
@@ -90,6 +91,17 @@ def render() -> str:
                 f"- **Hint:** {hint}" if hint else "- **Hint:** none",
                 "",
             ]
+    lines += [
+        "## Checks made while a change is applied",
+        "",
+        "Before the rules run, the planner applies each change to the plan's view. A change that cannot be",
+        "applied at all — its target does not exist, a name is taken, a layout has no placement — is refused",
+        "with one of these ids, which share the rules' namespace (tests: `tests/engine/test_planner.py`).",
+        "",
+        "| id | checks |",
+        "|---|---|",
+    ]
+    lines += [f"| `{check_id}` | {_cell(doc)} |" for check_id, doc in sorted(CHANGE_CHECKS.items())]
     return "\n".join(lines).rstrip() + "\n"
 
 

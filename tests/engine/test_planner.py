@@ -1,0 +1,146 @@
+"""The planner: every change op applied to a view, its refusals, diff, effects and node commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuadmin.engine import changes as ch
+from gpuadmin.engine.planner import CHANGE_CHECKS, plan
+from gpuadmin.engine.state import ClusterState
+from gpuadmin.store import load_inventory
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample-inventories"
+OCI = load_inventory(SAMPLES / "oci-h100.yaml")
+VSPHERE = load_inventory(SAMPLES / "vsphere-hgx.yaml")
+
+
+def changes(*values: dict[str, Any]) -> list[ch.Change]:
+    return ch.CHANGE_LIST.validate_python(list(values))
+
+
+def oci() -> ClusterState:
+    return ClusterState.from_inventory(OCI)
+
+
+# Each planner check id: a change list that must be refused with it.
+REFUSALS: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "change.target-exists": ("oci", [{"op": "cordon", "node": "no-such-node"}]),
+    "change.unique-name": ("oci", [{"op": "add-queue", "queue": {"name": "research"}}]),
+    "change.fields": ("oci", [{"op": "set-mode", "node": "gpu-h100-12", "gpu": 0, "mode": "full", "replicas": 2}]),
+    "change.job-status": ("oci", [{"op": "preempt-job", "name": "nb-pending-1"}]),
+    "change.in-use": ("oci", [{"op": "remove-node", "name": "gpu-h100-01"}]),
+    "mig.layout-fits": ("oci", [{"op": "set-mig", "node": "gpu-h100-12", "gpu": 0,
+                                 "instances": [{"profile": "4g.40gb"}, {"profile": "4g.40gb"}]}]),
+    "vgpu.mode": ("oci", [{"op": "assign-vgpu", "node": "gpu-h100-12", "gpu": 0, "vm": "x", "profile": "A40-4C"}]),
+}
+
+
+def test_every_planner_check_has_a_refusal_case() -> None:
+    assert set(REFUSALS) == set(CHANGE_CHECKS)
+
+
+@pytest.mark.parametrize("check_id", sorted(REFUSALS))
+def test_planner_check_refuses(check_id: str) -> None:
+    _, values = REFUSALS[check_id]
+    state = oci()
+    if check_id == "change.job-status":
+        pending = next(j.name for j in state.jobs.values() if j.status == "pending")
+        values = [{"op": "preempt-job", "name": pending}]
+    if check_id == "vgpu.mode":
+        state = ClusterState.from_inventory(VSPHERE)
+        host, gpu = next((n, g) for n in state.nodes.values() for g in n.gpus if g.mode != "vgpu" and n.vms)
+        values = [{"op": "assign-vgpu", "node": host.name, "gpu": gpu.index, "vm": host.vms[0].name,
+                   "profile": "A40-4C"}]
+    result = plan(state, changes(*values))
+    assert not result.allowed
+    assert check_id in {v.rule for v in result.violations}, result.violations
+
+
+def test_set_mig_chooses_starts_and_emits_commands() -> None:
+    result = plan(oci(), changes({"op": "set-mig", "node": "gpu-h100-12", "gpu": 2,
+                                  "instances": [{"profile": "3g.40gb"}, {"profile": "4g.40gb"}]}))
+    assert result.allowed, result.violations
+    gpu = result.view.node("gpu-h100-12").gpu(2)  # type: ignore[union-attr]
+    assert gpu is not None and [(i.profile, i.start) for i in gpu.mig or ()] == [("3g.40gb", 4), ("4g.40gb", 0)]
+    assert result.commands["gpu-h100-12"] == ["nvidia-smi -i 2 -mig 1",
+                                              "nvidia-smi mig -i 2 -cgi 5,9 -C  # 4g.40gb@0 3g.40gb@4"]
+    assert [d.action for d in result.diff] == ["modify"]
+
+
+def test_drain_evicts_preemptible_and_reports_effects() -> None:
+    state = oci()
+    node = "gpu-h100-04"
+    running = sorted({n for g in state.nodes[node].gpus for n in state.holders.get((node, g.index), set())})
+    assert running
+    result = plan(state, changes({"op": "drain", "node": node}))
+    if all(state.jobs[j].preemptible for j in running):
+        assert result.allowed, result.violations
+        assert sorted(result.effects.evicted) == running
+        assert all(result.view.job(j).status == "preempted" for j in running)  # type: ignore[union-attr]
+    else:
+        assert "node.drain-blocked" in {v.rule for v in result.violations}
+
+
+def test_drain_with_nonpreemptible_job_is_blocked() -> None:
+    state = oci()
+    job = next(j for j in state.jobs.values() if j.status == "running" and not j.preemptible)
+    result = plan(state, changes({"op": "drain", "node": job.placement[0].node}))
+    assert "node.drain-blocked" in {v.rule for v in result.violations}
+
+
+def test_repartition_busy_gpu_needs_eviction_in_same_plan() -> None:
+    state = oci()
+    job = next(j for j in state.jobs.values() if j.status == "running" and j.request.mig is not None
+               and j.preemptible)
+    slot = job.placement[0]
+    layout = [{"profile": "7g.80gb"}]
+    refused = plan(state, changes({"op": "set-mig", "node": slot.node, "gpu": slot.gpu, "instances": layout}))
+    assert "mig.repartition-evicts" in {v.rule for v in refused.violations}
+    holders = sorted(state.holders[(slot.node, slot.gpu)])
+    preempts = [{"op": "preempt-job", "name": h} for h in holders]
+    allowed = plan(state, changes(*preempts, {"op": "set-mig", "node": slot.node, "gpu": slot.gpu,
+                                              "instances": layout}))
+    if all(state.jobs[h].preemptible for h in holders):
+        assert allowed.allowed, allowed.violations
+        assert sorted(allowed.effects.evicted) == holders
+
+
+def test_bind_exclusive_job_to_time_sliced_replica_is_refused() -> None:
+    state = oci()
+    ts = next((n.name, g.index) for n in state.nodes.values() for g in n.gpus if g.mode == "time-sliced")
+    pending = next(j for j in state.jobs.values() if j.status == "pending" and j.request.gpus == 1
+                   and not j.shared)
+    result = plan(state, changes({"op": "bind-job", "name": pending.name,
+                                  "placement": [{"node": ts[0], "gpu": ts[1]}]}))
+    assert not result.allowed
+    assert {"placement.exclusive-not-shared", "placement.matches-request"} & {v.rule for v in result.violations}
+
+
+def test_planning_never_writes_and_hash_is_stable() -> None:
+    state = oci()
+    before = state.to_inventory()
+    values = {"op": "cordon", "node": "gpu-h100-12"}
+    first, second = plan(state, changes(values)), plan(state, changes(values))
+    assert state.to_inventory() == before
+    assert first.hash == second.hash
+    assert plan(state, changes({"op": "cordon", "node": "gpu-h100-06"})).hash != first.hash
+
+
+def test_device_groups_and_vm_attach_on_vsphere() -> None:
+    state = ClusterState.from_inventory(VSPHERE)
+    host = next(n for n in state.nodes.values() if n.device_groups)
+    held = next(vm for vm in host.vms if vm.device_group)
+    refused = plan(state, changes({"op": "set-device-groups", "node": host.name, "groups": []}))
+    assert "group.vm-holds-whole-group" in {v.rule for v in refused.violations}
+    # the group's GPUs still carry the VM's vGPUs: detaching alone leaves them serving a VM without the group
+    alone = plan(state, changes({"op": "detach-vm", "node": host.name, "vm": held.name}))
+    assert "group.vm-holds-whole-group" in {v.rule for v in alone.violations}
+    removals = [{"op": "remove-vgpu", "node": host.name, "gpu": g.index, "vm": v.vm, "profile": v.profile}
+                for g in host.gpus for v in g.vgpus or () if v.vm == held.name]
+    detached = plan(state, changes(*removals, {"op": "detach-vm", "node": host.name, "vm": held.name}))
+    assert detached.allowed, detached.violations
+    vm = next(v for v in detached.view.node(host.name).vms if v.name == held.name)  # type: ignore[union-attr]
+    assert vm.device_group is None
