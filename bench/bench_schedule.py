@@ -34,7 +34,9 @@ from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import plan
 from gpuadmin.engine.scheduler import cluster_fragmentation, schedule, workload_of
 from gpuadmin.engine.scheduler.cycle import Choice, Cycle, Step
+from gpuadmin.engine.scheduler.fgd import Workload
 from gpuadmin.engine.scheduler.filters import mig_profile_name, model_ok, node_ok, shape_unit_fits
+from gpuadmin.engine.scheduler.index import CapacityIndex
 from gpuadmin.engine.scheduler.shape import Shape
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Inventory, Job, Slot
@@ -98,8 +100,7 @@ def time_cycle(state: ClusterState, runs: int) -> dict[str, float]:
 def speed(runs: int, growth: bool) -> None:
     print(f"(a) one scheduling cycle, planner included (median of {runs} runs)")
     print(
-        f"{'case':<34}{'pending':>8}{'binds':>7}{'median s':>10}{'scheduler s':>13}{'planner s':>11}"
-        f"{'min-max s':>14}"
+        f"{'case':<34}{'pending':>8}{'binds':>7}{'median s':>10}{'scheduler s':>13}{'planner s':>11}{'min-max s':>14}"
     )
     cases: list[tuple[str, ClusterState]] = [
         ("1024 nodes, empty", generated(1024, 10_000, 0, empty=True)),
@@ -124,8 +125,7 @@ def speed(runs: int, growth: bool) -> None:
         per = r["wall"] / pending_count(state)
         base = base or per
         print(
-            f"{nodes:>10}{pending_count(state):>9}{r['binds']:>7}{r['wall']:>10.3f}{per * 1e6:>9.1f}"
-            f"{per / base:>18.2f}"
+            f"{nodes:>10}{pending_count(state):>9}{r['binds']:>7}{r['wall']:>10.3f}{per * 1e6:>9.1f}{per / base:>18.2f}"
         )
 
 
@@ -205,9 +205,7 @@ class BestFit(Cycle):
         if best is None:
             return None
         nc = self.index.nodes[best[1]]
-        return Choice(
-            [Slot(node=nc.name, gpu=best[2], mig_start=best[3])], [Step(nc, mig=(best[2], best[3]))]
-        )
+        return Choice([Slot(node=nc.name, gpu=best[2], mig_start=best[3])], [Step(nc, mig=(best[2], best[3]))])
 
     def _place_unit(self, job: Job, shape: Shape, restrict: set[int] | None) -> Choice | None:
         if shape.exclusive:
@@ -235,9 +233,7 @@ class BestFit(Cycle):
         return Choice([Slot(node=nc.name, gpu=unit.gpu, mig_start=unit.mig_start)], [Step(nc, unit=unit)])
 
 
-def trace_run(
-    kind: type[Cycle], nodes: int, jobs: int, cycles: int, seed: int, pairs: float = 0.0
-) -> dict[str, Any]:
+def trace_run(kind: type[Cycle], nodes: int, jobs: int, cycles: int, seed: int, pairs: float = 0.0) -> dict[str, Any]:
     data = generate_inventory(nodes, jobs, seed)
     pick = random.Random(seed + 3)
     for n in data["nodes"]:  # optionally: bridged-pair boxes instead of NVSwitch boards
@@ -268,6 +264,7 @@ def trace_run(
         placed += len(result.bound)
         gpus += sum(state.usage[n].gpus for n in result.bound)
         frags.append(cluster_fragmentation(state, workload)[0])
+        parts = fragmentation_parts(state, workload)
         running = sorted(j.name for j in state.jobs.values() if j.status == "running")
         done = [n for n in running if rng.random() < 0.3]
         state.commit(plan(state, [ch.CancelJob(op="cancel-job", name=n) for n in done]).view)
@@ -278,7 +275,20 @@ def trace_run(
         "gpus": gpus,
         "seconds": elapsed,
         "frags": frags,
+        "parts_end": parts,
     }
+
+
+def fragmentation_parts(state: ClusterState, workload: Workload) -> tuple[float, float, float]:
+    """The fragmented GPUs split by where they are: whole GPUs, MIG instances, time-sliced units."""
+    whole = mig = shared = 0.0
+    w = workload.total_weight
+    for nc in CapacityIndex(state).nodes:
+        a, b, c = nc.whole_part(), nc.mig_part(), nc.ts_part()
+        whole += w * Workload.whole_idle(a) - workload.whole_credit(a)
+        mig += w * Workload.mig_idle(b) - workload.mig_credit(b)
+        shared += w * Workload.ts_idle(c) - workload.ts_credit(c)
+    return whole, mig, shared
 
 
 def quality(nodes: int, jobs: int, cycles: int, seed: int, pairs: float) -> None:
@@ -288,11 +298,13 @@ def quality(nodes: int, jobs: int, cycles: int, seed: int, pairs: float) -> None
     )
     ours = trace_run(Cycle, nodes, jobs, cycles, seed, pairs)
     base = trace_run(BestFit, nodes, jobs, cycles, seed, pairs)
-    print(
-        f"{'scheduler':<22}{'fragmented GPUs (mean)':>24}{'at end':>9}{'jobs placed':>13}{'GPUs placed':>13}"
-    )
+    print(f"{'scheduler':<22}{'fragmented GPUs (mean)':>24}{'at end':>9}{'jobs placed':>13}{'GPUs placed':>13}")
     for label, r in (("gpuadmin (FGD)", ours), ("best-fit baseline", base)):
-        print(f"{label:<22}{r['frag_mean']:>24.1f}{r['frag_end']:>9.1f}{r['placed']:>13}{r['gpus']:>13.1f}")
+        parts = " / ".join(f"{x:.1f}" for x in r["parts_end"])
+        print(
+            f"{label:<22}{r['frag_mean']:>24.1f}{r['frag_end']:>9.1f}{r['placed']:>13}{r['gpus']:>13.1f}"
+            f"   end by part (whole / MIG / time-sliced): {parts}"
+        )
     cut = 1 - ours["frag_mean"] / base["frag_mean"] if base["frag_mean"] else 0.0
     print(
         f"ratio gpuadmin/best-fit fragmented GPUs (mean): {ours['frag_mean'] / base['frag_mean']:.3f} "
@@ -308,11 +320,18 @@ def main() -> int:
     ap.add_argument("--quality-nodes", type=int, default=256)
     ap.add_argument("--quality-jobs", type=int, default=6000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--pairs", type=float, default=0.0, help="share of nodes with NVLink pairs, not NVSwitch")
+    ap.add_argument(
+        "--pairs",
+        type=float,
+        nargs="*",
+        default=[0.0, 0.5],
+        help="quality traces: share of nodes with NVLink pairs instead of NVSwitch (default 0 and 0.5)",
+    )
     args = ap.parse_args()
     if not args.skip_speed:
         speed(args.runs, not args.skip_growth)
-    quality(args.quality_nodes, args.quality_jobs, 10, args.seed, args.pairs)
+    for pairs in args.pairs:
+        quality(args.quality_nodes, args.quality_jobs, 10, args.seed, pairs)
     return 0
 
 

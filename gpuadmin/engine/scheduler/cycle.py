@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
+from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import Plan, plan
 from gpuadmin.engine.rules.base import Violation
@@ -42,9 +43,7 @@ from gpuadmin.model import Job, Slot
 if TYPE_CHECKING:
     from gpuadmin.engine.scheduler.explain import Explanation
 
-Outcome = Literal[
-    "bound", "no-fit", "over-limit", "nonpreemptible-over-quota", "unknown-queue", "preempted", "refused"
-]
+Outcome = Literal["bound", "no-fit", "over-limit", "nonpreemptible-over-quota", "unknown-queue", "preempted", "refused"]
 PENDING = ("pending", "preempted")
 MAX_PREEMPTORS = 16  # preemptors tried per cycle (KAI bounds its reclaim/preempt queue depth alike)
 
@@ -92,9 +91,7 @@ class SchedulePlan:
 
 
 class Cycle:
-    def __init__(
-        self, state: ClusterState, policy: Policy = "binpack", max_preemptors: int = MAX_PREEMPTORS
-    ) -> None:
+    def __init__(self, state: ClusterState, policy: Policy = "binpack", max_preemptors: int = MAX_PREEMPTORS) -> None:
         if policy not in ("binpack", "spread"):
             raise ValueError(f"unknown policy {policy!r} (binpack or spread)")
         self.state = state
@@ -106,6 +103,7 @@ class Cycle:
         self.books: dict[str, QueueBook] = make_books(state)
         self.shapes: dict[str, Shape] = {}
         self.sid: dict[Shape, int] = {}  # shape → a small id (memo keys)
+        self.memory: dict[str, float] = {}  # model → GiB
         self.costs: dict[str, Cost] = {}
         self.fifo: dict[str, int] = {}
         self.outcome: dict[str, Outcome] = {}
@@ -121,33 +119,39 @@ class Cycle:
 
     # -------------------------------------------------------------------------------------------- setup
     def _collect(self) -> None:
-        ready_mem = [self.index.by_name[nc.name] for nc in self.index.nodes]
-        gib = [info.model for nc in ready_mem for info in nc.gpus.values()]
-        from gpuadmin.catalog import get_catalog
-
         catalog = get_catalog()
-        mems = [m.memory_mib / 1024 for m in (catalog.model(x) for x in gib) if m is not None]
+        memory: dict[str, float] = {}
+        for name in self.index.models_present:
+            model = catalog.model(name)
+            if model is not None:
+                memory[name] = model.memory_mib / 1024
+        self.memory = memory
+        mems = [memory[info.model] for nc in self.index.nodes for info in nc.gpus.values() if info.model in memory]
         typical = sum(mems) / len(mems) if mems else 80.0
-        classes = []
+        weights: dict[Shape, float] = {}
+        cost_of: dict[Shape, Cost] = {}
+        books = self.books
         for i, job in enumerate(self.state.jobs.values()):
             if job.status not in PENDING:
                 continue
             self.fifo[job.name] = i
             shape = shape_of(job)
             self.shapes[job.name] = shape
-            self.sid.setdefault(shape, len(self.sid))
-            cost = estimate_cost(shape, typical)
+            cost = cost_of.get(shape)
+            if cost is None:
+                cost = cost_of[shape] = estimate_cost(shape, typical)
+                self.sid[shape] = len(self.sid)
             self.costs[job.name] = cost
-            book = self.books.get(job.queue)
+            book = books.get(job.queue)
             if book is None:
                 self.outcome[job.name] = "unknown-queue"
                 continue
             book.pending.append(job)
             book.demand_gpus += cost.gpus
             book.demand_gib += cost.gib
-            classes.append(shape.task_class(float(shape.nodes)))
-        fair_shares(self.books, float(len(mems)), sum(mems))
-        self.workload = Workload(classes_from_shapes(classes))
+            weights[shape] = weights.get(shape, 0.0) + shape.nodes
+        fair_shares(books, float(len(mems)), sum(mems))
+        self.workload = Workload(classes_from_shapes(s.task_class(w) for s, w in weights.items()))
         self.scorer = Scorer(self.workload, self.policy)
 
     # -------------------------------------------------------------------------------------------- placement
@@ -162,9 +166,7 @@ class Cycle:
                 return found
         return self._place_unit(job, shape, restrict)
 
-    def _pick(
-        self, members: set[int], top: int | None, shape: Shape, restrict: set[int] | None
-    ) -> int | None:
+    def _pick(self, members: set[int], top: int | None, shape: Shape, restrict: set[int] | None) -> int | None:
         if restrict is None and not shape.rdma:
             return top
         nodes = self.index.nodes
@@ -263,9 +265,7 @@ class Cycle:
         if best is None:
             return None
         nc = self.index.nodes[best[1]]
-        return Choice(
-            [Slot(node=nc.name, gpu=best[2], mig_start=best[3])], [Step(nc, mig=(best[2], best[3]))]
-        )
+        return Choice([Slot(node=nc.name, gpu=best[2], mig_start=best[3])], [Step(nc, mig=(best[2], best[3]))])
 
     def _place_unit(self, job: Job, shape: Shape, restrict: set[int] | None) -> Choice | None:
         if shape.exclusive:
@@ -298,9 +298,15 @@ class Cycle:
 
     # -------------------------------------------------------------------------------------------- binding
     def exact_cost(self, job: Job, slots: list[Slot]) -> Cost:
+        """What the job will count for quota, exactly as `engine/usage.py` counts it."""
         gpus = gib = 0.0
         for slot in slots:
-            share, mem = slot_share(self.state.nodes.get(slot.node), slot, job)
+            nc = self.index.by_name.get(slot.node)
+            info = nc.gpus.get(slot.gpu) if nc is not None else None
+            if slot.mig_start is None and info is not None and info.mode == "full" and info.model in self.memory:
+                share, mem = 1.0, self.memory[info.model]  # a whole GPU: usage.slot_share's last case
+            else:
+                share, mem = slot_share(self.state.nodes.get(slot.node), slot, job)
             gpus += share
             gib += mem
         return Cost(gpus, gib)

@@ -111,8 +111,7 @@ class Explainer:
             raise KeyError(f"job {name!r} does not exist")
         if job.status == "running":
             where = ", ".join(
-                f"{s.node}/gpu/{s.gpu}" + (f"@{s.mig_start}" if s.mig_start is not None else "")
-                for s in job.placement
+                f"{s.node}/gpu/{s.gpu}" + (f"@{s.mig_start}" if s.mig_start is not None else "") for s in job.placement
             )
             return Explanation(name, job.queue, "running", "running", f"running on {where}")
         if job.status == "completed":
@@ -168,9 +167,7 @@ class Explainer:
         if outcome == "refused":
             violations = cycle.refused.get(job.name, [])
             text = "; ".join(f"{v.rule}: {v.message}" for v in violations) or "a rule refused its placement"
-            return _Finding(
-                "refused", f"refused by the rules: {text}", {"rules": sorted({v.rule for v in violations})}
-            )
+            return _Finding("refused", f"refused by the rules: {text}", {"rules": sorted({v.rule for v in violations})})
         book = cycle.books[job.queue]
         cost = cycle.costs[job.name]
         lim = book.queue.limit
@@ -288,7 +285,7 @@ class Explainer:
                 details["idle_time_sliced_gpus"] = shared
                 return _Finding(
                     "isolation",
-                    f"needs {g} whole{on} GPUs, {free} free; {_plural(shared, 'more idle GPU')} "
+                    f"needs {_plural(g, f'whole{on} GPU')}, {free} free; {_plural(shared, 'more idle GPU')} "
                     f"{'is' if shared == 1 else 'are'} time-sliced (shared), which whole-GPU jobs do "
                     "not take",
                     details,
@@ -296,19 +293,11 @@ class Explainer:
             return _Finding("capacity", f"needs {g}{on} GPU{'s' if g != 1 else ''}, {free} free", details)
         if shape.nvlink and g >= 2:
             best = max(
-                (
-                    c
-                    for nc in nodes
-                    for d, gl in nc.domains.items()
-                    if model_ok(shape, d[0])
-                    for c in [len(gl)]
-                ),
+                (c for nc in nodes for d, gl in nc.domains.items() if model_ok(shape, d[0]) for c in [len(gl)]),
                 default=0,
             )
             details["max_in_one_domain"] = best
-            return _Finding(
-                "fragmentation", f"{free}{on} GPUs free, at most {best} in one NVLink domain", details
-            )
+            return _Finding("fragmentation", f"{free}{on} GPUs free, at most {best} in one NVLink domain", details)
         best = max((nc.free_whole(shape.model) for nc in nodes), default=0)
         details["max_on_one_node"] = best
         return _Finding("fragmentation", f"{free}{on} GPUs free, at most {best} on one node", details)
@@ -320,14 +309,10 @@ class Explainer:
             if shape.kind == "gpus" and whole_fit(nc.whole_part(), shape.gpus, shape.nvlink, shape.model)[0]:
                 return nc
             if shape.kind == "mig" and any(
-                n
-                for (m, p), n in nc.mig.items()
-                if model_ok(shape, m) and p == mig_profile_name(m, shape.profile)
+                n for (m, p), n in nc.mig.items() if model_ok(shape, m) and p == mig_profile_name(m, shape.profile)
             ):
                 return nc
-            if shape.kind in ("fraction", "memory") and any(
-                shape_unit_fits(u.state(), shape) for u in nc.ts_units
-            ):
+            if shape.kind in ("fraction", "memory") and any(shape_unit_fits(u.state(), shape) for u in nc.ts_units):
                 return nc
         return None
 
@@ -352,9 +337,7 @@ class Explainer:
             return _Finding("fits-now", "fits now; the next cycle binds it", details)
         kind = "RDMA nodes" if shape.rdma else "nodes"
         where = " on one network" if shape.rdma else ""
-        return _Finding(
-            "gang-incomplete", f"needs {n} {kind} with {g} free{on} GPUs{where}, {found} found", details
-        )
+        return _Finding("gang-incomplete", f"needs {n} {kind} with {g} free{on} GPUs{where}, {found} found", details)
 
     def _mig_finding(self, shape: Shape) -> _Finding:
         models = [m for m in self._models(shape) if mig_profile_name(m, shape.profile) is not None]
@@ -406,9 +389,7 @@ class Explainer:
                 kind or "uncordon",
             )
         if exist == 0:
-            return _Finding(
-                "profile-not-carved", f"no {p} instance is carved on a ready node", details, remedy, kind
-            )
+            return _Finding("profile-not-carved", f"no {p} instance is carved on a ready node", details, remedy, kind)
         which = "held" if exist == 1 else ("both held" if exist == 2 else "all held")
         return _Finding(
             "profile-not-carved",
@@ -443,9 +424,7 @@ class Explainer:
                         layouts = layouts_with(model, [prof], keep)
                         if layouts:
                             text = ", ".join(f"{p}@{s}" for p, s in layouts[0])
-                            found = (
-                                f"repartition GPU {gpu} on node {nc.name} to {text} (no running job affected)"
-                            )
+                            found = f"repartition GPU {gpu} on node {nc.name} to {text} (no running job affected)"
                     elif full_pass and info.mode == "full" and info.domain is not None and not info.holders:
                         layouts = layouts_with(model, [prof])
                         if layouts:
@@ -519,8 +498,7 @@ class Explainer:
             )
         return _Finding(
             "capacity",
-            f"needs {desc}; the largest unreserved share is {largest:.3g} "
-            f"({len(units)} time-sliced{on} GPUs)",
+            f"needs {desc}; the largest unreserved share is {largest:.3g} ({len(units)} time-sliced{on} GPUs)",
             details,
         )
 

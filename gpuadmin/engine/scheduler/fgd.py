@@ -70,9 +70,7 @@ def unit_need(share: float, gib: float, memory_gib: float) -> float:
     return share
 
 
-def unit_fits(
-    state: UnitState, kind: str, share: float, gib: float, model: str | None, profile: str = ""
-) -> bool:
+def unit_fits(state: UnitState, kind: str, share: float, gib: float, model: str | None, profile: str = "") -> bool:
     m, mem, residual, replicas, _, unit_profile = state
     if replicas < 1 or not _model_ok(model, m):
         return False
@@ -127,9 +125,7 @@ class Workload:
         if found is None:
             found = 0.0
             for t in self.mig_classes:
-                usable = sum(
-                    n * s for m, p, n, s in part if p == t.profile and _model_ok(t.model, m) and n > 0
-                )
+                usable = sum(n * s for m, p, n, s in part if p == t.profile and _model_ok(t.model, m) and n > 0)
                 found += t.weight * usable
             self._mig[part] = found
         return found

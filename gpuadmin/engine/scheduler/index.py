@@ -127,9 +127,7 @@ class NodeCap:
         return tuple(sorted((d[0], len(g)) for d, g in self.domains.items() if g))
 
     def mig_part(self) -> MigPart:
-        return tuple(
-            sorted((m, p, len(s), _r(self.mig_share[(m, p)])) for (m, p), s in self.mig.items() if s)
-        )
+        return tuple(sorted((m, p, len(s), _r(self.mig_share[(m, p)])) for (m, p), s in self.mig.items() if s))
 
     def ts_part(self) -> TsPart:
         return tuple(sorted(u.state() for u in self.ts_units))
@@ -221,9 +219,7 @@ class CapacityIndex:
             mname = model.name if model is not None else gpu.model
             self.models_present.add(mname)
             names = holders.get((node.name, gpu.index), set())
-            held_jobs = [
-                j for j in (jobs.get(n) for n in sorted(names)) if j is not None and j.status == "running"
-            ]
+            held_jobs = [j for j in (jobs.get(n) for n in sorted(names)) if j is not None and j.status == "running"]
             info = GpuInfo(gpu.mode, mname, None)
             nc.gpus[gpu.index] = info
             if gpu.index in vm_held:
@@ -278,13 +274,9 @@ class CapacityIndex:
         info.units[start] = unit
         nc.ts_units.append(unit)
 
-    def _load_mig(
-        self, nc: NodeCap, info: GpuInfo, gpu: Gpu, model: GpuModel, mname: str, held: list[Job]
-    ) -> None:
+    def _load_mig(self, nc: NodeCap, info: GpuInfo, gpu: Gpu, model: GpuModel, mname: str, held: list[Job]) -> None:
         whole_holder = any(
-            s.node == nc.name and s.gpu == gpu.index and s.mig_start is None
-            for j in held
-            for s in j.placement
+            s.node == nc.name and s.gpu == gpu.index and s.mig_start is None for j in held for s in j.placement
         )
         for inst in gpu.mig or ():
             prof = model.mig_profile(inst.profile)

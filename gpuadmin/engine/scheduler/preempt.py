@@ -100,8 +100,7 @@ def _mig_victims(nc: NodeCap, shape: Shape, jobs: dict[str, Job], eligible: Elig
             tentative: dict[str, float] = {}
             if all(eligible(v, tentative) for v in victims) and (
                 best is None
-                or (len(victims), max(v.priority for v in victims))
-                < (len(best), max(v.priority for v in best))
+                or (len(victims), max(v.priority for v in victims)) < (len(best), max(v.priority for v in best))
             ):
                 best = victims
     return best

@@ -54,9 +54,7 @@ class Shape:
     def task_class(self, weight: float = 1.0) -> TaskClass:
         """This shape as a typical task of the FGD workload (per node for gangs)."""
         if self.kind == "gpus":
-            return TaskClass(
-                "gpus", weight, gpus=self.gpus, nvlink=self.nvlink and self.gpus > 1, model=self.model
-            )
+            return TaskClass("gpus", weight, gpus=self.gpus, nvlink=self.nvlink and self.gpus > 1, model=self.model)
         if self.kind == "mig":
             return TaskClass("mig", weight, profile=self.profile, model=self.model)
         return TaskClass("share", weight, share=self.fraction, gib=self.gib, model=self.model)
