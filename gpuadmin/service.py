@@ -17,6 +17,7 @@ from gpuadmin import adapters
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import EntityDiff, Plan, inverse, plan
 from gpuadmin.engine.rules import RULES, Touched, Violation, check
+from gpuadmin.engine.scheduler import Explanation, SchedulePlan, explain, schedule
 from gpuadmin.engine.state import ClusterState, View
 from gpuadmin.model import Inventory, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
@@ -35,6 +36,7 @@ from gpuadmin.store.changes_io import load_changes
 from gpuadmin.store.state_db import Outcome, Verdict
 
 Role = Literal["viewer", "operator", "admin"]
+Policy = Literal["binpack", "spread"]
 ROLES: tuple[Role, ...] = ("viewer", "operator", "admin")
 
 # What each action needs. Anything that writes needs at least an operator; reshaping the cluster's
@@ -240,6 +242,10 @@ class Service:
         make_rows = LISTINGS[kind].rows
         assert make_rows is not None
         rows = list(make_rows(view))
+        if kind == "jobs":
+            reasons = self.pending_reasons()
+            for row in rows:
+                row["REASON"] = reasons.get(row["NAME"], "-")
         tables: dict[str, Any] = {"nodes": view.node, "jobs": view.job, "queues": view.queue}
         lookup = tables.get(kind)
         if lookup is None:
@@ -289,6 +295,27 @@ class Service:
 
     def validate_state(self) -> list[Violation]:
         return check_state(self.state)
+
+    # scheduling ---------------------------------------------------------------------------------
+    def schedule(self, policy: Policy = "binpack") -> SchedulePlan:
+        """One scheduling cycle as a plan (bind-job / preempt-job changes); nothing is written."""
+        check_action(self.role, "plan")
+        return schedule(self.state, policy)
+
+    def explain(self, job: str, policy: Policy = "binpack") -> Explanation:
+        check_action(self.role, "read")
+        if job not in self.state.jobs:
+            raise InputError([Diagnostic(f"job {job!r} not found")])
+        return explain(self.state, job, policy)
+
+    def pending_reasons(self) -> dict[str, str]:
+        """Job → the one-line reason it waits (the REASON column), from a dry-run cycle."""
+        if not any(j.status in ("pending", "preempted") for j in self.state.jobs.values()):
+            return {}
+        cycle = self.schedule()
+        reasons = {name: e.summary for name, e in cycle.explanations.items()}
+        reasons.update({name: "schedulable: the next cycle places it" for name in cycle.bound})
+        return reasons
 
     # importing and exporting --------------------------------------------------------------------
     def import_changes(self, nodes: Sequence[Node]) -> list[ch.Change]:

@@ -45,7 +45,7 @@ def _plan(args: argparse.Namespace, ctx: Context) -> int:
     return exitcodes.OK if plan.allowed else exitcodes.REFUSED
 
 
-def _confirm(plan: Plan, yes: bool) -> bool:
+def confirm(plan: Plan, yes: bool) -> bool:
     if yes:
         return True
     if not sys.stdin.isatty():
@@ -90,7 +90,7 @@ def apply_changes(ctx: Context, service: Service, changes: list[Change], *, yes:
     if plan.empty:
         sys.stderr.write("gpuadmin: nothing to apply\n")
         return exitcodes.OK
-    if not _confirm(plan, yes):
+    if not confirm(plan, yes):
         sys.stderr.write("gpuadmin: not applied\n")
         return exitcodes.INTERRUPTED
     result = service.apply(plan, expected_hash=expected_hash)
@@ -109,7 +109,7 @@ def _undo(args: argparse.Namespace, ctx: Context) -> int:
         service.record_refusal(plan)
         print_violations(plan.violations)
         return exitcodes.REFUSED
-    if not _confirm(plan, args.yes):
+    if not confirm(plan, args.yes):
         sys.stderr.write("gpuadmin: not undone\n")
         return exitcodes.INTERRUPTED
     result = service.apply(plan)

@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_validate
+    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_schedule, cmd_validate
 
     parser = _Parser(prog="gpuadmin", description="Terminal admin console for GPU clusters.")
     parser.add_argument("--state", type=Path, default=None,
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="act with this role's permissions (viewer: read-only)")
     parser.add_argument("--no-color", action="store_true", help="no colour (also honoured: NO_COLOR)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (cmd_validate, cmd_read, cmd_changes, cmd_io):
+    for module in (cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io):
         module.register(sub)
     return parser
 

@@ -7,17 +7,34 @@ from typing import Any
 from gpuadmin.render.text import safe
 
 
+def _flat_dict(value: Any) -> bool:
+    return isinstance(value, dict) and not any(isinstance(v, dict | list) for v in value.values())
+
+
+def _compact(items: list[dict[str, Any]]) -> str:
+    """A list of flat mappings on one line: slots as `node/gpu[/start]`, MIG instances as `profile/start`."""
+    return " ".join("/".join(str(v) for v in item.values() if v is not None) for item in items)
+
+
+_COMPACT = {"placement", "mig", "vgpus"}  # short lists shown on one line in a diff
+
+
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
             out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
         return out
+    if isinstance(value, list) and value and prefix.rsplit(".", 1)[-1] in _COMPACT and all(
+            _flat_dict(v) for v in value):
+        return {prefix: _compact(value)}
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         out = {}
         for i, item in enumerate(value):
             out.update(_flatten(item, f"{prefix}[{i}]"))
         return out
+    if value == [] and prefix.rsplit(".", 1)[-1] in _COMPACT:
+        return {prefix: None}
     return {prefix: value}
 
 
@@ -25,6 +42,10 @@ def field_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -
     """(field path, before, after) for every leaf that differs."""
     old, new = _flatten(before or {}), _flatten(after or {})
     return [(k, old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+
+
+def _show(value: Any) -> str:
+    return "-" if value is None else safe(value)
 
 
 def violation_lines(violations: list[dict[str, Any]]) -> list[str]:
@@ -53,7 +74,7 @@ def plan_text(data: dict[str, Any]) -> str:
             lines.append(f"  {sign} {d['kind']}/{safe(d['name'])}")
             if d["action"] == "modify":
                 for path, old, new in field_changes(d["before"], d["after"]):
-                    lines.append(f"      {safe(path)}: {safe(old)} -> {safe(new)}")
+                    lines.append(f"      {safe(path)}: {_show(old)} -> {_show(new)}")
     else:
         lines.append("No changes: the state already matches.")
     effects = {k: v for k, v in data["effects"].items() if v}

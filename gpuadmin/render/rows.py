@@ -240,8 +240,8 @@ LISTINGS: dict[str, Listing] = {
                     _gpu_rows),
     "slices": Listing("slice", ("NODE", "GPU", "SLICE", "SHARE", "HOLDERS"), ("MODEL",), _slice_rows),
     "groups": Listing("group", ("NODE", "NAME", "SIZE", "GPUS", "VM"), ("NVLINK",), _group_rows),
-    "jobs": Listing("job", ("NAME", "QUEUE", "STATUS", "REQUEST", "PLACEMENT"), ("PRIORITY", "PREEMPTIBLE"),
-                    _job_rows),
+    "jobs": Listing("job", ("NAME", "QUEUE", "STATUS", "REQUEST", "PLACEMENT", "REASON"),
+                    ("PRIORITY", "PREEMPTIBLE"), _job_rows),
     "queues": Listing("queue", ("NAME", "QUOTA", "LIMIT", "USED_GPUS", "BORROWED_GPUS"),
                       ("USED_GIB", "WEIGHT", "PRIORITY"), _queue_rows),
 }

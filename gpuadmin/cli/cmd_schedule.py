@@ -1,0 +1,62 @@
+"""`schedule` and `explain`: one scheduling cycle as a plan, and why a job is pending."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from gpuadmin.cli import exitcodes, output
+from gpuadmin.render.schedule import cycle_json, cycle_text, explanation_text
+
+if TYPE_CHECKING:
+    from gpuadmin.cli.main import Context
+
+
+def _schedule(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.cli.cmd_changes import confirm
+    from gpuadmin.service import check_action
+
+    if not args.dry_run:
+        check_action(ctx.role, "schedule")
+    service = ctx.service()
+    result = service.schedule(args.policy)
+    revision = None
+    if not args.dry_run and result.changes:
+        check_action(ctx.role, "schedule", result.changes)
+        if not confirm(result.plan, args.yes):
+            sys.stderr.write("gpuadmin: not applied\n")
+            return exitcodes.INTERRUPTED
+        revision = service.apply(result.plan).revision
+    data = cycle_json(result, applied_revision=revision)
+    if args.output == "json":
+        output.as_json(data)
+    else:
+        sys.stdout.write(cycle_text(data))
+    if revision is not None:
+        sys.stderr.write(f"gpuadmin: applied, revision {revision}\n")
+    return exitcodes.OK
+
+
+def _explain(args: argparse.Namespace, ctx: Context) -> int:
+    data = ctx.service().explain(args.job, args.policy).to_json()
+    if args.output == "json":
+        output.as_json(data)
+    else:
+        sys.stdout.write(explanation_text(data))
+    return exitcodes.OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sched = sub.add_parser("schedule", help="run one scheduling cycle: bind and preempt jobs, as a plan")
+    sched.add_argument("--dry-run", action="store_true", help="show the plan; apply nothing")
+    sched.add_argument("--policy", choices=("binpack", "spread"), default="binpack")
+    sched.add_argument("--yes", action="store_true")
+    sched.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    sched.set_defaults(func=_schedule)
+
+    exp = sub.add_parser("explain", help="why a job is pending: the reason with its numbers, and a remedy")
+    exp.add_argument("job")
+    exp.add_argument("--policy", choices=("binpack", "spread"), default="binpack")
+    exp.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    exp.set_defaults(func=_explain)
