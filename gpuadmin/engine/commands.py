@@ -65,6 +65,15 @@ def _label(node: str, key: str, value: str | None) -> str:
     return f"kubectl label node {node} {key}={value} --overwrite"
 
 
+def _replicas(node: Node) -> str:
+    """What the node's device-plugin config shares, e.g. `nvidia.com/gpu x4 on GPU 2, mig-1g.10gb x2 on GPU 1`."""
+    parts = [f"nvidia.com/gpu x{g.replicas} on GPU {g.index}" for g in node.gpus
+             if g.mode == "time-sliced" and g.replicas]
+    parts += [f"nvidia.com/mig-{i.profile} x{i.replicas} on GPU {g.index}" for g in node.gpus
+              for i in g.mig or () if i.replicas]
+    return ", ".join(parts) or "no time-slicing"
+
+
 def _node_commands(before: Node | None, after: Node) -> list[str]:
     out: list[str] = []
     old = {g.index: g for g in before.gpus} if before is not None else {}
@@ -77,6 +86,9 @@ def _node_commands(before: Node | None, after: Node) -> list[str]:
             g.mode for g in before.gpus] != [g.mode for g in after.gpus]
         if mig_changed and (has_mig or had_mig):
             out = [c for c in out if not c.startswith("nvidia-smi")]  # mig-manager applies it instead
+            out.append("gpuadmin export mig-parted | kubectl -n gpu-operator create configmap "
+                       "gpuadmin-mig-parted-config --from-file=config.yaml=/dev/stdin --dry-run=client -o yaml "
+                       "| kubectl apply -f -")
             out.append(_label(after.name, "nvidia.com/mig.config",
                               mig_config_name(after.name) if has_mig else "all-disabled"))
         sharing_changed = before is None or [(g.mode, g.replicas, [i.replicas for i in g.mig or ()])
@@ -85,6 +97,7 @@ def _node_commands(before: Node | None, after: Node) -> list[str]:
         if sharing_changed or mig_changed:
             # every GPU node has its own device-plugin config (`gpuadmin export device-plugin`): MIG nodes
             # need their migStrategy even without sharing
+            out.append(f"gpuadmin export device-plugin | kubectl apply -f -  # {_replicas(after)}")
             out.append(_label(after.name, "nvidia.com/device-plugin.config", f"gpuadmin-{after.name}"))
         if before is not None and before.state != after.state:
             if after.state == "cordoned":

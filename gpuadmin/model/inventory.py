@@ -133,6 +133,9 @@ class Node(StrictModel):
         return self.nvlink or "none"
 
     def gpu(self, index: int) -> Gpu | None:
+        # GPUs are almost always listed by index 0..n-1: try that position before scanning
+        if 0 <= index < len(self.gpus) and self.gpus[index].index == index:
+            return self.gpus[index]
         for gpu in self.gpus:
             if gpu.index == index:
                 return gpu

@@ -144,3 +144,17 @@ def test_device_groups_and_vm_attach_on_vsphere() -> None:
     assert detached.allowed, detached.violations
     vm = next(v for v in detached.view.node(host.name).vms if v.name == held.name)  # type: ignore[union-attr]
     assert vm.device_group is None
+
+
+def test_kubernetes_nodes_get_operator_labels_not_nvidia_smi_lines() -> None:
+    state = ClusterState.from_inventory(load_inventory(SAMPLES / "k8s-mixed.yaml"))
+    result = plan(state, changes(
+        {"op": "set-time-slicing", "node": "hgx-h200-01", "gpu": 7, "replicas": 4},
+        {"op": "set-mig", "node": "hgx-h200-01", "gpu": 6, "instances": [{"profile": "3g.71gb"}] * 2}))
+    assert result.allowed, result.violations
+    lines = result.commands["hgx-h200-01"]
+    assert not any(line.startswith("nvidia-smi") for line in lines), "mig-manager applies MIG on Kubernetes"
+    assert "kubectl label node hgx-h200-01 nvidia.com/mig.config=gpuadmin-hgx-h200-01 --overwrite" in lines
+    assert any("nvidia.com/gpu x4 on GPU 7" in line for line in lines)
+    assert lines[-1] == ("kubectl label node hgx-h200-01 nvidia.com/device-plugin.config=gpuadmin-hgx-h200-01 "
+                         "--overwrite")
