@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from bench.common import median_seconds
+from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import plan
 from gpuadmin.engine.state import ClusterState
@@ -28,17 +29,24 @@ def _idle_full_gpu(state: ClusterState) -> tuple[str, int, str]:
         if node.state != "ready":
             continue
         for gpu in node.gpus:
-            if gpu.mode == "full" and not state.holders.get((node.name, gpu.index)) and gpu.model.startswith("H100"):
+            model = get_catalog().model(gpu.model)
+            if gpu.mode == "full" and not state.holders.get((node.name, gpu.index)) and model and model.mig_capable:
                 return node.name, gpu.index, gpu.model
-    raise SystemExit("no idle H100 GPU in the generated inventory")
+    raise SystemExit("no idle MIG-capable GPU in the generated inventory")
+
+
+def _balanced(model_name: str) -> list[ch.MigInstance]:
+    """mig-parted's all-balanced shape for this model: one 3g, one 2g, two 1g (starts left to the engine)."""
+    model = get_catalog().model(model_name)
+    assert model is not None
+    pick = {(p.compute_slices, p.memory_slices): p.name for p in model.mig_profiles if not p.media_extensions}
+    return [ch.MigInstance(profile=pick[(g, m)]) for g, m in ((3, 4), (2, 2), (1, 1), (1, 1))]
 
 
 def one_change_seconds(nodes: int, jobs: int, repeat: int) -> tuple[float, int]:
     state = ClusterState.from_inventory(Inventory.model_validate(generate_inventory(nodes, jobs)))
-    node, gpu, _ = _idle_full_gpu(state)
-    change = ch.SetMig(op="set-mig", node=node, gpu=gpu,
-                       instances=[ch.MigInstance(profile="3g.40gb"), ch.MigInstance(profile="2g.20gb"),
-                                  ch.MigInstance(profile="1g.10gb"), ch.MigInstance(profile="1g.10gb")])
+    node, gpu, model = _idle_full_gpu(state)
+    change = ch.SetMig(op="set-mig", node=node, gpu=gpu, instances=_balanced(model))
     result = plan(state, [change])
     assert result.allowed, result.violations
     gpus = sum(len(n.gpus) for n in state.nodes.values())
@@ -68,7 +76,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=301)
     parser.add_argument("--applies", type=int, default=200)
     args = parser.parse_args()
-    small, small_gpus = one_change_seconds(8, 200, args.repeat)
+    small, small_gpus = one_change_seconds(8, 80, args.repeat)
     large, large_gpus = one_change_seconds(1024, 10_000, args.repeat)
     print(f"one set-mig change, {small_gpus:5d} GPUs: {small * 1e3:.3f} ms median of {args.repeat} (baseline)")
     print(f"one set-mig change, {large_gpus:5d} GPUs: {large * 1e3:.3f} ms median of {args.repeat}   "

@@ -33,6 +33,8 @@ def main() -> None:
                                                     stdout=subprocess.DEVNULL), args.repeat)
         jobs = median_seconds(lambda: subprocess.run([*cli, "get", "jobs", "-o", "name"], check=True,
                                                      stdout=subprocess.DEVNULL), 3)
+        reasons = median_seconds(lambda: subprocess.run([*cli, "get", "jobs"], check=True,
+                                                        stdout=subprocess.DEVNULL), 3)
         rss = subprocess.run(
             [sys.executable, "-c",
              "import resource, sys; from pathlib import Path; from gpuadmin.store import Store;"
@@ -44,6 +46,7 @@ def main() -> None:
     print(f"gpuadmin get nodes -o json        : {get * 1000:7.1f} ms   ratio {get / base:.1f}x baseline "
           f"(target <= 600 ms)")
     print(f"gpuadmin get jobs -o name (all)   : {jobs * 1000:7.1f} ms (median of 3)")
+    print(f"gpuadmin get jobs (REASON column) : {reasons * 1000:7.1f} ms (median of 3; runs a dry-run cycle)")
     print(f"max RSS, whole state loaded ({rss[0]} nodes, {rss[1]} jobs): {rss[2]} MB (target <= 300 MB)")
 
 

@@ -8,9 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
-
-from gpuadmin.store.generate import generate_inventory
+from gpuadmin.store.generate import dump_inventory, generate_inventory
 
 
 def median_seconds(fn: Callable[[], object], repeat: int) -> float:
@@ -25,6 +23,6 @@ def median_seconds(fn: Callable[[], object], repeat: int) -> float:
 def generated_file(nodes: int, jobs: int, seed: int = 0) -> Path:
     path = Path(tempfile.gettempdir()) / f"gpuadmin-bench-{nodes}n-{jobs}j-s{seed}.yaml"
     if not path.exists():
-        data = generate_inventory(nodes, jobs, seed)
-        path.write_text(yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False), encoding="utf-8")
+        with path.open("w", encoding="utf-8") as out:  # the generator's own compact writer (one line per entry)
+            dump_inventory(generate_inventory(nodes, jobs, seed), out)
     return path

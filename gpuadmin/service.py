@@ -232,8 +232,10 @@ class Service:
     def view(self) -> View:
         return View(self.state)
 
-    def get(self, kind: str) -> tuple[list[Row], list[Any]]:
-        """The rows of a listing, and each row's full object where it has one (nodes, jobs, queues)."""
+    def get(self, kind: str, *, reasons: bool = True) -> tuple[list[Row], list[Any]]:
+        """The rows of a listing, and each row's full object where it has one (nodes, jobs, queues).
+
+        Job rows carry the REASON a pending job waits, from a dry-run cycle, unless `reasons` is off."""
         check_action(self.role, "read")
         if kind == "journal":
             entries = self.journal()
@@ -242,10 +244,10 @@ class Service:
         make_rows = LISTINGS[kind].rows
         assert make_rows is not None
         rows = list(make_rows(view))
-        if kind == "jobs":
-            reasons = self.pending_reasons()
+        if kind == "jobs" and reasons:
+            why = self.pending_reasons()
             for row in rows:
-                row["REASON"] = reasons.get(row["NAME"], "-")
+                row["REASON"] = why.get(row["NAME"], "-")
         tables: dict[str, Any] = {"nodes": view.node, "jobs": view.job, "queues": view.queue}
         lookup = tables.get(kind)
         if lookup is None:

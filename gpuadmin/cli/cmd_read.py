@@ -64,7 +64,7 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
     service = ctx.service()
     listing = JOURNAL if args.kind == "journal" else LISTINGS[args.kind]
     selector = _selector(args.selector)
-    rows, specs = service.get(args.kind)
+    rows, specs = service.get(args.kind, reasons=args.output != "name")
     view_labels = service.labels_by_node()
     picked: list[tuple[Row, Any]] = []
     for row, spec in zip(rows, specs, strict=True):
