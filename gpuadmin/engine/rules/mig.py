@@ -9,7 +9,7 @@ from functools import lru_cache
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import mig as layout
 from gpuadmin.engine.rules.base import Violation, gpu_target, rule
-from gpuadmin.engine.rules.nodes import gpu_at, model_of, names, slots_on
+from gpuadmin.engine.rules.nodes import gpu_at, gpu_before_after, model_of, names, slots_on
 from gpuadmin.engine.state import GpuKey, View
 from gpuadmin.model import Gpu
 
@@ -118,12 +118,10 @@ def _instances(gpu: Gpu) -> dict[int, str]:
     "gpu",
 )
 def repartition_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
-    base_node = view.base.nodes.get(key[0])
-    before = base_node.gpu(key[1]) if base_node is not None else None
-    if found is None or before is None:
+    pair = gpu_before_after(view, key)
+    if pair is None:
         return
-    after = found[1]
+    before, after = pair
     if "mig" not in (before.mode, after.mode):
         return  # mode.change-evicts covers the other modes
     if before.mode == after.mode and _instances(before) == _instances(after):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpuadmin.engine.rules.base import Violation, gpu_target, node_target, rule
-from gpuadmin.engine.rules.nodes import gpu_at, names, slots_on
+from gpuadmin.engine.rules.nodes import gpu_at, gpu_before_after, names, slots_on
 from gpuadmin.engine.state import GpuKey, View
 
 # The device plugin refuses fewer ("number of replicas must be >= 2", gpu-facts §3.1): a software rule.
@@ -153,12 +153,10 @@ def one_sharing_strategy(view: View, name: str) -> Iterable[Violation]:
     "gpu",
 )
 def change_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
-    base_node = view.base.nodes.get(key[0])
-    before = base_node.gpu(key[1]) if base_node is not None else None
-    if found is None or before is None:
+    pair = gpu_before_after(view, key)
+    if pair is None:
         return
-    after = found[1]
+    before, after = pair
     if "mig" in (before.mode, after.mode) or before.mode == after.mode:
         return  # same mode: oversubscription rules judge replica counts; MIG: mig.repartition-evicts
     hit: list[str] = []

@@ -23,6 +23,14 @@ def gpu_at(view: View, key: GpuKey) -> tuple[Node, Gpu] | None:
     return (node, gpu) if node is not None and gpu is not None else None
 
 
+def gpu_before_after(view: View, key: GpuKey) -> tuple[Gpu, Gpu] | None:
+    """The GPU at the plan's base revision and in the view; None if it is new or gone."""
+    found = gpu_at(view, key)
+    base_node = view.base.nodes.get(key[0])
+    before = base_node.gpu(key[1]) if base_node is not None else None
+    return (before, found[1]) if found is not None and before is not None else None
+
+
 def model_of(gpu: Gpu) -> GpuModel | None:
     return get_catalog().model(gpu.model)
 
