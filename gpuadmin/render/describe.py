@@ -32,7 +32,8 @@ def model_facts(model: GpuModel) -> dict[str, Any]:
         facts["mig_profiles"] = [
             {"name": p.name, "profile_id": p.profile_id, "compute_slices": p.compute_slices,
              "memory_slices": p.memory_slices, "max_instances": p.max_instances, "starts": list(p.starts),
-             "confidence": p.provenance.confidence, "source": p.provenance.source}
+             "confidence": p.provenance.confidence, "source": p.provenance.source,
+             "placement_confidence": p.placement_provenance.confidence}
             for p in model.mig_profiles
         ]
     return facts
@@ -124,7 +125,8 @@ def as_text(data: dict[str, Any]) -> str:
         if isinstance(profiles, list):
             model["mig_profiles"] = [
                 f"{p['name']} (id {p['profile_id']}, {p['compute_slices']}c/{p['memory_slices']}m, "
-                f"max {p['max_instances']}, starts {','.join(str(s) for s in p['starts'])})"
+                f"max {p['max_instances']}, starts {','.join(str(s) for s in p['starts'])}"
+                f"{_mark(str(p.get('placement_confidence', 'verified')))})"
                 f"{_mark(str(p['confidence']))}" for p in profiles
             ]
         data = {**data, "model": model}

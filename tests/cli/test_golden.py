@@ -82,3 +82,11 @@ def test_selector_and_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and len(out.splitlines()) == 16
     code, _, err = invoke(capsys, "--inventory", str(SAMPLES / "oci-h100.yaml"), "get", "nodes", "nope")
     assert code == 2 and "node 'nope' not found" in err
+
+
+def test_describe_shows_derived_and_uncertain_marks(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpu-facts marks H200 placements derived: describe must say so; H100 placements are verified."""
+    _, h200, _ = invoke(capsys, "--inventory", str(SAMPLES / "k8s-mixed.yaml"), "describe", "gpu", "hgx-h200-01/0")
+    assert "3g.71gb (id 9, 3c/4m, max 2, starts 0,4 [derived])" in h200
+    _, h100, _ = invoke(capsys, "--inventory", str(SAMPLES / "oci-h100.yaml"), "describe", "gpu", "gpu-h100-07/0")
+    assert "3g.40gb (id 9, 3c/4m, max 2, starts 0,4)" in h100
