@@ -91,7 +91,13 @@ class SchedulePlan:
 
 
 class Cycle:
-    def __init__(self, state: ClusterState, policy: Policy = "binpack", max_preemptors: int = MAX_PREEMPTORS) -> None:
+    def __init__(
+        self,
+        state: ClusterState,
+        policy: Policy = "binpack",
+        max_preemptors: int = MAX_PREEMPTORS,
+        workload: Workload | None = None,
+    ) -> None:
         if policy not in ("binpack", "spread"):
             raise ValueError(f"unknown policy {policy!r} (binpack or spread)")
         self.state = state
@@ -114,6 +120,7 @@ class Cycle:
         self.failed: set[Shape] = set()
         self.refused: dict[str, list[Violation]] = {}
         self._pool: tuple[dict[str, Job], dict[int, set[str]]] | None = None
+        self.target = workload  # a given FGD target workload; None: learned from the state in `_collect`
         self.workload = Workload(())
         self.scorer = Scorer(self.workload, policy)
 
@@ -151,7 +158,33 @@ class Cycle:
             book.demand_gib += cost.gib
             weights[shape] = weights.get(shape, 0.0) + shape.nodes
         fair_shares(books, float(len(mems)), sum(mems))
-        self.workload = Workload(classes_from_shapes(s.task_class(w) for s, w in weights.items()))
+        # The FGD target workload (the paper's "typical tasks", taken from history): the request shapes of the
+        # pending jobs and of the running ones, a gang once per node, so that a cycle with few pending jobs
+        # still scores against the cluster's task mix rather than against its own handful of requests.
+        run_shapes: dict[tuple[object, ...], Shape] = {}
+        for job in self.state.jobs.values():
+            if job.status != "running":
+                continue
+            req = job.request
+            key = (
+                req.gpus,
+                req.mig,
+                req.fraction,
+                req.gpu_memory_gib,
+                req.model,
+                req.nodes,
+                req.nvlink,
+                req.rdma,
+                job.isolation,
+            )
+            found = run_shapes.get(key)
+            if found is None:
+                found = run_shapes[key] = shape_of(job)
+            weights[found] = weights.get(found, 0.0) + found.nodes
+        if self.target is not None:
+            self.workload = self.target
+        else:
+            self.workload = Workload(classes_from_shapes(s.task_class(w) for s, w in weights.items()))
         self.scorer = Scorer(self.workload, self.policy)
 
     # -------------------------------------------------------------------------------------------- placement
@@ -552,15 +585,19 @@ class Cycle:
                 self.outcome.pop(victim, None)
 
 
-def schedule(state: ClusterState, policy: Literal["binpack", "spread"] = "binpack") -> SchedulePlan:
+def schedule(
+    state: ClusterState, policy: Literal["binpack", "spread"] = "binpack", workload: Workload | None = None
+) -> SchedulePlan:
     """Plan one scheduling cycle over `state`'s pending jobs. Pure: the state is not changed.
+
+    `workload` is the FGD target workload; by default it is learned from the pending and running jobs.
 
     The cyclic garbage collector is paused meanwhile: a cycle allocates many short-lived tuples and no
     cycles, and a full collection over a large state costs more than the cycle itself."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return Cycle(state, policy).run()
+        return Cycle(state, policy, workload=workload).run()
     finally:
         if enabled:
             gc.enable()

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 EPS_SHARE = 1e-12  # slack when comparing shares (the rules allow 1e-9)
+TOP_CLASSES = 16  # task classes kept in a workload (the most popular); see docs/scheduling.md §3
 
 # Parts of a node's free capacity, as hashable values:
 WholePart = tuple[tuple[str, int], ...]  # (model, free full GPUs) per NVLink domain with ≥ 1 free, sorted
@@ -171,7 +172,7 @@ class Workload:
         return self.total_weight * d_idle - (self.ts_credit(after) - self.ts_credit(before))
 
 
-def classes_from_shapes(shapes: Iterable[TaskClass], top: int = 16) -> list[TaskClass]:
+def classes_from_shapes(shapes: Iterable[TaskClass], top: int = TOP_CLASSES) -> list[TaskClass]:
     """Merge equal classes (adding weights) and keep the `top` most popular (the workload's typical tasks)."""
     weights: dict[TaskClass, float] = {}
     for c in shapes:

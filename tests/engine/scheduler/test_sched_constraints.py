@@ -51,8 +51,10 @@ def test_whole_gpu_jobs_never_take_time_sliced_or_mig_gpus() -> None:
 
 
 def test_binpack_fills_the_partly_used_node_and_spread_the_empty_one() -> None:
+    # the running job is a 2-GPU one too, so that FGD's ΔF ties (both nodes still take 2-GPU jobs) and the
+    # policy decides; with a 4-GPU job running, FGD keeps n2's 4 free GPUs for the 4-GPU class instead
     nodes = [node("n1", 8), node("n2", 8)]
-    jobs = [job("r", gpus=4, placement=[{"node": "n2", "gpu": i} for i in range(4)]), job("a", gpus=2)]
+    jobs = [job("r", gpus=2, placement=[{"node": "n2", "gpu": i} for i in range(2)]), job("a", gpus=2)]
     assert nodes_of(run(cluster(nodes, jobs)), "a") == {"n2"}
     assert nodes_of(run(cluster(nodes, jobs), "spread"), "a") == {"n1"}
 
@@ -223,9 +225,18 @@ def test_memory_requests_count_against_the_gpu_memory() -> None:
 
 
 def test_binpack_fills_the_fullest_shared_gpu() -> None:
-    running = job("r", fraction=0.5, placement=[{"node": "n1", "gpu": 1}])
+    # running 0.25 and pending 0.25: ΔF ties (0.5 and 0.75 left both serve 0.25 tasks), binpack decides
+    running = job("r", fraction=0.25, placement=[{"node": "n1", "gpu": 1}])
     state = cluster([node("n1", gpus=[ts(0), ts(1)])], [running, job("f", fraction=0.25)])
     assert binds(run(state))["f"] == [("n1", 1, None)]
+
+
+def test_fgd_keeps_a_shared_remainder_the_workload_can_use() -> None:
+    # running 0.5 and pending 0.25 (p = 1/2 each): on GPU 1 (0.5 left) ΔF = −0.25 − (0.25·½ − 0.5) = +0.125,
+    # on GPU 0 (idle) ΔF = −0.25 − (0.75 − 1) = 0: FGD takes GPU 0, where best-fit would take GPU 1
+    running = job("r", fraction=0.5, placement=[{"node": "n1", "gpu": 1}])
+    state = cluster([node("n1", gpus=[ts(0), ts(1)])], [running, job("f", fraction=0.25)])
+    assert binds(run(state))["f"] == [("n1", 0, None)]
 
 
 def test_no_time_sliced_gpu_remedy() -> None:
