@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
@@ -456,16 +456,7 @@ _HANDLERS: dict[type[BaseModel], Callable[[View, Any, Touched], None]] = {
 # ---------------------------------------------------------------------------------------------
 
 
-_DUMPERS: dict[EntityKind, TypeAdapter[list[Any]]] = {
-    "node": TypeAdapter(list[Node | None]),
-    "queue": TypeAdapter(list[Queue | None]),
-    "job": TypeAdapter(list[Job | None]),
-}
-
-
 def _diff(view: View) -> list[EntityDiff]:
-    """Every edited entity whose stored form changes; each table dumped in one pydantic call (a
-    scheduling cycle edits thousands of jobs)."""
     out: list[EntityDiff] = []
     tables: list[tuple[EntityKind, dict[str, Any], dict[str, Any]]] = [
         ("node", view.node_edits, view.base.nodes),
@@ -473,13 +464,8 @@ def _diff(view: View) -> list[EntityDiff]:
         ("job", view.job_edits, view.base.jobs),
     ]
     for kind, edits, base in tables:
-        if not edits:
-            continue
-        names = list(edits)
-        dumper = _DUMPERS[kind]
-        befores = dumper.dump_python([base.get(n) for n in names], mode="json", exclude_none=True)
-        afters = dumper.dump_python(list(edits.values()), mode="json", exclude_none=True)
-        for name, before_d, after_d in zip(names, befores, afters, strict=True):
+        for name, after in edits.items():
+            before_d, after_d = dump(base.get(name)), dump(after)
             if before_d != after_d:
                 out.append(EntityDiff(kind, name, before_d, after_d, view.base.seq_of(kind, name)))
     return out
@@ -517,7 +503,7 @@ def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
     commands = node_commands(view, diff)
     digest = hashlib.sha256(_canonical({
         "base_revision": state.revision,
-        "changes": ch.CHANGE_LIST.dump_python(list(changes), mode="json"),
+        "changes": [c.model_dump(mode="json") for c in changes],
         "diff": [d.to_json() for d in diff],
     }).encode()).hexdigest()
     return Plan(state.revision, list(changes), violations, diff, _effects(view), commands, digest, view)
