@@ -16,7 +16,7 @@ from typing import Any, Literal
 from gpuadmin import adapters
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import EntityDiff, Plan, inverse, plan
-from gpuadmin.engine.rules import RULES, Touched, Violation, check
+from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.scheduler import Explanation, SchedulePlan, explain, schedule
 from gpuadmin.engine.state import ClusterState, View
 from gpuadmin.model import Inventory, Node
@@ -48,7 +48,6 @@ _ACTION_ROLE: dict[str, Role] = {
     "undo": "operator",
     "schedule": "operator",
     "init": "admin",
-    "import": "admin",
 }
 _NODE_LISTINGS = ("nodes", "gpus", "groups")
 _ADMIN_OPS = {"add-node", "remove-node", "add-queue", "remove-queue", "set-quota"}
@@ -368,4 +367,4 @@ def plan_from_json(path: Path) -> tuple[list[ch.Change], str, int]:
         raise InputError([Diagnostic(f"not a saved gpuadmin plan: {exc}", file=str(path))]) from exc
 
 
-__all__ = ["RULES", "ApplyResult", "Conflict", "NotPermitted", "Refused", "Role", "Service", "check_action"]
+__all__ = ["ApplyResult", "Conflict", "NotPermitted", "Refused", "Role", "Service", "check_action"]
