@@ -267,10 +267,7 @@ def entry_layout(
     return instances
 
 
-def layouts_for_model(
-    spec: MigPartedSpec, config: str, model: GpuModel, gpus: int = 1, warnings: list[str] | None = None
-) -> dict[int, list[MigInstance] | None]:
-    """GPU index → layout (None: MIG off) for `gpus` GPUs of one model; GPUs no entry matches are absent."""
+def _config_entries(spec: MigPartedSpec, config: str) -> list[MigConfigEntry]:
     entries = spec.configs.get(config)
     if entries is None:
         raise input_error(
@@ -279,6 +276,14 @@ def layouts_for_model(
             path=("mig-configs",),
             hint="configs: " + ", ".join(sorted(spec.configs)),
         )
+    return entries
+
+
+def layouts_for_model(
+    spec: MigPartedSpec, config: str, model: GpuModel, gpus: int = 1, warnings: list[str] | None = None
+) -> dict[int, list[MigInstance] | None]:
+    """GPU index → layout (None: MIG off) for `gpus` GPUs of one model; GPUs no entry matches are absent."""
+    entries = _config_entries(spec, config)
     out: dict[int, list[MigInstance] | None] = {}
     for index in range(gpus):
         matching = [e for e in entries if e.matches(index, model)]
@@ -291,14 +296,7 @@ def mig_parted_layouts(
     spec: MigPartedSpec, config: str, node: Node, warnings: list[str] | None = None
 ) -> dict[int, list[MigInstance] | None]:
     """GPU index → the layout `config` gives that GPU of `node` (None: MIG off); unmatched GPUs absent."""
-    entries = spec.configs.get(config)
-    if entries is None:
-        raise input_error(
-            f"no mig-parted config named {config!r}",
-            spec.file,
-            path=("mig-configs",),
-            hint="configs: " + ", ".join(sorted(spec.configs)),
-        )
+    entries = _config_entries(spec, config)
     out: dict[int, list[MigInstance] | None] = {}
     for gpu in node.gpus:
         model = get_catalog().model(gpu.model)
