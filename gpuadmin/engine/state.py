@@ -99,6 +99,7 @@ class ClusterState:
     def _commit_table(self, kind: EntityKind, table: dict[str, _T], edits: dict[str, _T | None],
                       view: View) -> None:
         seqs = self.seqs[kind]
+        top: int | None = None  # the table's last position, found once per commit that adds an entity
         reorder = False
         for name, value in edits.items():
             if value is None:
@@ -106,9 +107,15 @@ class ClusterState:
                 seqs.pop(name, None)
                 continue
             if name not in table:
-                seq = view.seq_edits.get((kind, name)) or max(seqs.values(), default=0) + 1
-                reorder = reorder or any(s > seq for s in seqs.values())
-                seqs[name] = seq
+                if top is None:
+                    top = max(seqs.values(), default=0)
+                restored_at = view.seq_edits.get((kind, name))
+                if restored_at is not None and restored_at < top:
+                    seqs[name] = restored_at
+                    reorder = True
+                else:
+                    top = restored_at if restored_at is not None else top + 1
+                    seqs[name] = top
             table[name] = value
         if reorder:
             ordered = sorted(table.items(), key=lambda item: seqs[item[0]])
@@ -243,6 +250,3 @@ class View:
         if key not in self._holder_edits:
             self._holder_edits[key] = set(self.base.holders.get(key, set()))
         return self._holder_edits[key]
-
-    def is_empty(self) -> bool:
-        return not (self.node_edits or self.job_edits or self.queue_edits)
