@@ -294,9 +294,6 @@ class Service:
         hint = " (write a GPU as NODE/INDEX, e.g. gpu-h100-01/3)" if kind == "gpu" else ""
         raise InputError([Diagnostic(f"{kind} {name!r} not found{hint}")])
 
-    def validate_state(self) -> list[Violation]:
-        return check_state(self.state)
-
     # scheduling ---------------------------------------------------------------------------------
     def schedule(self, policy: Policy = "binpack") -> SchedulePlan:
         """One scheduling cycle as a plan (bind-job / preempt-job changes); nothing is written."""

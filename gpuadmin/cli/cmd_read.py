@@ -65,12 +65,13 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
     listing = JOURNAL if args.kind == "journal" else LISTINGS[args.kind]
     selector = _selector(args.selector)
     rows, specs = service.get(args.kind, reasons=args.output != "name")
-    view_labels = service.labels_by_node()
+    node_kind = args.kind in ("nodes", "gpus", "slices", "groups")
+    view_labels = service.labels_by_node() if node_kind and selector else {}
     picked: list[tuple[Row, Any]] = []
     for row, spec in zip(rows, specs, strict=True):
         if args.name is not None and str(row.get(listing.key)) != args.name:
             continue
-        node = row.get("NODE", row.get("NAME")) if args.kind in ("nodes", "gpus", "slices", "groups") else None
+        node = row.get("NODE", row.get("NAME")) if node_kind else None
         labels = view_labels.get(str(node), {}) if node is not None else {}
         if _matches(row, labels, selector):
             picked.append((row, spec))

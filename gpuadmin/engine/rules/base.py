@@ -77,12 +77,6 @@ class Touched:
     jobs: set[str] = field(default_factory=set)
     queues: set[str] = field(default_factory=set)
 
-    def update(self, other: Touched) -> None:
-        self.nodes |= other.nodes
-        self.gpus |= other.gpus
-        self.jobs |= other.jobs
-        self.queues |= other.queues
-
 
 def expand(view: View, touched: Touched) -> Touched:
     """Close `touched` over the links rules depend on: GPU → its node and holders; job → its queue and
