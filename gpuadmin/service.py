@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,10 +19,13 @@ from gpuadmin.engine.planner import EntityDiff, Plan, inverse, plan
 from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.scheduler import Explanation, SchedulePlan, explain, schedule
 from gpuadmin.engine.state import ClusterState, View
+from gpuadmin.errors import ExitCode, GpuadminError
 from gpuadmin.model import Inventory, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.render.describe import describe_gpu, describe_job, describe_node, describe_queue
-from gpuadmin.render.rows import LISTINGS, Row, journal_row
+from gpuadmin.render.plan import violation_lines
+from gpuadmin.render.rows import JOURNAL, LISTINGS, Listing, Row, journal_row
+from gpuadmin.render.selector import Selector, Term, check_keys, parse_selector
 from gpuadmin.store import (
     JournalEntry,
     LockHeld,
@@ -53,20 +56,41 @@ _NODE_LISTINGS = ("nodes", "gpus", "groups")
 _ADMIN_OPS = {"add-node", "remove-node", "add-queue", "remove-queue", "set-quota"}
 
 
-class NotPermitted(Exception):
+class NotPermitted(GpuadminError):
     """The role may not do this (exit 4)."""
 
+    exit_code = ExitCode.NOT_PERMITTED
+    label = "not permitted"
 
-class Conflict(Exception):
+
+class Conflict(GpuadminError):
     """Stale plan or held lock (exit 3); the message names the holder or the revisions."""
 
+    exit_code = ExitCode.CONFLICT
+    label = "conflict"
 
-class Refused(Exception):
+
+class Refused(GpuadminError):
     """The plan has violations (exit 1)."""
+
+    exit_code = ExitCode.REFUSED
+    label = "refused"
 
     def __init__(self, plan: Plan) -> None:
         super().__init__(f"plan refused: {len(plan.violations)} violation(s)")
         self.plan = plan
+
+    def lines(self) -> list[str]:
+        return ["gpuadmin: refused by the rules:", *violation_lines([
+            {"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint}
+            for v in self.plan.violations])]
+
+
+class NotConfirmed(GpuadminError):
+    """The operator did not give the confirmation a plan asks for (exit 130: nothing was done)."""
+
+    exit_code = ExitCode.INTERRUPTED
+    label = "not applied"
 
 
 def check_action(role: Role, action: str, changes: Sequence[ch.Change] = ()) -> None:
@@ -84,6 +108,68 @@ def check_action(role: Role, action: str, changes: Sequence[ch.Change] = ()) -> 
 class ApplyResult:
     plan: Plan
     revision: int
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What applying a plan asks of an operator: a yes, or for a destructive plan the name it hits, typed."""
+
+    destructive: bool
+    token: str
+    prompt: str
+
+    def accepts(self, answer: str) -> bool:
+        answer = answer.strip()
+        if self.destructive:
+            return answer == self.token
+        return answer.lower() in ("y", "yes")
+
+
+def confirmation(the_plan: Plan) -> Confirmation:
+    if the_plan.destructive:
+        what = []
+        if the_plan.effects.evicted:
+            what.append(f"evicts {len(the_plan.effects.evicted)} running job(s)")
+        removed = sum(1 for d in the_plan.diff if d.action == "remove")
+        if removed:
+            what.append(f"removes {removed}")
+        if any(c.op == "drain" for c in the_plan.changes):
+            what.append("drains")
+        token = the_plan.confirmation_token
+        return Confirmation(True, token, f"This plan {', '.join(what)}. Type {token!r} to apply: ")
+    return Confirmation(False, "yes", "Apply this plan? [y/N] ")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A listing as both front ends get it: its columns, its rows (pure data) and the revision read."""
+
+    kind: str
+    listing: Listing
+    revision: int
+    rows: list[Row]
+    specs: list[Any] | None = None  # each row's full object (nodes, jobs, queues) when asked for
+
+    def columns(self, wide: bool = False) -> tuple[str, ...]:
+        return self.listing.columns + (self.listing.wide if wide else ())
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What changed since a revision a live view last showed: the new revision and the entities touched."""
+
+    revision: int
+    touched: set[tuple[str, str]] = field(default_factory=set)
+
+    def kinds(self) -> set[str]:
+        return {kind for kind, _ in self.touched}
+
+
+@dataclass(frozen=True)
+class SavedPlan:
+    changes: list[ch.Change]
+    hash: str
+    base_revision: int
 
 
 def whole_state_touched(state: ClusterState) -> Touched:
@@ -111,6 +197,7 @@ class Service:
         self.store: Store | None = Store.open(state_dir) if state_dir is not None else None
         self._state: ClusterState | None = None
         self._nodes_state: ClusterState | None = None  # nodes and holders only, for node listings
+        self._reasons: tuple[int, dict[str, str]] | None = None  # (revision, job → why it waits)
 
     # loading ----------------------------------------------------------------------------------
     @staticmethod
@@ -187,6 +274,40 @@ class Service:
             self._record(the_plan, "lock-held", str(held))
             raise Conflict(str(held)) from held
 
+    def submit(self, the_plan: Plan, *, confirmed: bool | str = False,
+               expected_hash: str | None = None) -> ApplyResult | None:
+        """The workflow both front ends share after showing a plan: refuse (journaled) a plan with
+        violations, skip an empty one (None), require the confirmation (True for a plain plan, the typed
+        token for a destructive one), then apply under the lock."""
+        check_action(self.role, "apply", the_plan.changes)
+        if not the_plan.allowed:
+            self.record_refusal(the_plan)
+            raise Refused(the_plan)
+        if the_plan.empty:
+            return None
+        wanted = confirmation(the_plan)
+        if not wanted.accepts(wanted.token if confirmed is True else (confirmed or "")):
+            raise NotConfirmed(f"type {wanted.token!r} to apply this plan" if wanted.destructive
+                               else "the plan was not confirmed")
+        return self.apply(the_plan, expected_hash=expected_hash)
+
+    def save_plan(self, the_plan: Plan, path: Path) -> None:
+        """The file `plan --save` writes and `apply --plan` reads."""
+        path.write_text(json.dumps(the_plan.to_json(), indent=2) + "\n", encoding="utf-8")
+
+    def plan_saved(self, path: Path) -> tuple[Plan, str]:
+        """A saved plan re-planned on the current state, with the hash it must still have. A plan saved at
+        another revision is stale: journaled and refused (exit 3), as a stale `apply -f` is."""
+        saved = read_saved_plan(path)
+        fresh = self.plan(saved.changes)
+        current = self.revision()
+        if saved.base_revision != current:
+            message = (f"stale plan: it was made at revision {saved.base_revision}, the state is now at revision "
+                       f"{current}; plan again")
+            self._record(fresh, "stale", message)
+            raise Conflict(message)
+        return fresh, saved.hash
+
     def _entry(self, the_plan: Plan, verdict: Verdict, outcome: Outcome, message: str) -> JournalEntry:
         return JournalEntry.new(self.command, the_plan.base_revision, verdict=verdict, outcome=outcome,
                                 plan=the_plan.to_json(), diff=[d.to_json() for d in the_plan.diff],
@@ -231,31 +352,61 @@ class Service:
     def view(self) -> View:
         return View(self.state)
 
-    def get(self, kind: str, *, reasons: bool = True) -> tuple[list[Row], list[Any]]:
-        """The rows of a listing, and each row's full object where it has one (nodes, jobs, queues).
+    def get(self, kind: str, *, name: str | None = None, selector: str | None = None, reasons: bool = True,
+            specs: bool = False) -> Table:
+        """One listing: its rows (only `name`'s, or those `selector` picks), read at one revision.
 
-        Job rows carry the REASON a pending job waits, from a dry-run cycle, unless `reasons` is off."""
+        Job rows carry the REASON a pending job waits (computed once per revision) unless `reasons` is off;
+        `specs` adds each row's full object (nodes, jobs, queues) for JSON and YAML output."""
         check_action(self.role, "read")
+        listing = JOURNAL if kind == "journal" else LISTINGS.get(kind)
+        if listing is None:
+            raise InputError([Diagnostic(f"unknown listing {kind!r}; known: {', '.join([*LISTINGS, 'journal'])}")])
         if kind == "journal":
-            entries = self.journal()
-            return [journal_row(e) for e in entries], [None] * len(entries)
-        view = View(self._nodes_only_state()) if kind in _NODE_LISTINGS else self.view()
-        make_rows = LISTINGS[kind].rows
-        assert make_rows is not None
-        rows = list(make_rows(view))
-        if kind == "jobs" and reasons:
-            why = self.pending_reasons()
+            revision = self.revision()
+            rows = [journal_row(e) for e in self.journal()]
+            view = None
+        else:
+            view = View(self._nodes_only_state()) if kind in _NODE_LISTINGS else self.view()
+            revision = view.revision
+            make_rows = listing.rows
+            assert make_rows is not None
+            rows = list(make_rows(view))
+            if kind == "jobs" and reasons:
+                why = self.pending_reasons()
+                for row in rows:
+                    row["REASON"] = why.get(row["NAME"], "-")
+        if name is not None:
+            rows = [r for r in rows if str(r.get(listing.key)) == name]
+            if not rows:
+                raise InputError([Diagnostic(f"{listing.kind} {name!r} not found")])
+        if selector:
+            rows = self._select(kind, listing, rows, parse_selector(selector))
+        full: list[Any] | None = None
+        if specs:
+            tables: dict[str, Any] = {} if view is None else {"nodes": view.node, "jobs": view.job,
+                                                             "queues": view.queue}
+            lookup = tables.get(kind)
+            full = []
             for row in rows:
-                row["REASON"] = why.get(row["NAME"], "-")
-        tables: dict[str, Any] = {"nodes": view.node, "jobs": view.job, "queues": view.queue}
-        lookup = tables.get(kind)
-        if lookup is None:
-            return rows, [None] * len(rows)
-        specs = []
-        for row in rows:
-            entity = lookup(row["NAME"])
-            specs.append(entity.model_dump(mode="json", exclude_none=True) if entity is not None else None)
-        return rows, specs
+                entity = lookup(row["NAME"]) if lookup is not None else None
+                full.append(entity.model_dump(mode="json", exclude_none=True) if entity is not None else None)
+        return Table(kind, listing, revision, rows, full)
+
+    def _select(self, kind: str, listing: Listing, rows: list[Row], terms: tuple[Term, ...]) -> list[Row]:
+        """Rows a selector picks: node labels on listings of node things, else the row's columns."""
+        labels = self.labels_by_node() if kind in (*_NODE_LISTINGS, "slices") else {}
+        columns = {*listing.columns, *listing.wide, *(rows[0] if rows else ())}
+        check_keys(terms, columns, {key for node_labels in labels.values() for key in node_labels})
+        selector = Selector(terms)
+        return [r for r in rows if selector.matches(r, labels.get(str(r.get("NODE", r.get("NAME"))), {}))]
+
+    def changes_since(self, revision: int) -> Moved:
+        """Has the state moved past `revision`, and what did it touch: a live view's cheap check."""
+        if self.store is None:
+            return Moved(self.state.revision)
+        current, touched = self.store.changed_since(revision)
+        return Moved(current, touched)
 
     def _nodes_only_state(self) -> ClusterState:
         """Nodes and who holds each GPU, without parsing every job: enough for the node and GPU listings."""
@@ -307,7 +458,20 @@ class Service:
         return explain(self.state, job, policy)
 
     def pending_reasons(self) -> dict[str, str]:
-        """Job → the one-line reason it waits (the REASON column), from a dry-run cycle."""
+        """Job → the one-line reason it waits (the REASON column), from a dry-run cycle. Computed once per
+        revision: kept in memory, and in the state's cache so the next `get jobs` reads it."""
+        revision = self.revision()
+        if self._reasons is not None and self._reasons[0] == revision:
+            return self._reasons[1]
+        cached = self.store.derived("pending-reasons", revision) if self.store is not None else None
+        if cached is None:
+            cached = self._compute_reasons()
+            if self.store is not None and self.state.revision == revision:
+                self.store.save_derived("pending-reasons", revision, cached)
+        self._reasons = (revision, cached)
+        return cached
+
+    def _compute_reasons(self) -> dict[str, str]:
         if not any(j.status in ("pending", "preempted") for j in self.state.jobs.values()):
             return {}
         cycle = self.schedule()
@@ -354,14 +518,15 @@ def _standalone_plan(inventory: Inventory, violations: list[Violation]) -> Plan:
     return result
 
 
-def plan_from_json(path: Path) -> tuple[list[ch.Change], str, int]:
-    """A saved plan: its changes, hash and base revision (apply re-plans them and compares)."""
+def read_saved_plan(path: Path) -> SavedPlan:
+    """A saved plan's changes, hash and base revision (apply re-plans them and compares)."""
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
         changes = ch.CHANGE_LIST.validate_python(data["changes"], strict=False)
-        return changes, str(data["hash"]), int(data["base_revision"])
+        return SavedPlan(changes, str(data["hash"]), int(data["base_revision"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError([Diagnostic(f"not a saved gpuadmin plan: {exc}", file=str(path))]) from exc
 
 
-__all__ = ["ApplyResult", "Conflict", "NotPermitted", "Refused", "Role", "Service", "check_action"]
+__all__ = ["ApplyResult", "Confirmation", "Conflict", "Moved", "NotConfirmed", "NotPermitted", "Refused", "Role",
+           "SavedPlan", "Service", "Table", "check_action", "confirmation", "read_saved_plan"]

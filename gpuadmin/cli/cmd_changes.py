@@ -1,32 +1,38 @@
-"""`plan`, `apply` and `undo`: every change passes plan → check → apply."""
+"""`plan`, `apply` and `undo`: every change passes plan → check → apply.
+
+The workflow (refuse and journal, skip an empty plan, what a confirmation needs, stale saved plans) is the
+service's; this module shows plans and asks at the terminal.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuadmin.cli import exitcodes, output
-from gpuadmin.model.diagnostics import Diagnostic, InputError
-from gpuadmin.render.plan import plan_text, violation_lines
+from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
     from gpuadmin.engine.changes import Change
     from gpuadmin.engine.planner import Plan
-    from gpuadmin.engine.rules import Violation
     from gpuadmin.service import Service
 
+EXAMPLES = {
+    "plan": "example:\n  gpuadmin plan -f docs/examples/repartition.yaml --save /tmp/plan.json",
+    "apply": "examples:\n  gpuadmin apply -f docs/examples/repartition.yaml --yes\n"
+             "  gpuadmin apply --plan /tmp/plan.json",
+    "undo": "examples:\n  gpuadmin undo --yes\n  gpuadmin undo --to 3",
+}
+EXIT_CODES = ("exit codes: 0 applied (or nothing to apply); 1 refused by a rule; 2 bad input; "
+              "3 stale plan or lock held; 4 not permitted; 130 not confirmed")
 
-def print_violations(violations: list[Violation]) -> None:
-    lines = violation_lines([{"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint}
-                             for v in violations])
-    sys.stderr.write("gpuadmin: refused by the rules:\n" + "\n".join(lines) + "\n")
 
+def show(plan: Plan, fmt: str) -> None:
+    from gpuadmin.cli import output
+    from gpuadmin.render.plan import plan_text
 
-def _show(plan: Plan, fmt: str) -> None:
     if fmt == "json":
         output.as_json(plan.to_json())
     elif fmt == "yaml":
@@ -38,64 +44,55 @@ def _show(plan: Plan, fmt: str) -> None:
 def _plan(args: argparse.Namespace, ctx: Context) -> int:
     service = ctx.service()
     plan = service.plan(service.load_changes(args.file))
-    _show(plan, args.output)
+    show(plan, args.output)
     if args.save is not None:
-        args.save.write_text(json.dumps(plan.to_json(), indent=2) + "\n", encoding="utf-8")
+        service.save_plan(plan, args.save)
         sys.stderr.write(f"gpuadmin: plan saved to {args.save}\n")
-    return exitcodes.OK if plan.allowed else exitcodes.REFUSED
+    return ExitCode.OK if plan.allowed else ExitCode.REFUSED
 
 
-def confirm(plan: Plan, yes: bool) -> bool:
-    if yes:
+def ask_confirmation(plan: Plan, yes: bool) -> bool | str:
+    """The confirmation the service asks for: True with --yes, else the operator's answer at the terminal."""
+    from gpuadmin.model.diagnostics import Diagnostic, InputError
+    from gpuadmin.service import confirmation
+
+    if yes or not plan.allowed or plan.empty:
         return True
     if not sys.stdin.isatty():
         raise InputError([Diagnostic("apply needs --yes when standard input is not a terminal")])
-    destructive = plan.effects.evicted or any(d.action == "remove" for d in plan.diff)
-    if destructive:
-        nodes = sorted({d.name for d in plan.diff if d.kind == "node"} or {"yes"})
-        sys.stderr.write(f"This plan evicts or removes. Type {nodes[0]!r} to apply: ")
-        return input().strip() == nodes[0]
-    sys.stderr.write("Apply this plan? [y/N] ")
-    return input().strip().lower() in ("y", "yes")
+    sys.stderr.write(confirmation(plan).prompt)
+    sys.stderr.flush()
+    return input()
+
+
+def submit(service: Service, plan: Plan, *, yes: bool, fmt: str, verb: str = "applied",
+           expected_hash: str | None = None) -> int:
+    """Show, confirm and submit a plan: what `apply`, `undo`, `import --apply` and `schedule` share."""
+    show(plan, fmt)
+    result = service.submit(plan, confirmed=ask_confirmation(plan, yes), expected_hash=expected_hash)
+    if result is None:
+        sys.stderr.write("gpuadmin: nothing to apply\n")
+    else:
+        sys.stderr.write(f"gpuadmin: {verb}, revision {result.revision}\n")
+    return ExitCode.OK
+
+
+def apply_changes(ctx: Context, service: Service, changes: list[Change], *, yes: bool, fmt: str) -> int:
+    from gpuadmin.service import check_action
+
+    check_action(ctx.role, "apply", changes)  # before anything is planned, locked or journaled
+    return submit(service, service.plan(changes), yes=yes, fmt=fmt)
 
 
 def _apply(args: argparse.Namespace, ctx: Context) -> int:
-    from gpuadmin.service import Conflict, check_action, plan_from_json
+    from gpuadmin.service import check_action
 
     check_action(ctx.role, "apply")  # before the state is opened, locked or journaled
     service = ctx.service()
-    expected_hash = None
     if args.plan is not None:
-        changes, expected_hash, base = plan_from_json(args.plan)
-        if base != service.revision():
-            raise Conflict(f"stale plan: it was made at revision {base}, the state is now at revision "
-                           f"{service.revision()}; plan again")
-    else:
-        changes = service.load_changes(args.file)
-    return apply_changes(ctx, service, changes, yes=args.yes, fmt=args.output, expected_hash=expected_hash)
-
-
-def apply_changes(ctx: Context, service: Service, changes: list[Change], *, yes: bool, fmt: str,
-                  expected_hash: str | None = None) -> int:
-    """Plan, show, confirm and apply: what `apply`, `import --apply` and `schedule` share."""
-    from gpuadmin.service import check_action
-
-    check_action(ctx.role, "apply", changes)
-    plan = service.plan(changes)
-    _show(plan, fmt)
-    if not plan.allowed:
-        service.record_refusal(plan)
-        print_violations(plan.violations)
-        return exitcodes.REFUSED
-    if plan.empty:
-        sys.stderr.write("gpuadmin: nothing to apply\n")
-        return exitcodes.OK
-    if not confirm(plan, yes):
-        sys.stderr.write("gpuadmin: not applied\n")
-        return exitcodes.INTERRUPTED
-    result = service.apply(plan, expected_hash=expected_hash)
-    sys.stderr.write(f"gpuadmin: applied, revision {result.revision}\n")
-    return exitcodes.OK
+        plan, expected_hash = service.plan_saved(args.plan)
+        return submit(service, plan, yes=args.yes, fmt=args.output, expected_hash=expected_hash)
+    return apply_changes(ctx, service, service.load_changes(args.file), yes=args.yes, fmt=args.output)
 
 
 def _undo(args: argparse.Namespace, ctx: Context) -> int:
@@ -103,28 +100,21 @@ def _undo(args: argparse.Namespace, ctx: Context) -> int:
 
     check_action(ctx.role, "undo")
     service = ctx.service()
-    plan = service.undo_plan(args.to)
-    _show(plan, args.output)
-    if not plan.allowed:
-        service.record_refusal(plan)
-        print_violations(plan.violations)
-        return exitcodes.REFUSED
-    if not confirm(plan, args.yes):
-        sys.stderr.write("gpuadmin: not undone\n")
-        return exitcodes.INTERRUPTED
-    result = service.apply(plan)
-    sys.stderr.write(f"gpuadmin: undone, revision {result.revision}\n")
-    return exitcodes.OK
+    return submit(service, service.undo_plan(args.to), yes=args.yes, fmt=args.output, verb="undone")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    plan = sub.add_parser("plan", help="check a change file against the state; writes nothing")
+    def parser(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, epilog=f"{EXAMPLES[name]}\n\n{EXIT_CODES}",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    plan = parser("plan", "check a change file against the state; writes nothing")
     plan.add_argument("-f", "--file", type=Path, required=True, metavar="CHANGES.yaml")
     plan.add_argument("--save", type=Path, metavar="PLAN.json", help="save the plan for `apply --plan`")
     plan.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     plan.set_defaults(func=_plan)
 
-    apply = sub.add_parser("apply", help="plan, check and apply changes (journaled, undoable)")
+    apply = parser("apply", "plan, check and apply changes (journaled, undoable)")
     source = apply.add_mutually_exclusive_group(required=True)
     source.add_argument("-f", "--file", type=Path, metavar="CHANGES.yaml")
     source.add_argument("--plan", type=Path, metavar="PLAN.json", help="a plan saved by `plan --save`")
@@ -132,7 +122,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     apply.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     apply.set_defaults(func=_apply)
 
-    undo = sub.add_parser("undo", help="plan and apply the inverse of the last change (or back to --to)")
+    undo = parser("undo", "plan and apply the inverse of the last change (or back to --to)")
     undo.add_argument("--to", type=int, metavar="REVISION")
     undo.add_argument("--yes", action="store_true")
     undo.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuadmin.cli import exitcodes, output
+from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
@@ -56,17 +56,21 @@ def _import(args: argparse.Namespace, ctx: Context) -> int:
         from gpuadmin.store import dump_inventory
 
         sys.stdout.write(dump_inventory(Inventory(version=1, cluster=args.cluster, nodes=nodes)))
-        return exitcodes.OK
+        return ExitCode.OK
     service = ctx.service()
     changes = service.import_changes(nodes)
     if args.apply:
         return apply_changes(ctx, service, changes, yes=args.yes, fmt="text")
+    from gpuadmin.cli import output
+
     data = {"changes": [c.model_dump(mode="json", exclude_none=True) for c in changes]}
     (output.as_json if args.output == "json" else output.as_yaml)(data)
-    return exitcodes.OK
+    return ExitCode.OK
 
 
 def _export(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.cli import output
+
     service = ctx.service()
     warnings: list[str] = []
     options: dict[str, Any] = {"warnings": warnings}
@@ -84,7 +88,7 @@ def _export(args: argparse.Namespace, ctx: Context) -> int:
         sys.stdout.write(yaml.dump_all(data, Dumper=yaml.CSafeDumper, sort_keys=False))
     else:
         (output.as_json if args.output == "json" else output.as_yaml)(data)
-    return exitcodes.OK
+    return ExitCode.OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,16 +7,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuadmin.cli import exitcodes, output
-from gpuadmin.model.diagnostics import Diagnostic, InputError
-from gpuadmin.render import describe
-from gpuadmin.render.rows import JOURNAL, LISTINGS, Row
+from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
+    from gpuadmin.render.rows import Row
+
+LISTING_KINDS = ("nodes", "gpus", "slices", "groups", "jobs", "queues", "journal")
 
 
 def _init(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.model.diagnostics import Diagnostic, InputError
     from gpuadmin.service import Service
 
     if ctx.inventory is not None:
@@ -24,32 +25,7 @@ def _init(args: argparse.Namespace, ctx: Context) -> int:
     state_dir = ctx.resolved_state_dir()
     revision = Service.init(state_dir, args.source, role=ctx.role, force=args.force)
     sys.stderr.write(f"gpuadmin: state created at {state_dir} (revision {revision})\n")
-    return exitcodes.OK
-
-
-def _selector(text: str | None) -> dict[str, str]:
-    if not text:
-        return {}
-    out: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or not key:
-            raise InputError([Diagnostic(f"bad selector {part!r}: write key=value[,key=value]")])
-        out[key.strip()] = value.strip()
-    return out
-
-
-def _matches(row: Row, labels: dict[str, str], selector: dict[str, str]) -> bool:
-    """A selector key matches a node label, or else a column of the row (case-insensitive name)."""
-    for key, value in selector.items():
-        if key in labels:
-            if labels[key] != value:
-                return False
-            continue
-        column = key.upper().replace("-", "_")
-        if column not in row or str(row[column]) != value:
-            return False
-    return True
+    return ExitCode.OK
 
 
 def _json_item(kind: str, row: Row, spec: Any) -> dict[str, Any]:
@@ -61,36 +37,28 @@ def _json_item(kind: str, row: Row, spec: Any) -> dict[str, Any]:
 
 
 def _get(args: argparse.Namespace, ctx: Context) -> int:
-    service = ctx.service()
-    listing = JOURNAL if args.kind == "journal" else LISTINGS[args.kind]
-    selector = _selector(args.selector)
-    rows, specs = service.get(args.kind, reasons=args.output != "name")
-    node_kind = args.kind in ("nodes", "gpus", "slices", "groups")
-    view_labels = service.labels_by_node() if node_kind and selector else {}
-    picked: list[tuple[Row, Any]] = []
-    for row, spec in zip(rows, specs, strict=True):
-        if args.name is not None and str(row.get(listing.key)) != args.name:
-            continue
-        node = row.get("NODE", row.get("NAME")) if node_kind else None
-        labels = view_labels.get(str(node), {}) if node is not None else {}
-        if _matches(row, labels, selector):
-            picked.append((row, spec))
-    if args.name is not None and not picked:
-        raise InputError([Diagnostic(f"{listing.kind} {args.name!r} not found")])
+    from gpuadmin.cli import output
+
     fmt = args.output
+    table = ctx.service().get(args.kind, name=args.name, selector=args.selector, reasons=fmt != "name",
+                              specs=fmt in ("json", "yaml"))
+    kind = table.listing.kind
     if fmt in ("table", "wide"):
-        columns = listing.columns + (listing.wide if fmt == "wide" else ())
-        output.table([r for r, _ in picked], columns)
+        output.table(table.rows, table.columns(wide=fmt == "wide"))
     elif fmt == "name":
-        output.names(listing.kind, (str(r[listing.key]) for r, _ in picked))
+        output.names(kind, (str(r[table.listing.key]) for r in table.rows))
     else:
-        data = {"kind": f"{listing.kind}-list", "revision": service.revision(),
-                "items": [_json_item(listing.kind, r, s) for r, s in picked]}
+        specs = table.specs or [None] * len(table.rows)
+        data = {"kind": f"{kind}-list", "revision": table.revision,
+                "items": [_json_item(kind, r, s) for r, s in zip(table.rows, specs, strict=True)]}
         (output.as_json if fmt == "json" else output.as_yaml)(data)
-    return exitcodes.OK
+    return ExitCode.OK
 
 
 def _describe(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.cli import output
+    from gpuadmin.render import describe
+
     service = ctx.service()
     check_and_read = service.describe(args.kind, args.name)
     if args.output == "json":
@@ -99,7 +67,7 @@ def _describe(args: argparse.Namespace, ctx: Context) -> int:
         output.as_yaml(check_and_read)
     else:
         sys.stdout.write(describe.as_text(check_and_read))
-    return exitcodes.OK
+    return ExitCode.OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -109,11 +77,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     init.set_defaults(func=_init)
 
     get = sub.add_parser("get", help="list nodes, gpus, slices, groups, jobs, queues or the journal")
-    get.add_argument("kind", choices=(*LISTINGS, "journal"))
+    get.add_argument("kind", choices=LISTING_KINDS)
     get.add_argument("name", nargs="?")
-    get.add_argument("-o", "--output", choices=output.FORMATS, default="table")
-    get.add_argument("-l", "--selector", metavar="KEY=VALUE[,KEY=VALUE]",
-                     help="node labels, or columns (status=pending, queue=research)")
+    get.add_argument("-o", "--output", choices=("table", "wide", "json", "yaml", "name"), default="table")
+    get.add_argument("-l", "--selector", metavar="SELECTOR",
+                     help="node labels or columns: key=value, key!=value, key in (a,b), key, !key; "
+                          "comma for and (status=pending,queue=research)")
     get.set_defaults(func=_get)
 
     desc = sub.add_parser("describe", help="everything about one node, gpu (NODE/INDEX), job or queue")

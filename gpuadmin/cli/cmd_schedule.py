@@ -6,15 +6,16 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from gpuadmin.cli import exitcodes, output
-from gpuadmin.render.schedule import cycle_json, cycle_text, explanation_text
+from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
 
 
 def _schedule(args: argparse.Namespace, ctx: Context) -> int:
-    from gpuadmin.cli.cmd_changes import confirm
+    from gpuadmin.cli import output
+    from gpuadmin.cli.cmd_changes import ask_confirmation
+    from gpuadmin.render.schedule import cycle_json, cycle_text
     from gpuadmin.service import check_action
 
     if not args.dry_run:
@@ -24,10 +25,8 @@ def _schedule(args: argparse.Namespace, ctx: Context) -> int:
     revision = None
     if not args.dry_run and result.changes:
         check_action(ctx.role, "schedule", result.changes)
-        if not confirm(result.plan, args.yes):
-            sys.stderr.write("gpuadmin: not applied\n")
-            return exitcodes.INTERRUPTED
-        revision = service.apply(result.plan).revision
+        applied = service.submit(result.plan, confirmed=ask_confirmation(result.plan, args.yes))
+        revision = applied.revision if applied is not None else None
     data = cycle_json(result, applied_revision=revision)
     if args.output == "json":
         output.as_json(data)
@@ -35,16 +34,19 @@ def _schedule(args: argparse.Namespace, ctx: Context) -> int:
         sys.stdout.write(cycle_text(data))
     if revision is not None:
         sys.stderr.write(f"gpuadmin: applied, revision {revision}\n")
-    return exitcodes.OK
+    return ExitCode.OK
 
 
 def _explain(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.cli import output
+    from gpuadmin.render.schedule import explanation_text
+
     data = ctx.service().explain(args.job, args.policy).to_json()
     if args.output == "json":
         output.as_json(data)
     else:
         sys.stdout.write(explanation_text(data))
-    return exitcodes.OK
+    return ExitCode.OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuadmin.cli import exitcodes
-from gpuadmin.model.diagnostics import InputError
+from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
@@ -20,18 +19,19 @@ if TYPE_CHECKING:
 
 def _validate(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.engine.state import ClusterState
+    from gpuadmin.model.diagnostics import InputError
     from gpuadmin.render.plan import violation_lines
     from gpuadmin.service import check_state
     from gpuadmin.store import load_document
 
-    worst = exitcodes.OK
+    worst = ExitCode.OK
     for path in args.files:
         try:
             kind, value = load_document(path)
         except InputError as bad:
             for diagnostic in bad.diagnostics:
                 sys.stderr.write(f"{diagnostic}\n")
-            worst = max(worst, exitcodes.BAD_INPUT)
+            worst = max(worst, ExitCode.BAD_INPUT)
             continue
         if kind == "inventory":
             violations = check_state(ClusterState.from_inventory(value))  # type: ignore[arg-type]
@@ -40,7 +40,7 @@ def _validate(args: argparse.Namespace, ctx: Context) -> int:
                 sys.stderr.write("\n".join(violation_lines([
                     {"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint}
                     for v in violations])) + "\n")
-                worst = max(worst, exitcodes.REFUSED)
+                worst = max(worst, ExitCode.REFUSED)
                 continue
         sys.stdout.write(f"{path}: ok ({kind})\n")
     return worst

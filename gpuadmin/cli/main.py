@@ -1,7 +1,11 @@
 """`gpuadmin`: argument parsing, the global options, and the mapping of failures to exit codes.
 
 Each command lives in its own module with a `register(subparsers)` that adds its parser and sets
-`func(args, ctx) -> int`. Everything a command does goes through `gpuadmin.service`.
+`func(args, ctx) -> int`. Everything a command does goes through `gpuadmin.service`. With no command,
+`gpuadmin` opens the console (`gpuadmin tui`).
+
+Start-up is kept light: this module and the command modules import only the standard library at the
+top; the engine, pydantic and (for the console) Textual load when a command runs, so `--help` is quick.
 """
 
 from __future__ import annotations
@@ -14,11 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuadmin.cli import exitcodes
-from gpuadmin.model.diagnostics import InputError
+from gpuadmin import __version__
+from gpuadmin.errors import ExitCode, GpuadminError
 
 if TYPE_CHECKING:
     from gpuadmin.service import Role, Service
+
+EPILOG = """\
+exit codes: 0 done; 1 refused by a rule; 2 bad input or usage; 3 conflict (stale plan, lock held);
+4 not permitted (role); 130 interrupted or not confirmed.
+
+With no command, gpuadmin opens the console on the default state (created from the bundled OCI
+sample on first run). `gpuadmin COMMAND --help` shows a command's options and an example."""
 
 
 @dataclass
@@ -50,13 +61,15 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         sys.stderr.write(f"gpuadmin: error: {message}\n")
-        raise SystemExit(exitcodes.BAD_INPUT)
+        raise SystemExit(ExitCode.BAD_INPUT)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_schedule, cmd_validate
+    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_schedule, cmd_tui, cmd_validate
 
-    parser = _Parser(prog="gpuadmin", description="Terminal admin console for GPU clusters.")
+    parser = _Parser(prog="gpuadmin", description="Terminal admin console for GPU clusters.", epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"gpuadmin {__version__}")
     parser.add_argument("--state", type=Path, default=None,
                         help="state directory (env GPUADMIN_STATE; default under the XDG state dir)")
     parser.add_argument("--inventory", type=Path, default=None,
@@ -65,58 +78,45 @@ def build_parser() -> argparse.ArgumentParser:
                         help="act with this role's permissions (viewer: read-only)")
     parser.add_argument("--no-color", action="store_true", help="no colour (also honoured: NO_COLOR)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io):
+    for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io):
         module.register(sub)
     return parser
 
 
-def run(argv: Sequence[str]) -> int:
-    from gpuadmin.service import Conflict, NotPermitted, Refused
-    from gpuadmin.store.errors import StateBusy, StoreError
+def report(error: GpuadminError) -> ExitCode:
+    """The one place a failure becomes text on stderr and an exit code."""
+    sys.stderr.write("".join(f"{line}\n" for line in error.lines()))
+    return error.exit_code
 
+
+def run(argv: Sequence[str]) -> int:
     parser = build_parser()
-    args = parser.parse_args(list(argv))
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return exitcodes.BAD_INPUT
+    argv = list(argv)
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `gpuadmin`: the console
+        args = parser.parse_args([*argv, "tui"])
     if args.state is not None and args.inventory is not None:
         parser.error("--state and --inventory exclude each other")
     ctx = Context(args.state, args.inventory, args.role,
-                  not args.no_color and "NO_COLOR" not in os.environ, list(argv))
+                  not args.no_color and not os.environ.get("NO_COLOR"), argv)
     try:
         code: int = args.func(args, ctx)
         return code
-    except InputError as bad:
-        for diagnostic in bad.diagnostics:
-            sys.stderr.write(f"{diagnostic}\n")
-        return exitcodes.BAD_INPUT
-    except NotPermitted as denied:
-        sys.stderr.write(f"gpuadmin: not permitted: {denied}\n")
-        return exitcodes.NOT_PERMITTED
-    except Conflict as conflict:
-        sys.stderr.write(f"gpuadmin: conflict: {conflict}\n")
-        return exitcodes.CONFLICT
-    except Refused as refused:
-        from gpuadmin.cli.cmd_changes import print_violations
-
-        print_violations(refused.plan.violations)
-        return exitcodes.REFUSED
-    except StateBusy as busy:
-        sys.stderr.write(f"gpuadmin: conflict: {busy}\n")
-        return exitcodes.CONFLICT
-    except StoreError as failed:
-        sys.stderr.write(f"gpuadmin: {failed}\n")
-        return exitcodes.BAD_INPUT
+    except GpuadminError as failed:
+        return report(failed)
 
 
 def main() -> None:
+    for stream in (sys.stdout, sys.stderr):  # a name in a non-UTF-8 terminal prints escaped, never crashes
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         code = run(sys.argv[1:])
     except KeyboardInterrupt:
         sys.stderr.write("gpuadmin: interrupted\n")
-        code = exitcodes.INTERRUPTED
+        code = ExitCode.INTERRUPTED
     except BrokenPipeError:
-        code = exitcodes.OK
+        code = ExitCode.OK
     sys.exit(code)
 
 

@@ -11,8 +11,6 @@ import yaml
 
 from gpuadmin.render.text import safe
 
-FORMATS = ("table", "wide", "json", "yaml", "name")
-
 
 def _cell(value: Any) -> str:
     if value is None:

@@ -98,6 +98,26 @@ class Plan:
     def empty(self) -> bool:
         return not self.diff
 
+    @property
+    def destructive(self) -> bool:
+        """Stops running work or removes something: evictions, a drain, a removal. Such a plan is confirmed by
+        typing the name of what it hits, not by a yes."""
+        return (bool(self.effects.evicted) or any(d.action == "remove" for d in self.diff)
+                or any(c.op == "drain" for c in self.changes))
+
+    @property
+    def confirmation_token(self) -> str:
+        """What an operator types to apply a destructive plan: the node it hits (the first by name), else the
+        first entity it removes; "yes" for any other plan."""
+        if not self.destructive:
+            return "yes"
+        nodes = sorted({d.name for d in self.diff if d.kind == "node"})
+        if nodes:
+            return nodes[0]
+        removed = sorted(d.name for d in self.diff if d.action == "remove")
+        evicted = sorted(self.effects.evicted)
+        return (removed or evicted or ["yes"])[0]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "allowed": self.allowed,

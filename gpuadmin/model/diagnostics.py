@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpuadmin.errors import ExitCode, GpuadminError
+
 PathPart = str | int
 Kind = Literal["yaml", "schema", "reference", "rule"]
 
@@ -34,20 +36,27 @@ class Diagnostic:
         return Diagnostic(self.message, self.path, self.kind, file, line, column, self.hint)
 
     def __str__(self) -> str:
-        where = self.file or "<input>"
+        where = self.file or ""
         if self.line is not None:
             where += f":{self.line}"
             if self.column is not None:
                 where += f":{self.column}"
-        text = f"{where}: {dotted(self.path)}: {self.message}"
+        # An argument error has no file and no field: the message alone, not `<input>: <root>: ...`.
+        located = [part for part in (where, dotted(self.path) if self.path else "") if part]
+        text = ": ".join([*located, self.message])
         if self.hint:
             text += f" (hint: {self.hint})"
         return text
 
 
-class InputError(Exception):
+class InputError(GpuadminError):
     """Bad input: every diagnostic of one file, reported together (exit code 2)."""
+
+    exit_code = ExitCode.BAD_INPUT
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         self.diagnostics = diagnostics
         super().__init__("\n".join(str(d) for d in diagnostics))
+
+    def lines(self) -> list[str]:
+        return [str(d) for d in self.diagnostics]

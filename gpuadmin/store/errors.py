@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuadmin.errors import ExitCode, GpuadminError
 
-class StoreError(Exception):
-    """Base class of every error the store raises on purpose."""
+
+class StoreError(GpuadminError):
+    """Base class of every error the store raises on purpose: a missing or broken state (exit 2)."""
 
 
 class StateMissing(StoreError):
@@ -25,9 +27,15 @@ class StateCorrupt(StoreError):
 class StateBusy(StoreError):
     """SQLite's own write lock stayed busy past the busy timeout (another writer is mid-transaction)."""
 
+    exit_code = ExitCode.CONFLICT
+    label = "conflict"
+
 
 class StaleRevision(StoreError):
     """The state moved since the plan was made: the plan's base revision is no longer the current one."""
+
+    exit_code = ExitCode.CONFLICT
+    label = "conflict"
 
     def __init__(self, current: int, base: int) -> None:
         self.current = current
@@ -61,6 +69,9 @@ class LockHolder:
 
 class LockHeld(StoreError):
     """Another process holds the state's write lock. `holder` is None only when it could not be read."""
+
+    exit_code = ExitCode.CONFLICT
+    label = "conflict"
 
     def __init__(self, holder: LockHolder | None) -> None:
         self.holder = holder

@@ -385,6 +385,48 @@ class Store:
             ).fetchone()
         return None if row is None else _entry_from_row(row)
 
+    def changed_since(self, revision: int) -> tuple[int, set[tuple[str, str]]]:
+        """The current revision and every (kind, name) an applied entry after `revision` touched: what a
+        live view re-reads, without loading the state."""
+        with self._read() as conn:
+            current = int(conn.execute("SELECT revision FROM meta WHERE id = 1").fetchone()[0])
+            rows = conn.execute(
+                "SELECT diff FROM journal WHERE revision > ? ORDER BY revision", (revision,)
+            ).fetchall()
+        touched: set[tuple[str, str]] = set()
+        for (diff,) in rows:
+            for item in json.loads(diff) if diff else ():
+                touched.add((str(item["kind"]), str(item["name"])))
+        return current, touched
+
+    # derived data: a per-revision cache of what is costly to compute (why-pending reasons) ------
+    def derived(self, key: str, revision: int) -> Any | None:
+        """The cached value of `key` if it was computed at `revision`, else None."""
+        with self._mutex:
+            try:
+                row = self._conn.execute(
+                    "SELECT data FROM derived WHERE key = ? AND revision = ?", (key, revision)
+                ).fetchone()
+            except sqlite3.OperationalError:  # a state made before the cache existed: no table yet
+                return None
+        return None if row is None else json.loads(row[0])
+
+    def save_derived(self, key: str, revision: int, value: Any) -> bool:
+        """Cache `value` for `revision`; False (and nothing cached) where the state is read-only to us."""
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS derived "
+                    "(key TEXT PRIMARY KEY, revision INTEGER NOT NULL, data TEXT NOT NULL)"
+                )
+                conn.execute(
+                    "INSERT OR REPLACE INTO derived (key, revision, data) VALUES (?, ?, ?)",
+                    (key, revision, json.dumps(value, separators=(",", ":"))),
+                )
+        except (sqlite3.OperationalError, StateBusy):
+            return False
+        return True
+
     # writing ---------------------------------------------------------------------------------
     def write_lock(
         self, actor: Identity, command: str, *, timeout: float = 0.0

@@ -129,4 +129,4 @@ def test_cli_refuses_a_file_over_the_real_size_cap(tmp_path: Path) -> None:
         handle.truncate(yamlsafe.MAX_BYTES + 1)  # sparse: no 64 MiB written to disk
     run = _cli("validate", str(big))
     assert run.returncode == 2
-    assert f"{big}: <root>: the file is {yamlsafe.MAX_BYTES + 1:,} bytes" in run.stderr
+    assert f"{big}: the file is {yamlsafe.MAX_BYTES + 1:,} bytes" in run.stderr

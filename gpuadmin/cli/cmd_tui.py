@@ -1,0 +1,86 @@
+"""`gpuadmin tui` (and bare `gpuadmin`): the console.
+
+On the default state, a first run creates that state from the bundled OCI sample and says so. Textual is
+imported here, when the console starts, never by the headless commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuadmin.errors import ExitCode
+
+if TYPE_CHECKING:
+    from gpuadmin.cli.main import Context
+
+VIEWS = ("overview", "nodes", "gpus", "topology", "slices", "jobs", "queues", "journal")
+BUNDLED_SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "oci-h100.yaml"
+
+
+def first_run_state(ctx: Context) -> str | None:
+    """Create the default state from the bundled sample when none exists; the notice to show, if so."""
+    from gpuadmin.service import Service
+    from gpuadmin.store.state_db import DB_NAME
+
+    if ctx.inventory is not None or ctx.state_dir is not None:
+        return None
+    state_dir = ctx.resolved_state_dir()
+    if (state_dir / DB_NAME).exists():
+        return None
+    revision = Service.init(state_dir, BUNDLED_SAMPLE, role="admin")
+    return (f"First run: created the state {state_dir} from the bundled OCI sample "
+            f"(revision {revision}). Start from your own inventory with `gpuadmin init --from FILE --force`.")
+
+
+def _tui(args: argparse.Namespace, ctx: Context) -> int:
+    if getattr(args, "tui_state", None) is not None:
+        ctx.state_dir = args.tui_state
+    if getattr(args, "tui_inventory", None) is not None:
+        ctx.inventory = args.tui_inventory
+    if ctx.state_dir is not None and ctx.inventory is not None:
+        from gpuadmin.model.diagnostics import Diagnostic, InputError
+
+        raise InputError([Diagnostic("--state and --inventory exclude each other")])
+    if args.readonly:
+        ctx.role = "viewer"
+    notice = first_run_state(ctx)
+    if notice is not None:
+        sys.stderr.write(f"gpuadmin: {notice}\n")
+    service = ctx.service()
+
+    from gpuadmin.tui.app import GpuadminApp
+
+    app = GpuadminApp(service, theme=args.theme, view=args.view, notice=notice, color=ctx.color)
+    if args.screenshot is not None:
+        path = app.save_screenshot_headless(args.screenshot, size=(args.width, args.height))
+        sys.stderr.write(f"gpuadmin: screenshot saved to {path}\n")
+        return ExitCode.OK
+    app.run()
+    return app.return_code or ExitCode.OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tui = sub.add_parser(
+        "tui", help="open the console (what bare `gpuadmin` does)",
+        description="Open the console: nodes, GPUs and their slices, topology, jobs, queues and the journal.",
+        epilog="examples:\n  gpuadmin                         the console on the default state\n"
+               "  gpuadmin tui --readonly --view jobs\n"
+               "  gpuadmin tui --inventory sample-inventories/k8s-mixed.yaml --theme gpuadmin-ansi\n"
+               "  gpuadmin tui --screenshot console.svg\n\n"
+               "exit codes: 0 quit; 2 bad input (a missing state, an unknown theme); 4 not permitted",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    # Also accepted after `tui`; SUPPRESS keeps a global --state from being reset by this parser's default.
+    tui.add_argument("--state", dest="tui_state", type=Path, default=argparse.SUPPRESS, help="state directory")
+    tui.add_argument("--inventory", dest="tui_inventory", type=Path, default=argparse.SUPPRESS,
+                     help="an inventory in memory (changes are not persisted)")
+    tui.add_argument("--readonly", action="store_true", help="view only: every change is hidden")
+    tui.add_argument("--theme", default=None, help="a theme name (see `:theme`); default: picked for the terminal")
+    tui.add_argument("--view", choices=VIEWS, default="overview", help="the view to open on")
+    tui.add_argument("--screenshot", type=Path, default=None, metavar="FILE.svg",
+                     help="render the first screen headless to an SVG file and exit")
+    tui.add_argument("--width", type=int, default=120, help="screenshot width in columns")
+    tui.add_argument("--height", type=int, default=36, help="screenshot height in rows")
+    tui.set_defaults(func=_tui)

@@ -1,0 +1,190 @@
+"""The workflow both front ends share, in the service: submit, confirmation, saved plans, listings,
+selectors, the live view's cheap check and the per-revision cache of why-pending reasons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuadmin.engine import changes as ch
+from gpuadmin.errors import ExitCode, GpuadminError
+from gpuadmin.model.diagnostics import InputError
+from gpuadmin.service import (
+    Conflict,
+    NotConfirmed,
+    NotPermitted,
+    Refused,
+    Service,
+    confirmation,
+)
+from gpuadmin.store import StateMissing
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample-inventories"
+CORDON = [ch.Cordon(op="cordon", node="gpu-h100-12")]
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    Service.init(tmp_path / "state", SAMPLES / "oci-h100.yaml")
+    return tmp_path / "state"
+
+
+def _journal_outcomes(service: Service) -> list[str]:
+    return [e.outcome for e in service.journal()]
+
+
+def test_error_classes_carry_their_exit_codes() -> None:
+    assert issubclass(InputError, GpuadminError) and InputError.exit_code == ExitCode.BAD_INPUT
+    assert Refused.exit_code == ExitCode.REFUSED
+    assert Conflict.exit_code == ExitCode.CONFLICT
+    assert NotPermitted.exit_code == ExitCode.NOT_PERMITTED
+    assert NotConfirmed.exit_code == ExitCode.INTERRUPTED
+    assert StateMissing.exit_code == ExitCode.BAD_INPUT
+
+
+def test_submit_applies_a_confirmed_plan(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    result = service.submit(service.plan(CORDON), confirmed=True)
+    assert result is not None and result.revision == 1
+    assert service.state.nodes["gpu-h100-12"].state == "cordoned"
+
+
+def test_submit_refuses_and_journals_a_plan_with_violations(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    bad = service.plan([ch.SetMig(op="set-mig", node="gpu-h100-12", gpu=0,
+                                  instances=[ch.MigInstance(profile="9g.99gb")])])
+    with pytest.raises(Refused):
+        service.submit(bad, confirmed=True)
+    assert _journal_outcomes(service)[-1] == "refused"
+    assert service.revision() == 0
+
+
+def test_submit_skips_an_empty_plan(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    assert service.submit(service.plan([]), confirmed=True) is None
+    assert service.revision() == 0
+
+
+def test_an_unconfirmed_plan_changes_nothing(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    with pytest.raises(NotConfirmed):
+        service.submit(service.plan(CORDON), confirmed="n")
+    assert service.revision() == 0
+
+
+def test_a_destructive_plan_needs_the_node_name_typed(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    drain = service.plan([ch.Drain(op="drain", node="gpu-h100-01")])
+    asked = confirmation(drain)
+    assert drain.destructive and asked.destructive and asked.token == "gpu-h100-01"
+    assert "gpu-h100-01" in asked.prompt
+    with pytest.raises(NotConfirmed):
+        service.submit(drain, confirmed="yes")
+    assert service.revision() == 0
+    assert service.submit(drain, confirmed="gpu-h100-01") is not None
+    assert not confirmation(service.plan(CORDON)).destructive
+
+
+def test_a_viewer_cannot_submit(state_dir: Path) -> None:
+    viewer = Service(state_dir=state_dir, role="viewer")
+    with pytest.raises(NotPermitted):
+        viewer.submit(viewer.plan(CORDON), confirmed=True)
+
+
+def test_a_stale_saved_plan_is_refused_and_journaled(state_dir: Path, tmp_path: Path) -> None:
+    first, second = Service(state_dir=state_dir), Service(state_dir=state_dir)
+    saved = tmp_path / "plan.json"
+    first.save_plan(first.plan(CORDON), saved)
+    assert json.loads(saved.read_text())["base_revision"] == 0
+    second.submit(second.plan([ch.Cordon(op="cordon", node="gpu-h100-10")]), confirmed=True)
+    with pytest.raises(Conflict, match="stale plan"):
+        first.plan_saved(saved)
+    assert _journal_outcomes(first)[-1] == "stale"
+
+
+def test_a_fresh_saved_plan_applies(state_dir: Path, tmp_path: Path) -> None:
+    service = Service(state_dir=state_dir)
+    saved = tmp_path / "plan.json"
+    service.save_plan(service.plan(CORDON), saved)
+    fresh, expected = service.plan_saved(saved)
+    assert fresh.hash == expected
+    assert service.submit(fresh, confirmed=True, expected_hash=expected) is not None
+
+
+def test_listing_is_typed_and_carries_its_revision(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    table = service.get("nodes")
+    assert table.revision == 0 and table.kind == "nodes" and len(table.rows) == 12
+    assert table.columns()[0] == "NAME" and "LABELS" in table.columns(wide=True)
+    assert table.specs is None
+    assert service.get("nodes", specs=True).specs is not None
+
+
+@pytest.mark.parametrize(("selector", "expected"), [
+    ("state=cordoned", {"gpu-h100-11"}),
+    ("state!=ready", {"gpu-h100-11"}),
+    ("state in (cordoned, down)", {"gpu-h100-11"}),
+    ("state notin (ready)", {"gpu-h100-11"}),
+    ("name in (gpu-h100-01,gpu-h100-02),state=ready", {"gpu-h100-01", "gpu-h100-02"}),
+    ("STATE=cordoned", {"gpu-h100-11"}),  # keys are case-insensitive
+    ("state=CORDONED", set()),  # values are not
+])
+def test_selectors(state_dir: Path, selector: str, expected: set[str]) -> None:
+    rows = Service(state_dir=state_dir).get("nodes", selector=selector).rows
+    assert {r["NAME"] for r in rows} == expected
+
+
+def test_selector_on_labels_and_existence(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    assert len(service.get("nodes", selector="pool").rows) == 12  # every OCI node has a pool label
+    assert service.get("nodes", selector="!pool").rows == []
+    assert {r["NAME"] for r in service.get("nodes", selector="pool in (mig, shared)").rows} == {
+        "gpu-h100-07", "gpu-h100-08", "gpu-h100-09", "gpu-h100-10"}
+    mig = service.get("gpus", selector="pool=mig").rows
+    assert len(mig) == 16 and {r["NODE"] for r in mig} == {"gpu-h100-07", "gpu-h100-08"}
+
+
+def test_an_unknown_selector_key_is_an_error_naming_the_known_keys(state_dir: Path) -> None:
+    with pytest.raises(InputError, match=r"unknown selector key 'colour'.*known keys:.*state"):
+        Service(state_dir=state_dir).get("nodes", selector="colour=red")
+
+
+def test_changes_since_names_what_moved(state_dir: Path) -> None:
+    watcher, writer = Service(state_dir=state_dir), Service(state_dir=state_dir)
+    assert watcher.changes_since(0).revision == 0 and not watcher.changes_since(0).touched
+    writer.submit(writer.plan(CORDON), confirmed=True)
+    moved = watcher.changes_since(0)
+    assert moved.revision == 1 and moved.touched == {("node", "gpu-h100-12")}
+    assert moved.kinds() == {"node"}
+    assert not watcher.changes_since(1).touched
+
+
+def test_pending_reasons_are_computed_once_per_revision(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    service = Service(state_dir=state_dir)
+    calls = []
+    original = Service._compute_reasons
+
+    def counting(self: Service) -> dict[str, str]:
+        calls.append(1)
+        return original(self)
+
+    monkeypatch.setattr(Service, "_compute_reasons", counting)
+    first = service.pending_reasons()
+    assert first and len(calls) == 1
+    assert service.pending_reasons() == first and len(calls) == 1, "in memory: not again"
+    # another process at the same revision reads the state's cache
+    assert Service(state_dir=state_dir).pending_reasons() == first and len(calls) == 1
+    service.submit(service.plan(CORDON), confirmed=True)
+    service.pending_reasons()
+    assert len(calls) == 2, "a new revision computes them again"
+
+
+def test_the_reasons_cache_is_keyed_by_revision(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    assert service.store is not None
+    assert service.store.derived("pending-reasons", 0) is None, "a state made before the cache: no table"
+    reasons = service.pending_reasons()
+    assert service.store.derived("pending-reasons", 0) == reasons
+    assert service.store.derived("pending-reasons", 1) is None
