@@ -236,6 +236,19 @@ class _MigTable:
         self.provenance = provenance
 
 
+def _profile_attributes(name: str) -> tuple[str, ...] | None:
+    """The attributes of a GI profile name: "1g.24gb+me.all" → ("me.all",), "1g.24gb-me" → ("-me",),
+    "3g.40gb" → (); None where `+` and `-` are mixed (NVLIB's parser refuses that, gpu-facts §1.2)."""
+    plus, minus = "+" in name, "-" in name
+    if plus and minus:
+        return None
+    if plus:
+        return tuple(a for a in name.split("+", 1)[1].split(",") if a)
+    if minus:
+        return ("-" + name.split("-", 1)[1],)
+    return ()
+
+
 def _load_mig(root: _Entry) -> dict[str, _MigTable]:
     tables: dict[str, _MigTable] = {}
     for table_name, t in root.mapping("tables").items():
@@ -284,9 +297,12 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
                 raise p.error(f"'starts' must be increasing without repeats, got {list(starts)}")
             if starts[-1] + m > grid:
                 raise p.error(f"placement {starts[-1]}:{m} runs past the {grid} memory slices")
-            media = name.endswith("+me")
+            attrs = _profile_attributes(name)
+            if attrs is None:
+                raise p.error(f"{name!r}: attributes must be '+a[,b]' or '-a' (e.g. +me, +me.all, +gfx, -me)")
+            media = bool({"me", "me.all"} & set(attrs))
             if media and inst != 1:
-                raise p.error("a +me profile has at most 1 instance")
+                raise p.error("a profile with media extensions (+me, +me.all) has at most 1 instance")
             if inst > max_inst:
                 raise p.error(f"{inst} instances exceed the table's {max_inst}")
             profiles.append(

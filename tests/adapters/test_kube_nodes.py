@@ -135,9 +135,9 @@ def test_single_node_object_is_accepted() -> None:
 def test_errors() -> None:
     with pytest.raises(InputError, match=r"^n.json:2:"):
         parse_kube_nodes('{\n "kind": }', "n.json")
-    with pytest.raises(InputError, match="unknown GPU product 'Tesla-T4'"):
+    with pytest.raises(InputError, match="unknown GPU product 'Tesla-V100-SXM2-16GB'"):
         parse_kube_nodes(
-            _list(_node("t4", {"nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.count": "1"}))
+            _list(_node("v100", {"nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB", "nvidia.com/gpu.count": "1"}))
         )
     with pytest.raises(InputError, match="expected kind List"):
         parse_kube_nodes('{"kind": "Pod"}')

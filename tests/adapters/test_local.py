@@ -178,8 +178,8 @@ def test_nvml_pairs_and_unknown_model(tmp_path: Path) -> None:
     b = {**a, "bus": "00000000:02:00.0", "links": ["00000000:01:00.0"] * 12}
     node = import_local("n", nvml=fake_nvml([a, b]), sys_root=tmp_path).node
     assert node.nvlink == "pairs" and [g.model for g in node.gpus] == ["H100-NVL-94GB"] * 2
-    t4 = {"name": "Tesla T4", "pci": 0x1EB810DE, "bus": "00000000:01:00.0", "mib": 15360, "migs": None}
-    with pytest.raises(InputError, match="unknown GPU model 'Tesla T4'"):
+    t4 = {"name": "Tesla V100-SXM2-16GB", "pci": 0x1DB110DE, "bus": "00000000:01:00.0", "mib": 16160, "migs": None}
+    with pytest.raises(InputError, match="unknown GPU model 'Tesla V100-SXM2-16GB'"):
         import_local("n", nvml=fake_nvml([t4]), sys_root=tmp_path)
 
 

@@ -145,8 +145,8 @@ def test_wrong_root() -> None:
 
 
 def test_unknown_model_names_line_of_product() -> None:
-    message = _error(_xml(_gpu(product="NVIDIA Tesla T4", pci="1EB810DE")))
-    assert message.startswith("smi.xml:7:") and "unknown GPU model" in message and "Tesla T4" in message
+    message = _error(_xml(_gpu(product="Tesla V100-SXM2-16GB", pci="1DB110DE")))
+    assert message.startswith("smi.xml:7:") and "unknown GPU model" in message and "Tesla V100-SXM2-16GB" in message
 
 
 def test_entities_and_internal_subsets_refused() -> None:

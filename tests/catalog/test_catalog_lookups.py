@@ -29,9 +29,20 @@ PCI_IDS = {
     "0x2235": "A40",
     "0x2236": "A10",
     "0x26B9": "L40S",
+    "0x2339": "H100-SXM5-94GB",
+    "0x2342": "H100-96GB-GH200",
+    "0x2348": "GH200-144GB",
+    "0x2329": "H20",
+    "0x2941": "GB200",
+    "0x2BB5": "RTX-PRO-6000-BSE",
+    "0x2237": "A10G",
+    # not in gpu-facts §1.7: pci.ids values, catalogued with confidence uncertain
+    "0x1EB8": "T4",
+    "0x27B8": "L4",
+    "0x26B5": "L40",
 }
-# ids in §1.7 of products that are not catalog models (A800/H800, H100 94GB SXM5, GH200, H20, GB200, B300,
-# RTX PRO 6000, A10G, the NVSwitches): they must not resolve to a look-alike.
+# ids in §1.7 of products that are not catalog models (A800/H800, H100-96GB, PG506, B300/GB300, the NVSwitches):
+# they must not resolve to a look-alike.
 NOT_IN_CATALOG = [
     "0x20F6",
     "0x20F3",
@@ -39,17 +50,10 @@ NOT_IN_CATALOG = [
     "0x2322",
     "0x2324",
     "0x233A",
-    "0x2339",
     "0x233D",
-    "0x2342",
-    "0x2348",
-    "0x2329",
     "0x20B6",
-    "0x2941",
     "0x3182",
     "0x31C2",
-    "0x2BB5",
-    "0x2237",
     "0x1AF1",
     "0x22A3",
 ]
@@ -71,6 +75,16 @@ MODELS = [
     ("H200-SXM5-141GB", "Hopper", 143771, 141, 132, True, (4, 18, 900), "H200X-"),
     ("H200-NVL-141GB", "Hopper", 143771, 141, 132, True, None, "H200-"),
     ("B200", "Blackwell", 184320, 180, 148, True, (5, 18, 1800), None),
+    ("H100-SXM5-94GB", "Hopper", 96256, 94, 132, True, (4, 18, 900), "H100XL-"),
+    ("H100-96GB-GH200", "Hopper", 98304, 96, 132, True, None, None),
+    ("GH200-144GB", "Hopper", 147456, 144, None, True, None, None),
+    ("H20", "Hopper", 98304, 96, None, True, None, None),
+    ("GB200", "Blackwell", 190464, 186, None, True, None, None),
+    ("RTX-PRO-6000-BSE", "Blackwell", 98304, 96, 188, True, None, None),
+    ("T4", "Turing", 15360, 15, 40, False, None, None),
+    ("A10G", "Ampere", 23028, 23, 80, False, None, None),
+    ("L4", "Ada Lovelace", 23034, 23, 58, False, None, None),
+    ("L40", "Ada Lovelace", 46068, 45, 142, False, None, None),
 ]
 
 
@@ -108,7 +122,8 @@ def test_model_by_catalog_name() -> None:
     assert catalog.model("H100-SXM5-80GB") is catalog.gpu_models["H100-SXM5-80GB"]
     assert catalog.model("h100-sxm5-80gb") is catalog.gpu_models["H100-SXM5-80GB"]
     assert catalog.model("H100") is None
-    assert catalog.model("T4") is None
+    assert catalog.model("T4") is catalog.gpu_models["T4"]
+    assert catalog.model("V100") is None
 
 
 @pytest.mark.parametrize(("device_id", "model"), sorted(PCI_IDS.items()))
@@ -195,7 +210,11 @@ def test_product_name_forms() -> None:
     assert catalog.model_by_product_name("NVIDIA H200") is catalog.gpu_models["H200-SXM5-141GB"]
     assert catalog.model_by_product_name("NVIDIA A10") is catalog.gpu_models["A10"]
     assert catalog.model_by_product_name("NVIDIA A100") is None
-    assert catalog.model_by_product_name("Tesla T4") is None
+    assert catalog.model_by_product_name("Tesla T4") is catalog.gpu_models["T4"]
+    assert catalog.model_by_product_name("NVIDIA-A10G") is catalog.gpu_models["A10G"]
+    assert catalog.model_by_product_name("NVIDIA L4") is catalog.gpu_models["L4"]
+    assert catalog.model_by_product_name("NVIDIA L40") is catalog.gpu_models["L40"]
+    assert catalog.model_by_product_name("Tesla V100-SXM2-16GB") is None
 
 
 def test_gfd_labels_of_a_real_h100_node() -> None:

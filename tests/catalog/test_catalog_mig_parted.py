@@ -24,9 +24,13 @@ CATALOG_IDS = {
     "0x2335": "H200-SXM5-141GB",
     "0x233B": "H200-NVL-141GB",
     "0x2901": "B200",
+    "0x2342": "H100-96GB-GH200",
+    "0x2348": "GH200-144GB",
+    "0x2329": "H20",
+    "0x2941": "GB200",
+    "0x2BB5": "RTX-PRO-6000-BSE",
 }
-# §1.7 ids in the file whose products are not catalog models (A800/H800, GH200, H20, PG506, GB200, B300/GB300,
-# RTX PRO 6000).
+# §1.7 ids in the file whose products are not catalog models (A800/H800, H100-96GB, PG506, B300/GB300).
 OTHER_IDS = {
     "0x20F6",
     "0x20F3",
@@ -35,14 +39,9 @@ OTHER_IDS = {
     "0x2324",
     "0x233A",
     "0x233D",
-    "0x2342",
-    "0x2348",
-    "0x2329",
     "0x20B6",
-    "0x2941",
     "0x3182",
     "0x31C2",
-    "0x2BB5",
 }
 
 

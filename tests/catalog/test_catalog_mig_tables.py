@@ -82,6 +82,42 @@ B200: list[Row] = [
     ("7g.180gb", 0, 7, 8, 1, (0,), None, None),
 ]
 
+
+def _eight_slice(names: tuple[str, str, str, str, str, str, str]) -> list[Row]:
+    """An 8-memory-slice table of gpu-facts §1.4 whose reference gives names and counts only (96GB group,
+    GH200 144G, GB200): IDs of §1.3, the H100 placements (derived there), no GiB or SM figures."""
+    small, small_me, double, two, three, four, seven = names
+    return [
+        (small, 19, 1, 1, 7, R7, None, None),
+        (small_me, 20, 1, 1, 1, R7, None, None),
+        (double, 15, 1, 2, 4, R4, None, None),
+        (two, 14, 2, 2, 3, R3, None, None),
+        (three, 9, 3, 4, 2, (0, 4), None, None),
+        (four, 5, 4, 4, 1, (0,), None, None),
+        (seven, 0, 7, 8, 1, (0,), None, None),
+    ]
+
+
+# §1.4 "H100 96GB on GH200" and the MP 96GB group (GH200 0x2342, H20 0x2329)
+H100_96GB = _eight_slice(("1g.12gb", "1g.12gb+me", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"))
+GH200_144GB = _eight_slice(("1g.18gb", "1g.18gb+me", "1g.36gb", "2g.36gb", "3g.72gb", "4g.72gb", "7g.144gb"))
+GB200 = _eight_slice(("1g.23gb", "1g.23gb+me", "1g.47gb", "2g.47gb", "3g.93gb", "4g.93gb", "7g.186gb"))
+# §1.4 RTX PRO 6000: a 12-unit grid; real -lgipp {0,3,6,9}:3, {0,6}:6, {0}:12; SMs 46/94/188 [secondary]
+Q4 = (0, 3, 6, 9)
+RTX_PRO_6000: list[Row] = [
+    ("1g.24gb", 14, 1, 3, 4, Q4, None, 46),
+    ("1g.24gb+me", 21, 1, 3, 1, Q4, None, 46),
+    ("1g.24gb+gfx", 47, 1, 3, 4, Q4, None, 46),
+    ("1g.24gb-me", 65, 1, 3, 4, Q4, None, 46),
+    ("1g.24gb+me.all", 67, 1, 3, 1, Q4, None, 46),
+    ("2g.48gb", 5, 2, 6, 2, (0, 6), None, 94),
+    ("2g.48gb+gfx", 35, 2, 6, 2, (0, 6), None, 94),
+    ("2g.48gb-me", 64, 2, 6, 2, (0, 6), None, 94),
+    ("2g.48gb+me.all", 66, 2, 6, 1, (0, 6), None, 94),
+    ("4g.96gb", 0, 4, 12, 1, (0,), None, 188),
+    ("4g.96gb+gfx", 32, 4, 12, 1, (0,), None, 188),
+]
+
 EXPECTED: dict[str, list[Row]] = {
     "A100-SXM4-40GB": A100_40GB,
     "A100-PCIE-40GB": A100_40GB,
@@ -94,8 +130,14 @@ EXPECTED: dict[str, list[Row]] = {
     "H200-SXM5-141GB": H200,
     "H200-NVL-141GB": H200,
     "B200": B200,
+    "GB200": GB200,
+    "H100-SXM5-94GB": H100_94GB,
+    "H100-96GB-GH200": H100_96GB,
+    "H20": H100_96GB,
+    "GH200-144GB": GH200_144GB,
+    "RTX-PRO-6000-BSE": RTX_PRO_6000,
 }
-NOT_MIG_CAPABLE = ["A40", "A10", "L40S"]
+NOT_MIG_CAPABLE = ["A40", "A10", "A10G", "L40S", "L40", "L4", "T4"]
 
 
 def _model(name: str) -> GpuModel:
@@ -126,7 +168,7 @@ def test_profile_table(model_name: str) -> None:
         assert profile.memory_slices == m == profile.size, name
         assert profile.max_instances == inst, name
         assert profile.starts == starts, name
-        assert profile.media_extensions == name.endswith("+me"), name
+        assert profile.media_extensions == (name.endswith("+me") or name.endswith("+me.all")), name
         assert profile.sms == sms, name
         if gib is None:
             assert profile.memory_gib is None, name
@@ -139,6 +181,8 @@ def test_grid(model_name: str) -> None:
     model = _model(model_name)
     if model_name == "A30":
         assert (model.memory_slices, model.compute_slices, model.max_mig_instances) == (4, 4, 4)
+    elif model_name == "RTX-PRO-6000-BSE":  # a 12-unit placement grid (real -lgipp), 4 compute slices
+        assert (model.memory_slices, model.compute_slices, model.max_mig_instances) == (12, 4, 4)
     else:
         assert (model.memory_slices, model.compute_slices, model.max_mig_instances) == (8, 7, 7)
     for profile in model.mig_profiles:

@@ -136,7 +136,8 @@ def test_every_catalog_profile_name_follows_the_rule(model_name: str, profile_na
     assert model is not None
     profile = model.mig_profile(profile_name)
     assert profile is not None
-    attrs = "+me" if profile.media_extensions else ""
+    base = profile.name.split("+", 1)[0].split("-", 1)[0]
+    attrs = profile.name[len(base):]  # "+me", "+me.all", "+gfx", "-me" or ""
     if (model_name, profile_name) in NAMING_EXCEPTIONS:
         pytest.skip(NAMING_EXCEPTIONS[(model_name, profile_name)])
     # from the slice counts and the model's naming total

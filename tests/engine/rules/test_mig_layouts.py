@@ -129,8 +129,11 @@ def test_enumeration_matches_brute_force(model: GpuModel) -> None:
 def test_known_layout_counts() -> None:
     counts = {m.name: len(mig.valid_layouts(m)) for m in MODELS}
     for model in MODELS:
-        # 8 memory slices / 7 compute slices, 7 GI profiles incl. +me: 2318 layouts; A30 (4/4, 5 profiles): 75
-        assert counts[model.name] == (75 if model.name == "A30" else 2318), counts
+        # 8 memory slices / 7 compute slices, 7 GI profiles incl. +me: 2318 layouts; A30 (4/4, 5 profiles): 75;
+        # RTX PRO 6000 (12-unit grid, 4 compute slices, 11 profiles with +me/+me.all/+gfx/-me variants): 1008 —
+        # each count also equals the brute-force oracle's (test_enumeration_matches_brute_force)
+        expected = {"A30": 75, "RTX-PRO-6000-BSE": 1008}.get(model.name, 2318)
+        assert counts[model.name] == expected, counts
 
 
 def test_enumeration_is_cached_and_fast() -> None:
@@ -229,8 +232,9 @@ def test_unplaceable_multisets_are_refused_as_overlap(model: GpuModel) -> None:
             assert mig.place(model, request) is None, combo
             assert [k.kind for k in mig.explain_layout(model, request)] == ["no-placement"]
             assert rule_ids(state, request) == {"mig.no-overlap"}
-    # on 8-slice parts e.g. 3g + 3g + 1g; on the A30 every multiset within compute also fits memory
-    assert tried > 0 or model.memory_slices == 4
+    # on 8-slice parts e.g. 3g + 3g + 1g; on the 4-compute-slice parts (A30, RTX PRO 6000) every multiset
+    # within compute also fits memory
+    assert tried > 0 or model.compute_slices == 4
 
 
 # ------------------------------------------------------------------------------------------- known facts
