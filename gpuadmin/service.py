@@ -22,7 +22,9 @@ from gpuadmin.engine.state import ClusterState, View
 from gpuadmin.errors import ExitCode, GpuadminError
 from gpuadmin.model import Inventory, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
+from gpuadmin.render.board import node_board
 from gpuadmin.render.describe import describe_gpu, describe_job, describe_node, describe_queue
+from gpuadmin.render.overview import cluster_overview
 from gpuadmin.render.plan import violation_lines
 from gpuadmin.render.rows import JOURNAL, LISTINGS, Listing, Row, journal_row
 from gpuadmin.render.selector import Selector, Term, check_keys, parse_selector
@@ -53,6 +55,7 @@ _ACTION_ROLE: dict[str, Role] = {
     "init": "admin",
 }
 _NODE_LISTINGS = ("nodes", "gpus", "groups")
+_REASONS_KEY = "pending-reasons"
 _ADMIN_OPS = {"add-node", "remove-node", "add-queue", "remove-queue", "set-quota"}
 
 
@@ -197,7 +200,7 @@ class Service:
         self.store: Store | None = Store.open(state_dir) if state_dir is not None else None
         self._state: ClusterState | None = None
         self._nodes_state: ClusterState | None = None  # nodes and holders only, for node listings
-        self._reasons: tuple[int, dict[str, str]] | None = None  # (revision, job → why it waits)
+        self._reasons: tuple[int, dict[str, tuple[str, str]]] | None = None  # revision, job → (code, text)
 
     # loading ----------------------------------------------------------------------------------
     @staticmethod
@@ -445,6 +448,27 @@ class Service:
         hint = " (write a GPU as NODE/INDEX, e.g. gpu-h100-01/3)" if kind == "gpu" else ""
         raise InputError([Diagnostic(f"{kind} {name!r} not found{hint}")])
 
+    def node_board(self, name: str) -> dict[str, Any]:
+        """A node as the console draws it (its GPUs' slices and holders, device groups, NVLink, NICs)."""
+        check_action(self.role, "read")
+        view = self.view()
+        node = view.node(name)
+        if node is None:
+            raise InputError([Diagnostic(f"node {name!r} not found")])
+        return node_board(view, node)
+
+    def boards(self) -> list[dict[str, Any]]:
+        """Every node's board, for the topology view."""
+        check_action(self.role, "read")
+        view = View(self._nodes_only_state())
+        return [node_board(view, node) for node in view.nodes()]
+
+    def overview(self, *, reasons: bool = True) -> dict[str, Any]:
+        """The first screen: GPUs by mode and use, nodes by state, jobs by status (and pending jobs by
+        reason unless `reasons` is off: they may need a scheduling cycle), queues over quota."""
+        check_action(self.role, "read")
+        return cluster_overview(self.view(), self.pending_reason_codes() if reasons else None)
+
     # scheduling ---------------------------------------------------------------------------------
     def schedule(self, policy: Policy = "binpack") -> SchedulePlan:
         """One scheduling cycle as a plan (bind-job / preempt-job changes); nothing is written."""
@@ -458,25 +482,41 @@ class Service:
         return explain(self.state, job, policy)
 
     def pending_reasons(self) -> dict[str, str]:
-        """Job → the one-line reason it waits (the REASON column), from a dry-run cycle. Computed once per
-        revision: kept in memory, and in the state's cache so the next `get jobs` reads it."""
+        """Job → the one-line reason it waits (the REASON column), from a dry-run cycle."""
+        return {job: summary for job, (_, summary) in self._why_pending().items()}
+
+    def pending_reason_codes(self) -> dict[str, str]:
+        """Job → the stable code of why it waits (capacity, over-limit, ...; `schedulable`)."""
+        return {job: code for job, (code, _) in self._why_pending().items()}
+
+    def reasons_ready(self) -> bool:
+        """Whether this revision's reasons are at hand without running a cycle (the console asks before it
+        shows them, and computes them in the background otherwise)."""
+        revision = self.revision()
+        if self._reasons is not None and self._reasons[0] == revision:
+            return True
+        return self.store is not None and self.store.derived(_REASONS_KEY, revision) is not None
+
+    def _why_pending(self) -> dict[str, tuple[str, str]]:
+        """Computed once per revision: kept in memory, and in the state's cache so the next process reads it."""
         revision = self.revision()
         if self._reasons is not None and self._reasons[0] == revision:
             return self._reasons[1]
-        cached = self.store.derived("pending-reasons", revision) if self.store is not None else None
+        cached = self.store.derived(_REASONS_KEY, revision) if self.store is not None else None
         if cached is None:
             cached = self._compute_reasons()
             if self.store is not None and self.state.revision == revision:
-                self.store.save_derived("pending-reasons", revision, cached)
-        self._reasons = (revision, cached)
-        return cached
+                self.store.save_derived(_REASONS_KEY, revision, cached)
+        why = {job: (str(code), str(summary)) for job, (code, summary) in cached.items()}
+        self._reasons = (revision, why)
+        return why
 
-    def _compute_reasons(self) -> dict[str, str]:
+    def _compute_reasons(self) -> dict[str, tuple[str, str]]:
         if not any(j.status in ("pending", "preempted") for j in self.state.jobs.values()):
             return {}
         cycle = self.schedule()
-        reasons = {name: e.summary for name, e in cycle.explanations.items()}
-        reasons.update({name: "schedulable: the next cycle places it" for name in cycle.bound})
+        reasons = {name: (e.reason, e.summary) for name, e in cycle.explanations.items()}
+        reasons.update({name: ("schedulable", "schedulable: the next cycle places it") for name in cycle.bound})
         return reasons
 
     # importing and exporting --------------------------------------------------------------------

@@ -1,0 +1,88 @@
+"""The overview an operator opens first: how the cluster's GPUs are carved and used, what is waiting and
+why, which queues borrow, which nodes are out. Plain data; the console draws it.
+
+A GPU is *free* when nothing holds any part of it, *full* when no part of it is left to give, and
+*partly used* otherwise: a MIG GPU with one small instance held is partly used, not used.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from gpuadmin.catalog import get_catalog
+from gpuadmin.engine.state import View
+from gpuadmin.model import Gpu, Node
+
+Use = Literal["free", "partly used", "full"]
+USES: tuple[Use, ...] = ("free", "partly used", "full")
+
+
+def gpu_use(view: View, node: Node, gpu: Gpu) -> Use:
+    holders = view.holders(node.name, gpu.index)
+    if gpu.mode == "mig":
+        instances = gpu.mig or ()
+        model = get_catalog().model(gpu.model)
+        held = {s.mig_start for name in holders if (job := view.job(name)) is not None
+                for s in job.placement if s.node == node.name and s.gpu == gpu.index}
+        if not held:
+            return "free"
+        carved = sum(p.memory_slices for i in instances
+                     if model is not None and (p := model.mig_profile(i.profile)) is not None)
+        all_held = all(i.start in held for i in instances)
+        return "full" if all_held and model is not None and carved >= model.memory_slices else "partly used"
+    if gpu.mode == "vgpu":
+        return "partly used" if gpu.vgpus else "free"
+    if gpu.mode == "passthrough":
+        return "full" if gpu.vm else "free"
+    if not holders:
+        return "free"
+    if gpu.mode == "time-sliced":
+        return "full" if len(holders) >= (gpu.replicas or 1) else "partly used"
+    shares = sum((job.request.fraction or 1.0) for name in holders if (job := view.job(name)) is not None)
+    return "full" if shares >= 1.0 - 1e-9 else "partly used"
+
+
+def cluster_overview(view: View, reason_codes: dict[str, str] | None) -> dict[str, Any]:
+    modes: Counter[str] = Counter()
+    uses: Counter[str] = Counter()
+    models: Counter[str] = Counter()
+    states: Counter[str] = Counter()
+    out_of_service: list[dict[str, str]] = []
+    gpus = 0
+    for node in view.nodes():
+        states[node.state] += 1
+        if node.state != "ready":
+            out_of_service.append({"node": node.name, "state": node.state})
+        for gpu in node.gpus:
+            gpus += 1
+            modes[gpu.mode] += 1
+            models[gpu.model] += 1
+            uses[gpu_use(view, node, gpu)] += 1
+    jobs: Counter[str] = Counter()
+    pending = []
+    for job in view.jobs():
+        jobs[job.status] += 1
+        if job.status in ("pending", "preempted"):
+            pending.append(job.name)
+    by_reason: Counter[str] | None = None
+    if reason_codes is not None:
+        by_reason = Counter(reason_codes.get(name, "unexplained") for name in pending)
+    over_quota = []
+    for queue in view.queues():
+        used = view.queue_usage(queue.name).gpus
+        quota = queue.quota.gpus
+        if quota is not None and used > quota + 1e-9:
+            over_quota.append({"queue": queue.name, "used_gpus": round(used, 2), "quota_gpus": quota,
+                               "borrowed_gpus": round(used - quota, 2)})
+    return {
+        "cluster": view.cluster, "revision": view.revision, "nodes": sum(states.values()), "gpus": gpus,
+        "nodes_by_state": dict(sorted(states.items())), "gpus_by_mode": dict(sorted(modes.items())),
+        "gpus_by_model": dict(sorted(models.items())), "gpus_by_use": {u: uses.get(u, 0) for u in USES},
+        "jobs_by_status": dict(sorted(jobs.items())),
+        "pending_by_reason": None if by_reason is None else dict(by_reason.most_common()),
+        "queues_over_quota": over_quota, "nodes_out_of_service": out_of_service,
+    }
+
+
+__all__ = ["USES", "cluster_overview", "gpu_use"]
