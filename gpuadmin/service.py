@@ -23,7 +23,7 @@ from gpuadmin.errors import ExitCode, GpuadminError
 from gpuadmin.model import Inventory, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.render.board import node_board
-from gpuadmin.render.describe import describe_gpu, describe_job, describe_node, describe_queue
+from gpuadmin.render.describe import describe_entry, describe_gpu, describe_job, describe_node, describe_queue
 from gpuadmin.render.overview import cluster_overview
 from gpuadmin.render.plan import violation_lines
 from gpuadmin.render.rows import JOURNAL, LISTINGS, Listing, Row, journal_row
@@ -35,6 +35,8 @@ from gpuadmin.store import (
     Store,
     dump_inventory,
     load_inventory,
+    load_model_file,
+    load_yaml_file,
     login_identity,
 )
 from gpuadmin.store.changes_io import load_changes
@@ -236,6 +238,18 @@ class Service:
     # planning ---------------------------------------------------------------------------------
     def load_changes(self, path: Path) -> list[ch.Change]:
         return load_changes(path)
+
+    @staticmethod
+    def build_changes(items: Sequence[dict[str, Any]]) -> list[ch.Change]:
+        """Change ops from plain data, as a change file holds them (`{"op": "cordon", "node": ...}`): what
+        the console's actions build. Bad fields are an InputError naming them."""
+        from pydantic import ValidationError
+
+        try:
+            return ch.CHANGE_LIST.validate_python(list(items), strict=False)
+        except ValidationError as exc:
+            raise InputError([Diagnostic(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}")
+                              for e in exc.errors()]) from exc
 
     def plan(self, changes: Sequence[ch.Change]) -> Plan:
         check_action(self.role, "plan")
@@ -445,6 +459,10 @@ class Service:
             queue = view.queue(name)
             if queue is not None:
                 return describe_queue(view, queue)
+        elif kind == "entry":
+            entry = self.store.entry(int(name)) if self.store is not None and name.isdigit() else None
+            if entry is not None:
+                return describe_entry(entry)
         hint = " (write a GPU as NODE/INDEX, e.g. gpu-h100-01/3)" if kind == "gpu" else ""
         raise InputError([Diagnostic(f"{kind} {name!r} not found{hint}")])
 
@@ -568,5 +586,9 @@ def read_saved_plan(path: Path) -> SavedPlan:
         raise InputError([Diagnostic(f"not a saved gpuadmin plan: {exc}", file=str(path))]) from exc
 
 
-__all__ = ["ApplyResult", "Confirmation", "Conflict", "Moved", "NotConfirmed", "NotPermitted", "Refused", "Role",
-           "SavedPlan", "Service", "Table", "check_action", "confirmation", "read_saved_plan"]
+__all__ = [
+    "ApplyResult", "Confirmation", "Conflict", "Moved", "NotConfirmed", "NotPermitted", "Plan", "Refused", "Role",
+    "SavedPlan", "Service", "Table", "check_action", "confirmation",
+    "load_model_file", "load_yaml_file",  # the located YAML readers, for the console's settings files
+    "read_saved_plan",
+]

@@ -81,6 +81,20 @@ def describe_queue(view: View, queue: Queue) -> dict[str, Any]:
     }
 
 
+def describe_entry(entry: Any) -> dict[str, Any]:
+    """A journal entry (gpuadmin.store.JournalEntry, duck-typed): who, from where, what, and its diff."""
+    return {
+        "kind": "entry", "name": str(entry.id),
+        "summary": {"id": entry.id, "at": entry.at, "actor": entry.actor, "uid": entry.uid,
+                    "identity_source": entry.source, "origin": entry.origin or "local", "command": entry.command,
+                    "base_revision": entry.base_revision, "revision": entry.revision, "verdict": entry.verdict,
+                    "outcome": entry.outcome, "message": entry.message},
+        "diff": entry.diff or [],
+        "violations": (entry.plan or {}).get("violations", []),
+        "changes": (entry.plan or {}).get("changes", []),
+    }
+
+
 def _lines(value: Any, indent: int) -> list[str]:
     pad = "  " * indent
     if isinstance(value, dict):

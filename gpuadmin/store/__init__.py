@@ -3,6 +3,7 @@
 from gpuadmin.store.inventory_io import (
     dump_inventory,
     load_inventory,
+    load_model_file,
     parse_inventory,
     schema_diagnostics,
     validate_inventory,
@@ -13,6 +14,7 @@ __all__ = [
     "LoadedYaml",
     "dump_inventory",
     "load_inventory",
+    "load_model_file",
     "load_yaml",
     "load_yaml_file",
     "parse_inventory",

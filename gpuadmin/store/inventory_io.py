@@ -73,6 +73,18 @@ def load_inventory(path: str | Path) -> Inventory:
         return validate_inventory(load_yaml_file(path))
 
 
+_M = typing.TypeVar("_M", bound=BaseModel)
+
+
+def load_model_file(path: str | Path, model: type[_M]) -> _M:
+    """Any settings file read like an inventory: the safe loader, then `model`, every error located."""
+    loaded = load_yaml_file(path)
+    try:
+        return model.model_validate(loaded.data)
+    except ValidationError as exc:
+        raise InputError(schema_diagnostics(exc, loaded, model)) from None
+
+
 def parse_inventory(text: str | bytes, file: str = "<inventory>") -> Inventory:
     """Validate an inventory given as text (or bytes); `file` names it in diagnostics."""
     with _gc_paused():

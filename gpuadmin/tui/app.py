@@ -1,0 +1,349 @@
+"""The console app: views as modes (one back stack each), k9s navigation, themes, keymap, the one gate.
+
+Every view is reachable by a `:` alias and by a digit. Enter drills down, Esc goes back (within the
+view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists every
+binding, `d`/`y` describe the selection as text or YAML, `q`, `:q` and ctrl+c quit. Mutating actions are
+allowed or refused in one place, `check_action`, which asks the service's permission gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from gpuadmin.errors import GpuadminError, InputError
+from gpuadmin.service import Service, confirmation
+from gpuadmin.tui.screens.base import ViewScreen
+from gpuadmin.tui.screens.describe import DescribeScreen
+from gpuadmin.tui.screens.help import HelpScreen
+from gpuadmin.tui.screens.listing import ListingScreen
+from gpuadmin.tui.screens.node import NodeScreen
+from gpuadmin.tui.screens.overview import OverviewScreen
+from gpuadmin.tui.screens.review import PlanReviewScreen
+from gpuadmin.tui.screens.topology import TopologyScreen
+from gpuadmin.tui.session import Session, error_lines
+from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
+
+# view -> (its `:` aliases, its digit key, a line for help)
+VIEWS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "overview": (("overview", "home", "o"), "1", "the cluster at a glance"),
+    "nodes": (("nodes", "node", "no"), "2", "nodes: GPU mix, use, modes, RDMA, state"),
+    "gpus": (("gpus", "gpu"), "3", "every GPU with its layout and holders"),
+    "topology": (("topology", "topo", "groups", "nvswitch"), "4", "NVLink domains, device groups, NICs"),
+    "slices": (("slices", "slice", "mig"), "5", "every MIG instance, replica and vGPU with its holder"),
+    "jobs": (("jobs", "job", "pending"), "6", "jobs: why pending and the remedy; placements"),
+    "queues": (("queues", "queue", "quota"), "7", "quota, use and borrowing"),
+    "journal": (("journal", "history", "log"), "8", "every change: who, from where, outcome, diff"),
+}
+COMMANDS: list[tuple[str, str]] = [
+    *((aliases[0] + " [FILTER]", text) for aliases, _, text in VIEWS.values()),
+    ("node NAME", "open one node"), ("sort COLUMN", "sort the table (again: reverse)"),
+    ("theme [NAME]", "switch theme (no name: list them)"), ("help", "this list"), ("q, quit", "quit"),
+]
+MUTATING = {"node_state", "undo"}  # actions that change the cluster: the gate decides, views never do
+
+
+def _view_factory(view: str) -> Any:
+    if view == "overview":
+        return OverviewScreen
+    if view == "topology":
+        return TopologyScreen
+    return lambda: ListingScreen(view)
+
+
+class GpuadminApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "gpuadmin"
+    ENABLE_COMMAND_PALETTE = False
+    MODES: ClassVar[dict[str, Any]] = {view: _view_factory(view) for view in VIEWS}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("colon", "prompt('command')", "command", id="app.command"),
+        Binding("slash", "prompt('filter')", "filter", id="app.filter"),
+        Binding("question_mark", "help", "help", id="app.help"),
+        Binding("escape", "go_back", "Back", show=False, id="app.back"),
+        Binding("d", "describe('text')", "Describe", id="app.describe"),
+        Binding("y", "describe('yaml')", "YAML", show=False, id="app.yaml"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.quit_now"),
+        Binding("c", "node_state('cordon')", "Cordon", id="edit.cordon"),
+        Binding("u", "node_state('uncordon')", "Uncordon", show=False, id="edit.uncordon"),
+        Binding("r", "node_state('drain')", "Drain", show=False, id="edit.drain"),
+        Binding("ctrl+z", "undo", "Undo", id="edit.undo"),
+        *(Binding(key, f"view('{view}')", view, show=False, id=f"view.{view}")
+          for view, (_, key, _) in VIEWS.items()),
+    ]
+
+    def __init__(self, service: Service, *, theme: str | None = None, view: str = "overview",
+                 notice: str | None = None, color: bool = True) -> None:
+        super().__init__()
+        self.session = Session(service)
+        self._themes = load_themes()  # InputError (exit 2) on a broken theme file, before anything starts
+        for loaded in self._themes.values():
+            self.register_theme(loaded)
+        wanted = theme or (default_theme() if color else "gpuadmin-contrast")
+        if wanted not in self.available_themes:
+            raise InputError([_unknown_theme(wanted, self.available_themes)])
+        self.theme = wanted
+        self._keymap = load_keymap(self.binding_ids())
+        self.start_view = view
+        self.notice = notice
+        self.mode_history: list[str] = []
+        self.live: set[ViewScreen] = set()
+
+    # start ---------------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.set_keymap(self._keymap)
+        self.switch_mode(self.start_view)
+        if self.notice:
+            self.notify(self.notice, title="gpuadmin", timeout=12, markup=False)
+        self.set_interval(1.0, self._watch)
+
+    @classmethod
+    def binding_ids(cls) -> set[str]:
+        from gpuadmin.tui.screens.listing import ListingScreen as Listing
+        from gpuadmin.tui.widgets.prompt import Prompt
+        from gpuadmin.tui.widgets.table import RowTable
+
+        ids = set()
+        for owner in (cls, RowTable, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, Listing):
+            for binding in owner.BINDINGS:
+                if isinstance(binding, Binding) and binding.id:
+                    ids.add(binding.id)
+        return ids
+
+    def command_words(self) -> list[str]:
+        words = [alias for aliases, _, _ in VIEWS.values() for alias in aliases]
+        return [*words, "node ", "sort ", "theme ", "help", "quit", "q"]
+
+    # the live watch: another console's or a script's apply, noticed within a second ------------------
+    @work(thread=True, exclusive=True, group="watch")
+    def _watch(self) -> None:
+        try:
+            moved = self.session.poll()
+        except GpuadminError:
+            return
+        if moved is not None:
+            self.call_from_thread(self._moved, moved)
+
+    def _moved(self, moved: Any) -> None:
+        for screen in list(self.live):
+            screen.state_moved(moved)
+
+    # the gate --------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in MUTATING:
+            if self.session.readonly:
+                return False  # hidden: a viewer sees no key that would change the cluster
+            if action == "node_state":
+                return self._selected_node() is not None
+            if action == "undo":
+                return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
+        if action == "describe":
+            return isinstance(self.screen, ViewScreen) and self.screen.selected() is not None
+        return True
+
+    # navigation ------------------------------------------------------------------------------------
+    def action_view(self, view: str) -> None:
+        self.open_view(view)
+
+    def open_view(self, view: str, filter_text: str = "") -> None:
+        if self.current_mode != view:
+            self.mode_history.append(self.current_mode)
+            self.switch_mode(view)
+        if filter_text:
+            self.call_after_refresh(self._filter_current, filter_text)
+
+    def _filter_current(self, text: str) -> None:
+        if isinstance(self.screen, ViewScreen):
+            self._apply_filter(self.screen, text)
+
+    def action_go_back(self) -> None:
+        screen = self.screen
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+        elif isinstance(screen, ListingScreen) and screen.filter_text:
+            self._apply_filter(screen, "")
+        elif self.mode_history:
+            self.switch_mode(self.mode_history.pop())
+
+    def drill_down(self, kind: str, row: dict[str, Any]) -> None:
+        if kind in ("nodes", "gpus", "slices"):
+            self.push_screen(NodeScreen(str(row["NAME"] if kind == "nodes" else row["NODE"])))
+        elif kind == "queues":
+            self.open_view("jobs", f"queue={row['NAME']}")
+        elif kind == "jobs":
+            self._describe("job", str(row["NAME"]), "text")
+        elif kind == "journal":
+            self._describe("entry", str(row["ID"]), "text")
+
+    def action_prompt(self, mode: str) -> None:
+        from gpuadmin.tui.widgets.prompt import Prompt
+
+        if isinstance(self.screen, ViewScreen):
+            value = self.screen.filter_text if mode == "filter" and hasattr(self.screen, "filter_text") else ""
+            self.screen.query_one(Prompt).open(mode, value)
+
+    def on_prompt_done(self, event: Any) -> None:
+        from gpuadmin.tui.widgets.prompt import Prompt
+
+        screen = self.screen
+        if not isinstance(screen, ViewScreen):
+            return
+        screen.query_one(Prompt).close()
+        screen.focus_next()
+        if event.value is None:
+            return
+        if event.mode == "filter":
+            self._apply_filter(screen, event.value)
+        else:
+            self.run_command(event.value)
+
+    def _apply_filter(self, screen: ViewScreen, text: str) -> None:
+        try:
+            screen.apply_filter(text)
+        except InputError as bad:
+            self.notify(error_lines(bad), title="filter", severity="error", markup=False)
+
+    def run_command(self, line: str) -> None:
+        """A `:` command: a view alias (with an optional filter), node NAME, sort, theme, help, quit."""
+        word, _, rest = line.strip().partition(" ")
+        word, rest = word.lower(), rest.strip()
+        if word in ("q", "q!", "quit", "exit"):
+            self.exit(0)
+            return
+        for view, (aliases, _, _) in VIEWS.items():
+            if word in aliases:
+                self.open_view(view, rest)
+                return
+        if word == "node" and rest:
+            self.push_screen(NodeScreen(rest))
+        elif word == "sort" and isinstance(self.screen, ViewScreen):
+            if not self.screen.sort_by(rest):
+                self.notify(f"no column {rest!r} to sort by here", severity="warning", markup=False)
+        elif word == "theme":
+            self._switch_theme(rest)
+        elif word in ("help", "?"):
+            self.action_help()
+        else:
+            self.notify(f"unknown command {line!r}; `?` lists them", severity="error", markup=False)
+
+    def _switch_theme(self, name: str) -> None:
+        if not name:
+            names = ", ".join(sorted(n for n in self.available_themes if n.startswith("gpuadmin")))
+            self.notify(f"themes: {names} (and Textual's own); now {self.theme}", markup=False)
+        elif name in self.available_themes:
+            self.theme = name
+        else:
+            self.notify(str(_unknown_theme(name, self.available_themes)), severity="error", markup=False)
+
+    def action_help(self) -> None:
+        rows = []
+        for binding in self.BINDINGS:
+            if isinstance(binding, Binding):
+                keys = self._keymap.get(binding.id or "", binding.key)
+                rows.append((keys, binding.description or binding.action, binding.id or ""))
+        from gpuadmin.tui.widgets.table import RowTable
+
+        for binding in RowTable.BINDINGS:
+            if isinstance(binding, Binding):
+                rows.append((self._keymap.get(binding.id or "", binding.key), binding.description, binding.id or ""))
+        self.push_screen(HelpScreen(rows, COMMANDS))
+
+    def action_describe(self, fmt: str) -> None:
+        if isinstance(self.screen, ViewScreen):
+            selected = self.screen.selected()
+            if selected is not None:
+                self._describe(*selected, fmt)
+
+    def _describe(self, kind: str, name: str, fmt: str) -> None:
+        try:
+            data = self.session.describe(kind, name)
+            if kind == "job":
+                service = self.session.service
+                explained = self.session.call(lambda: service.explain(name).to_json())
+                if explained.get("status") != "running":
+                    data["pending"] = explained
+        except GpuadminError as failed:
+            self.notify(error_lines(failed), severity="error", markup=False)
+            return
+        self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt))
+
+    # changes: built here, planned and applied by the service, reviewed on screen --------------------
+    def _selected_node(self) -> str | None:
+        screen = self.screen
+        if isinstance(screen, NodeScreen):
+            return screen.node
+        if isinstance(screen, ListingScreen) and screen.kind == "nodes":
+            selected = screen.selected()
+            return selected[1] if selected else None
+        return None
+
+    def action_node_state(self, op: str) -> None:
+        screen = self.screen
+        selected = self._selected_node()
+        names = [selected] if selected is not None else []
+        if isinstance(screen, ListingScreen) and screen.kind == "nodes":
+            from gpuadmin.tui.widgets.table import RowTable
+
+            names = [str(r["NAME"]) for r in screen.query_one(RowTable).marked_rows()] or names
+        if names:
+            self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names])
+
+    def action_undo(self) -> None:
+        try:
+            plan = self.session.call(self.session.service.undo_plan)
+        except GpuadminError as failed:
+            self.notify(error_lines(failed), severity="error", markup=False)
+            return
+        self._review_plan("undo the last change", plan)
+
+    def review(self, title: str, items: list[dict[str, Any]]) -> None:
+        service = self.session.service
+        try:
+            plan = self.session.call(lambda: service.plan(service.build_changes(items)))
+        except GpuadminError as failed:
+            self.notify(error_lines(failed), severity="error", markup=False)
+            return
+        self._review_plan(title, plan)
+
+    def _review_plan(self, title: str, plan: Any) -> None:
+        def decided(answer: bool | str | None) -> None:
+            if answer is None:
+                self.notify("not applied", markup=False)
+                return
+            try:
+                result = self.session.call(lambda: self.session.service.submit(plan, confirmed=answer))
+            except GpuadminError as failed:
+                self.notify(error_lines(failed), title=failed.label or "error", severity="error", markup=False)
+                return
+            if result is not None:
+                self.notify(f"applied: revision {result.revision}", markup=False)
+                self._watch()
+
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan)), decided)
+
+    # screenshots -----------------------------------------------------------------------------------
+    def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:
+        """Render the first screen off-terminal and save it as SVG (the README's screenshot)."""
+
+        async def shoot() -> None:
+            async with self.run_test(size=size) as pilot:
+                await pilot.pause()
+                await self.workers.wait_for_complete()
+                await pilot.pause()
+                self.save_screenshot(path.name, str(path.parent.resolve()))
+
+        asyncio.run(shoot())
+        return path
+
+
+def _unknown_theme(name: str, available: dict[str, Any]) -> Any:
+    from gpuadmin.errors import Diagnostic
+
+    ours = ", ".join(sorted(n for n in available if n.startswith("gpuadmin")))
+    return Diagnostic(f"unknown theme {name!r}; gpuadmin's: {ours} (Textual's own also work)")

@@ -1,0 +1,189 @@
+"""Drawings of the console: a GPU's slices, a node's NVLink domains and device groups, quota bars.
+
+Pure functions from the service's plain data to Rich `Text`. They use text attributes only (reverse, bold,
+dim), never colours, so every theme, 16 colours and NO_COLOR draw them the same; what is held and what is
+free is also spelt in the characters (`#` held compute, `.` free, a holder's name or `free`). Every name
+goes in as plain text (`Text.append`), so names are never read as markup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from gpuadmin.render.text import safe
+
+HELD = "reverse"
+FREE = "dim"
+
+
+def _fit(text: str, width: int) -> str:
+    text = safe(text)
+    if width <= 0:
+        return ""
+    if len(text) > width:
+        return text[: max(0, width - 1)] + "…" if width > 1 else text[:width]
+    return text.ljust(width)
+
+
+def _segment(line: Text, text: str, width: int, style: str) -> None:
+    """One bracketed cell span: `|text    ` of exactly `width` characters."""
+    line.append("|", style="dim")
+    line.append(_fit(text, width - 1), style=style)
+
+
+def gpu_lines(gpu: dict[str, Any], width: int) -> list[Text]:
+    """A GPU as 2–4 lines: its title, then its slices drawn to scale with their holders."""
+    title = Text()
+    title.append(f"GPU {gpu['index']} ", style="bold")
+    title.append(safe(gpu["model"]))
+    title.append(f"  {gpu['mode']}")
+    body = width - 10
+    if gpu["mode"] == "mig":
+        return [title, *_mig_lines(gpu, body)]
+    if gpu["mode"] == "vgpu":
+        line = Text("  vgpus   ")
+        vgpus = gpu["vgpus"]
+        cell = max(8, body // max(1, len(vgpus))) if vgpus else body
+        for v in vgpus:
+            _segment(line, f"{v['profile']} > vm {v['vm']}", cell, HELD)
+        if not vgpus:
+            _segment(line, "no vGPUs (free)", body, FREE)
+        return [title, line]
+    if gpu["mode"] == "passthrough":
+        line = Text("  vm      ")
+        _segment(line, f"vm {gpu['vm']}" if gpu["vm"] else "unattached (free)", body, HELD if gpu["vm"] else FREE)
+        return [title, line]
+    holders = gpu["holders"]
+    if gpu["mode"] == "time-sliced":
+        replicas = gpu["replicas"] or 1
+        title.append(f" x{replicas} replicas")
+        line = Text("  share   ")
+        cell = max(6, body // replicas)
+        for i in range(replicas):
+            if i < len(holders):
+                h = holders[i]
+                _segment(line, f"{h['job']} {h['share']:g}", cell, HELD)
+            else:
+                _segment(line, "free", cell, FREE)
+        return [title, line]
+    line = Text("  whole   ")
+    if holders:
+        cell = max(6, body // len(holders))
+        for h in holders:
+            _segment(line, f"{h['job']} {h['share']:g} GPU", cell, HELD)
+        if sum(h["share"] for h in holders) < 1 - 1e-9:
+            title.append("  (shared: partly used)")
+    else:
+        _segment(line, "free", body, FREE)
+    return [title, line]
+
+
+def _mig_lines(gpu: dict[str, Any], body: int) -> list[Text]:
+    """Memory slices across, compute slices under them (a 7x8 grid on H100/A100, 4x4 on A30)."""
+    slots = gpu["memory_slices"] or 8
+    compute = gpu["compute_slices"] or 7
+    cell = max(3, min(12, body // slots))
+    owner: list[dict[str, Any] | None] = [None] * slots
+    for inst in gpu["instances"]:
+        start = inst["start"] or 0
+        for s in range(start, min(slots, start + inst["memory_slices"])):
+            owner[s] = inst
+    memory, sm, jobs = Text("  memory  "), Text("  compute "), Text("  holders ")
+    s = 0
+    while s < slots:
+        inst = owner[s]
+        if inst is None:
+            _segment(memory, ".", cell, FREE)
+            _segment(sm, "." if s < compute else "", cell, FREE)
+            _segment(jobs, "", cell, FREE)
+            s += 1
+            continue
+        span = min(slots - s, inst["memory_slices"])
+        style = HELD if inst["holders"] else ""
+        _segment(memory, inst["profile"] + (f" x{inst['replicas']}" if inst["replicas"] else ""), span * cell, style)
+        cs = min(inst["compute_slices"], max(0, compute - s))
+        _segment(sm, " ".join(["#" * max(1, cell - 2)] * cs), span * cell, style)
+        _segment(jobs, ",".join(inst["holders"]) or "free", span * cell, style if inst["holders"] else FREE)
+        s += span
+    for line in (memory, sm, jobs):
+        line.append("|", style="dim")
+    return [memory, sm, jobs]
+
+
+def node_lines(board: dict[str, Any], width: int) -> list[Text]:
+    """A node's header facts, its NVLink domains and device groups, then every GPU drawn."""
+    lines: list[Text] = []
+    head = Text()
+    head.append(safe(board["name"]), style="bold")
+    head.append(f"  {board['platform']}  state {board['state']}")
+    if board.get("shape"):
+        head.append(f"  {safe(board['shape'])}")
+    lines.append(head)
+    lines += topology_lines(board, width)[1:]
+    lines.append(Text(""))
+    for gpu in board["gpus"]:
+        lines += gpu_lines(gpu, width)
+    return lines
+
+
+def topology_lines(board: dict[str, Any], width: int) -> list[Text]:
+    """A node's NVLink domains (NVSwitch board, bridged pairs), device groups with their VMs, NICs."""
+    out = [Text.assemble((safe(board["name"]), "bold"), f"  {board['platform']}  {board['state']}")]
+    label = {"nvswitch": "NVSwitch domain", "pairs": "NVLink pair", "none": "no NVLink"}[board["nvlink"]]
+    for domain in board["domains"]:
+        out.append(Text(f"  {label}: [" + " ".join(str(i) for i in domain) + "]"))
+    for group in board["device_groups"]:
+        line = Text(f"  device group {len(group['gpus'])}: ")
+        line.append(safe(group["name"]), style="bold")
+        line.append(" [" + " ".join(str(i) for i in group["gpus"]) + "] ")
+        line.append(f"-> vm {safe(group['vm'])}" if group["vm"] else "(free)", style=HELD if group["vm"] else FREE)
+        out.append(line)
+    rdma = board["rdma"]
+    if rdma:
+        per = board["nics_per_gpu"]
+        text = f"  RDMA: {rdma['nics']} NICs x {rdma['gbps']} Gb/s on {safe(rdma['network'])}"
+        if per:
+            text += f"; {per} per GPU (an even split: the inventory records counts, not affinity)"
+        out.append(Text(_fit(text, max(20, width - 1)).rstrip()))
+    else:
+        out.append(Text("  RDMA: none"))
+    return out
+
+
+def unwrapped(lines: list[Text]) -> Text:
+    """Lines joined into one text; the views draw it without wrapping (`text-wrap: nowrap` in app.tcss)."""
+    return Text("\n").join(lines)
+
+
+def quota_bar(used: float, quota: float | None, limit: float | None, width: int) -> str:
+    """`####++..|` — `#` used within quota, `+` borrowed over it, `.` room up to the limit, `|` the quota."""
+    top = max(used, quota or 0.0, limit or 0.0, 1e-9)
+    scale = width / top
+    within = min(used, quota if quota is not None else used)
+    cells = ["#"] * round(within * scale)
+    cells += ["+"] * (round(used * scale) - len(cells))
+    cells += ["."] * (width - len(cells))
+    if quota is not None and 0 < quota < top:
+        mark = min(width - 1, round(quota * scale))
+        cells[mark] = "|"
+    return "".join(cells[:width])
+
+
+def use_bar(counts: dict[str, int], width: int) -> Text:
+    """Free / partly used / full as one bar, each part spelt by its own character and named after it."""
+    total = max(1, sum(counts.values()))
+    glyph = {"full": ("#", HELD), "partly used": ("+", ""), "free": (".", FREE)}
+    bar = Text()
+    used = 0
+    parts = list(counts.items())
+    for i, (name, n) in enumerate(parts):
+        cells = width - used if i == len(parts) - 1 else round(n * width / total)
+        char, style = glyph.get(name, ("?", ""))
+        bar.append(char * cells, style=style)
+        used += cells
+    return bar
+
+
+__all__ = ["gpu_lines", "node_lines", "quota_bar", "topology_lines", "unwrapped", "use_bar"]

@@ -1,0 +1,1 @@
+"""One module per screen: the views, the describe and help pop-ups."""

@@ -1,0 +1,182 @@
+"""The table views: nodes, gpus, slices, jobs, queues and the journal, each the service's listing.
+
+Rows are read in a worker thread, so a large state never blocks a keystroke; the jobs view shows its
+rows at once and fills the why-pending REASON column when the service has it (a scheduling cycle, run
+once per revision).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Static
+
+from gpuadmin.errors import GpuadminError
+from gpuadmin.render.selector import compile_filter
+from gpuadmin.service import Moved, Table
+from gpuadmin.tui.draw import quota_bar
+from gpuadmin.tui.screens.base import ViewScreen
+from gpuadmin.tui.session import error_lines
+from gpuadmin.tui.widgets.table import RowTable
+
+# describe kind for the row under the cursor, and the column that names it
+DESCRIBE: dict[str, tuple[str, str]] = {
+    "nodes": ("node", "NAME"), "gpus": ("gpu", "NAME"), "slices": ("gpu", "GPU_NAME"),
+    "jobs": ("job", "NAME"), "queues": ("queue", "NAME"), "journal": ("entry", "ID"),
+}
+# the listings' columns, and what the console adds or leaves out of them
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "nodes": ("NAME", "STATE", "GPUS", "USED", "FREE", "MODES", "MODELS", "RDMA", "PLATFORM"),
+    "gpus": ("NODE", "GPU", "MODE", "LAYOUT", "HOLDERS", "MODEL", "NODE_STATE"),
+    "slices": ("NODE", "GPU", "SLICE", "SHARE", "HOLDERS", "MODEL"),
+    "jobs": ("NAME", "STATUS", "DETAIL", "QUEUE", "REQUEST", "PRIORITY", "PREEMPTIBLE"),
+    "queues": ("NAME", "USE", "USED_GPUS", "QUOTA", "LIMIT", "BORROWED_GPUS", "WEIGHT", "PRIORITY"),
+    "journal": ("ID", "REVISION", "OUTCOME", "ACTOR", "ORIGIN", "CHANGES", "AT", "MESSAGE"),
+}
+NODE_THINGS = {"nodes", "gpus", "slices"}
+BAR = 16
+
+
+def _gpus_of(text: str) -> float | None:
+    """`"32 GPU 100 GiB"` -> 32.0: the GPU figure of a quota or limit cell."""
+    parts = text.split()
+    if len(parts) >= 2 and parts[1] == "GPU":
+        return float(parts[0])
+    return None
+
+
+def console_rows(kind: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the console adds to a listing's rows: the queue's quota bar, the slice's GPU name, the job's
+    placement-or-reason."""
+    if kind == "queues":
+        for row in rows:
+            row["USE"] = quota_bar(float(row["USED_GPUS"]), _gpus_of(str(row["QUOTA"])),
+                                   _gpus_of(str(row["LIMIT"])), BAR)
+    elif kind == "slices":
+        for row in rows:
+            row["GPU_NAME"] = f"{row['NODE']}/{row['GPU']}"
+    elif kind == "jobs":  # where a running job runs, or why a pending one waits: one column at 80 wide
+        for row in rows:
+            row["DETAIL"] = row["PLACEMENT"] if row["STATUS"] == "running" else row["REASON"]
+    return rows
+
+
+class ListingScreen(ViewScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "reload", "Reload", show=False, id="view.reload"),
+    ]
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(name=kind)
+        self.kind = kind
+        self.view_name = kind
+        self.filter_text = ""
+        self._labels: dict[str, dict[str, str]] = {}
+        self._table: Table | None = None
+        self._reasons_shown = True
+
+    def compose_body(self) -> ComposeResult:
+        yield Static("", id="status")
+        yield RowTable(key=DESCRIBE[self.kind][1] if self.kind != "slices" else "NAME", id="rows")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one(RowTable).focus()
+
+    def crumb(self) -> str:
+        return self.kind + (f" /{self.filter_text}" if self.filter_text else "")
+
+    def load(self) -> None:
+        self.stale = False
+        self._read(reasons=self.kind != "jobs" or self.session.call(self.session.service.reasons_ready))
+
+    @work(thread=True, exclusive=True, group="listing")
+    def _read(self, reasons: bool) -> None:
+        try:
+            table = self.session.table(self.kind, reasons=reasons)
+            labels = (self.session.call(self.session.service.labels_by_node)
+                      if self.kind in NODE_THINGS else {})
+        except GpuadminError as failed:
+            self.app.call_from_thread(self.notify, error_lines(failed), severity="error", markup=False)
+            return
+        rows = console_rows(self.kind, table.rows)
+        self.app.call_from_thread(self._show, table, rows, labels, reasons)
+        if not reasons:
+            self._read(reasons=True)
+
+    def _show(self, table: Table, rows: list[dict[str, Any]], labels: dict[str, dict[str, str]],
+              reasons: bool) -> None:
+        self._table = table
+        self._reasons_shown = reasons
+        self._labels = labels
+        grid = self.query_one(RowTable)
+        columns = [c for c in COLUMNS[self.kind] if not rows or c in rows[0]]
+        grid.set_rows(columns, rows)
+        if self.filter_text:
+            self.apply_filter(self.filter_text)
+        self._status()
+
+    def _status(self) -> None:
+        grid = self.query_one(RowTable)
+        text = f" {self.kind}: {len(grid.shown)} of {len(grid.rows)}"
+        if self.filter_text:
+            text += f"  filter /{self.filter_text}"
+        if grid.sort_column:
+            text += f"  sorted by {grid.sort_column}{' (reverse)' if grid.sort_reverse else ''}"
+        if self.kind == "jobs" and not self._reasons_shown:
+            text += "  (reasons: computing)"
+        self.query_one("#status", Static).update(text)
+
+    def on_row_table_chosen(self, event: RowTable.Chosen) -> None:
+        self.gpuadmin.drill_down(self.kind, event.row)
+
+    def selected(self) -> tuple[str, str] | None:
+        row = self.query_one(RowTable).current_row()
+        if row is None:
+            return None
+        kind, column = DESCRIBE[self.kind]
+        return kind, str(row[column])
+
+    def apply_filter(self, text: str) -> None:
+        grid = self.query_one(RowTable)
+        if not text:
+            self.filter_text = ""
+            grid.set_filter(None)
+        else:
+            label_keys = {k for labels in self._labels.values() for k in labels}
+            columns = list(grid.rows[0]) if grid.rows else list(grid.columns)
+            predicate = compile_filter(text, columns, label_keys)  # InputError on a bad selector
+            labels = self._labels
+
+            def keep(row: dict[str, Any]) -> bool:
+                return predicate(row, labels.get(str(row.get("NODE", row.get("NAME"))), {}))
+
+            self.filter_text = text
+            grid.set_filter(keep)
+        self._status()
+        self.update_header()
+
+    def sort_by(self, column: str) -> bool:
+        done = self.query_one(RowTable).sort_by(column.upper().replace("-", "_"))
+        self._status()
+        return done
+
+    def on_key(self) -> None:
+        self.call_after_refresh(self._status)
+
+    def action_reload(self) -> None:
+        self.load()
+
+    def state_moved(self, moved: Moved) -> None:
+        grid = self.query_one(RowTable)
+        grid.changed = {name for kind, name in moved.touched}
+        super().state_moved(moved)
+        self.set_timer(2.0, self._unmark)
+
+    def _unmark(self) -> None:
+        grid = self.query_one(RowTable)
+        grid.changed = set()
+        grid.refresh()

@@ -1,0 +1,60 @@
+"""One node: its GPUs with each MIG layout drawn as memory and compute slices, time-sliced replicas and
+vGPUs with their holders, its device groups, NVLink domain and NICs. Opened with Enter on a node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from gpuadmin.errors import GpuadminError
+from gpuadmin.tui.draw import node_lines, unwrapped
+from gpuadmin.tui.screens.base import ViewScreen
+from gpuadmin.tui.session import error_lines
+
+
+class NodeScreen(ViewScreen):
+    view_name = "node"
+
+    def __init__(self, node: str) -> None:
+        super().__init__()
+        self.node = node
+        self._board: dict[str, Any] | None = None
+
+    def crumb(self) -> str:
+        return self.node
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="node-scroll"):
+            yield Static("loading...", id="node")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#node-scroll").focus()
+
+    def load(self) -> None:
+        self.stale = False
+        self._read()
+
+    @work(thread=True, exclusive=True, group="node")
+    def _read(self) -> None:
+        try:
+            board = self.session.call(lambda: self.session.service.node_board(self.node))
+        except GpuadminError as failed:
+            self.app.call_from_thread(self.notify, error_lines(failed), severity="error", markup=False)
+            return
+        self.app.call_from_thread(self._show, board)
+
+    def _show(self, board: dict[str, Any]) -> None:
+        self._board = board
+        self.query_one("#node", Static).update(unwrapped(node_lines(board, self.size.width - 4)))
+
+    def on_resize(self) -> None:
+        if self._board is not None:
+            self._show(self._board)
+
+    def selected(self) -> tuple[str, str] | None:
+        return "node", self.node

@@ -1,0 +1,70 @@
+"""The plan review: every change made from the console is shown as its plan — verdict, violations with
+their rule ids, the diff, effects and node commands — and applied only on confirmation. A destructive
+plan (evictions, a drain, a removal) asks for the name it hits to be typed; a refused plan cannot be
+applied. The decision (apply or not) is the service's `submit`; this screen only asks."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+from gpuadmin.render.plan import plan_text
+from gpuadmin.render.text import safe
+from gpuadmin.service import Confirmation, Plan
+
+
+class PlanReviewScreen(ModalScreen[bool | str | None]):
+    """Dismisses with the operator's confirmation (True, or the typed token), or None to cancel."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,n", "cancel", "Cancel", id="review.cancel"),
+        Binding("y", "confirm", "Apply", id="review.apply"),
+    ]
+
+    def __init__(self, title: str, plan: Plan, asked: Confirmation) -> None:
+        super().__init__()
+        self.title_text = title
+        self.plan = plan
+        self.asked = asked
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="review-scroll") as scroll:
+            scroll.border_title = Text(f"plan: {safe(self.title_text)}")
+            yield Static(Text(plan_text(self.plan.to_json())), id="review")
+            if not self.plan.allowed:
+                yield Static(Text("REFUSED: this plan cannot be applied. Esc to go back."), id="review-verdict")
+            elif self.plan.empty:
+                yield Static(Text("Nothing to apply: the state already matches. Esc to go back."),
+                             id="review-verdict")
+            elif self.asked.destructive:
+                yield Static(Text(self.asked.prompt), id="review-verdict")
+                yield Input(placeholder=f"type {self.asked.token} and Enter", id="review-token")
+            else:
+                yield Static(Text("y to apply, n or Esc to cancel"), id="review-verdict")
+
+    def on_mount(self) -> None:
+        if self.plan.allowed and not self.plan.empty and self.asked.destructive:
+            self.query_one("#review-token", Input).focus()
+        else:
+            self.query_one("#review-scroll").focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "confirm":  # a refused or empty plan has nothing to confirm; a destructive one is typed
+            return self.plan.allowed and not self.plan.empty and not self.asked.destructive
+        return True
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value)

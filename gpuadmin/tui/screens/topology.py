@@ -1,0 +1,71 @@
+"""Topology: every host's NVLink domains (NVSwitch boards, bridged pairs), its vSphere device groups of
+2, 4 or 8 GPUs with the VM holding each, and its RDMA NICs; `/` filters the hosts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from gpuadmin.errors import GpuadminError
+from gpuadmin.render.selector import compile_filter
+from gpuadmin.tui.draw import topology_lines, unwrapped
+from gpuadmin.tui.screens.base import ViewScreen
+from gpuadmin.tui.session import error_lines
+
+
+class TopologyScreen(ViewScreen):
+    view_name = "topology"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._boards: list[dict[str, Any]] = []
+        self.filter_text = ""
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="topology-scroll"):
+            yield Static("loading...", id="topology")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#topology-scroll").focus()
+
+    def load(self) -> None:
+        self.stale = False
+        self._read()
+
+    @work(thread=True, exclusive=True, group="topology")
+    def _read(self) -> None:
+        try:
+            boards = self.session.call(self.session.service.boards)
+        except GpuadminError as failed:
+            self.app.call_from_thread(self.notify, error_lines(failed), severity="error", markup=False)
+            return
+        self.app.call_from_thread(self._show, boards)
+
+    def _show(self, boards: list[dict[str, Any]]) -> None:
+        self._boards = boards
+        self._draw()
+
+    def _draw(self) -> None:
+        boards = self._boards
+        if self.filter_text:
+            keep = compile_filter(self.filter_text, ["NAME", "STATE", "PLATFORM", "NVLINK"])
+            boards = [b for b in boards if keep({"NAME": b["name"], "STATE": b["state"],
+                                                 "PLATFORM": b["platform"], "NVLINK": b["nvlink"]}, {})]
+        lines: list[Text] = []
+        for board in boards:
+            lines += topology_lines(board, self.size.width - 2)
+        self.query_one("#topology", Static).update(unwrapped(lines) if lines else Text("no hosts"))
+
+    def apply_filter(self, text: str) -> None:
+        self.filter_text = text
+        self._draw()
+        self.update_header()
+
+    def crumb(self) -> str:
+        return "topology" + (f" /{self.filter_text}" if self.filter_text else "")

@@ -1,0 +1,75 @@
+"""The `:` command line and the `/` filter line: one Input, with completion and history for commands."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.suggester import SuggestFromList
+from textual.widgets import Input
+
+
+class Prompt(Input):
+    """Hidden until `:` or `/`; Enter posts `Prompt.Done`, Esc cancels. Up/down walk the command history."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", show=False, id="prompt.cancel"),
+        Binding("up", "history(-1)", "Previous", show=False, id="prompt.history_back"),
+        Binding("down", "history(1)", "Next", show=False, id="prompt.history_forward"),
+        Binding("tab", "complete", "Complete", show=False, id="prompt.complete"),
+    ]
+
+    class Done(Message):
+        def __init__(self, mode: str, value: str | None) -> None:
+            super().__init__()
+            self.mode = mode  # "command" or "filter"
+            self.value = value  # None when cancelled
+
+    def __init__(self, words: Sequence[str], *, id: str | None = None) -> None:
+        super().__init__(id=id, select_on_focus=False)
+        self.mode = "command"
+        self.words = list(words)
+        self.history: dict[str, list[str]] = {"command": [], "filter": []}
+        self._walk = 0
+
+    def open(self, mode: str, value: str = "") -> None:
+        self.mode = mode
+        self.suggester = SuggestFromList(self.words, case_sensitive=False) if mode == "command" else None
+        self.placeholder = ("command: nodes gpus topo slices jobs queues journal overview theme q"
+                            if mode == "command" else "filter: text, key=value, key!=value, key in (a,b); ! inverts")
+        self.value = value
+        self._walk = len(self.history[mode])
+        self.display = True
+        self.focus()
+
+    def close(self) -> None:
+        self.display = False
+        self.value = ""
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = self.value.strip()
+        if value and (not self.history[self.mode] or self.history[self.mode][-1] != value):
+            self.history[self.mode].append(value)
+        self.post_message(self.Done(self.mode, value))
+
+    def action_cancel(self) -> None:
+        self.post_message(self.Done(self.mode, None))
+
+    def action_history(self, step: int) -> None:
+        past = self.history[self.mode]
+        if not past:
+            return
+        self._walk = max(0, min(len(past), self._walk + step))
+        self.value = past[self._walk] if self._walk < len(past) else ""
+        self.cursor_position = len(self.value)
+
+    def action_complete(self) -> None:
+        if self.mode != "command":
+            return
+        matches = [w for w in self.words if w.startswith(self.value.strip().lower())]
+        if matches:
+            self.value = matches[0]
+            self.cursor_position = len(self.value)

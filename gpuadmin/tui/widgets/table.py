@@ -1,0 +1,285 @@
+"""RowTable: a virtualized table over plain rows (the service's listings), k9s-style.
+
+Only the lines on screen are rendered (`render_line`), so a listing of any length costs what fits in the
+window; rows stay plain dicts, never widgets. Columns that do not fit the width are dropped by priority
+(the listing's order: the first column is the most important) and the last one shown is shortened with
+an ellipsis; nothing wraps. Cells are plain text: a name is drawn as the characters it holds, with
+control bytes made visible, never read as markup.
+
+The cursor row is marked by a `>` gutter as well as by colour, marked rows by `*`, so both read the
+same without colour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from gpuadmin.render.text import safe
+
+Row = dict[str, Any]
+MAX_CELL = 48  # a column is never wider than this; longer text ends in an ellipsis
+GUTTER = 2  # "> " or "* " before each row
+
+
+def cell_text(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return safe(value)
+
+
+def shorten(text: str, width: int) -> str:
+    if width <= 0:
+        return ""
+    if cell_len(text) <= width:
+        return text + " " * (width - cell_len(text))
+    out, used = "", 0
+    for char in text:
+        if used + cell_len(char) > width - 1:
+            break
+        out += char
+        used += cell_len(char)
+    return out + "…" + " " * (width - 1 - used)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The columns shown at a width, each with its width."""
+
+    columns: tuple[str, ...]
+    widths: tuple[int, ...]
+
+
+def fit_columns(columns: Sequence[str], natural: dict[str, int], width: int) -> Fitted:
+    """Keep columns in priority order while they fit (at least 3 cells each); shorten the last kept one
+    to what is left. The first column always shows."""
+    kept: list[str] = []
+    widths: list[int] = []
+    room = width - GUTTER
+    for i, column in enumerate(columns):
+        need = natural[column] + (1 if kept else 0)
+        if need <= room:
+            kept.append(column)
+            widths.append(natural[column])
+            room -= need
+        elif i == 0 or room >= 4 + (1 if kept else 0):
+            take = max(3, room - (1 if kept else 0))
+            kept.append(column)
+            widths.append(take)
+            room = 0
+        else:
+            continue
+    return Fitted(tuple(kept), tuple(widths))
+
+
+class RowTable(ScrollView, can_focus=True):
+    """A table of rows; Enter posts `RowTable.Chosen` with the row under the cursor."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "rowtable--header", "rowtable--cursor", "rowtable--marked", "rowtable--changed",
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="table.up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="table.down"),
+        Binding("pageup,ctrl+b", "page(-1)", "Page up", show=False, id="table.page_up"),
+        Binding("pagedown,ctrl+f", "page(1)", "Page down", show=False, id="table.page_down"),
+        Binding("home,g", "jump(0)", "Top", show=False, id="table.top"),
+        Binding("end,G", "jump(-1)", "Bottom", show=False, id="table.bottom"),
+        Binding("space", "mark", "Mark", show=False, id="table.mark"),
+        Binding("enter", "choose", "Open", id="table.open"),
+        Binding("s", "sort(1)", "Sort", id="table.sort"),
+        Binding("S", "sort(-1)", "Sort back", show=False, id="table.sort_reverse"),
+    ]
+
+    class Chosen(Message):
+        def __init__(self, table: RowTable, row: Row) -> None:
+            super().__init__()
+            self.table = table
+            self.row = row
+
+    def __init__(self, *, key: str = "NAME", id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.key = key
+        self.columns: tuple[str, ...] = ()
+        self.rows: list[Row] = []
+        self.shown: list[int] = []  # indexes into rows: filtered, then sorted
+        self.cursor = 0
+        self.marked: set[str] = set()
+        self.changed: set[str] = set()  # rows another apply just touched, drawn marked for a moment
+        self.sort_column: str | None = None
+        self.sort_reverse = False
+        self._predicate: Callable[[Row], bool] | None = None
+        self._natural: dict[str, int] = {}
+        self._texts: list[list[str]] = []
+
+    # data ----------------------------------------------------------------------------------------
+    def set_rows(self, columns: Sequence[str], rows: list[Row]) -> None:
+        """Replace the data; the cursor stays on the same key where it still exists."""
+        current = self.current_key()
+        self.columns = tuple(columns)
+        self.rows = rows
+        self._texts = [[cell_text(row.get(c)) for c in self.columns] for row in rows]
+        self._natural = {c: min(MAX_CELL, max([cell_len(c), *(cell_len(t[i]) for t in self._texts)]))
+                         for i, c in enumerate(self.columns)}
+        self._reshape(keep=current)
+
+    def set_filter(self, predicate: Callable[[Row], bool] | None) -> None:
+        current = self.current_key()
+        self._predicate = predicate
+        self._reshape(keep=current)
+
+    def _reshape(self, keep: str | None = None) -> None:
+        indexes = range(len(self.rows))
+        if self._predicate is not None:
+            indexes = [i for i in indexes if self._predicate(self.rows[i])]  # type: ignore[assignment]
+        shown = list(indexes)
+        if self.sort_column is not None and self.sort_column in self.columns:
+            column = self.sort_column
+            shown.sort(key=lambda i: _sort_key(self.rows[i].get(column)), reverse=self.sort_reverse)
+        self.shown = shown
+        self.cursor = 0
+        if keep is not None:
+            for position, i in enumerate(shown):
+                if str(self.rows[i].get(self.key)) == keep:
+                    self.cursor = position
+                    break
+        self.virtual_size = Size(self.size.width, len(self.shown) + 1)
+        self._scroll_cursor_into_view()
+        self.refresh()
+
+    def current_row(self) -> Row | None:
+        if not self.shown:
+            return None
+        return self.rows[self.shown[min(self.cursor, len(self.shown) - 1)]]
+
+    def current_key(self) -> str | None:
+        row = self.current_row()
+        return None if row is None else str(row.get(self.key))
+
+    def marked_rows(self) -> list[Row]:
+        return [r for r in self.rows if str(r.get(self.key)) in self.marked]
+
+    # drawing -------------------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        fitted = fit_columns(self.columns, self._natural, width)
+        base = self.rich_style
+        if y == 0:
+            header = self.get_component_rich_style("rowtable--header")
+            text = " " * GUTTER + " ".join(
+                shorten(self._header_label(c), w) for c, w in zip(fitted.columns, fitted.widths, strict=True))
+            return Strip([Segment(shorten(text, width), base + header)], width)
+        position = self.scroll_offset.y + y - 1
+        if position >= len(self.shown):
+            return Strip.blank(width, base)
+        index = self.shown[position]
+        texts = self._texts[index]
+        key = str(self.rows[index].get(self.key))
+        style = base
+        gutter = "  "
+        if key in self.changed:
+            style += self.get_component_rich_style("rowtable--changed")
+            gutter = "~ "
+        if key in self.marked:
+            style += self.get_component_rich_style("rowtable--marked")
+            gutter = "* "
+        if position == self.cursor:
+            style += self.get_component_rich_style("rowtable--cursor")
+            gutter = ">" + gutter[1]
+        where = {c: i for i, c in enumerate(self.columns)}
+        text = gutter + " ".join(shorten(texts[where[c]], w) for c, w in zip(fitted.columns, fitted.widths,
+                                                                               strict=True))
+        return Strip([Segment(shorten(text, width), style)], width)
+
+    def _header_label(self, column: str) -> str:
+        if column == self.sort_column:
+            return column + ("v" if self.sort_reverse else "^")
+        return column
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(self.size.width, len(self.shown) + 1)
+
+    # moving --------------------------------------------------------------------------------------
+    def _move_to(self, position: int) -> None:
+        if not self.shown:
+            return
+        self.cursor = max(0, min(position, len(self.shown) - 1))
+        self._scroll_cursor_into_view()
+        self.refresh()
+
+    def _scroll_cursor_into_view(self) -> None:
+        visible = max(1, self.size.height - 1)
+        top = self.scroll_offset.y
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + visible:
+            self.scroll_to(y=self.cursor - visible + 1, animate=False, immediate=True)
+
+    def action_cursor(self, step: int) -> None:
+        self._move_to(self.cursor + step)
+
+    def action_page(self, direction: int) -> None:
+        self._move_to(self.cursor + direction * max(1, self.size.height - 2))
+
+    def action_jump(self, where: int) -> None:
+        self._move_to(0 if where == 0 else len(self.shown) - 1)
+
+    def action_mark(self) -> None:
+        key = self.current_key()
+        if key is not None:
+            self.marked.symmetric_difference_update({key})
+            self._move_to(self.cursor + 1)
+
+    def action_choose(self) -> None:
+        row = self.current_row()
+        if row is not None:
+            self.post_message(self.Chosen(self, row))
+
+    def action_sort(self, direction: int) -> None:
+        """`s` sorts by the next column (the first press by the first column); `S` reverses the order."""
+        if direction < 0:
+            self.sort_reverse = not self.sort_reverse
+            if self.sort_column is None and self.columns:
+                self.sort_column = self.columns[0]
+        else:
+            names = list(self.columns)
+            if self.sort_column in names:
+                self.sort_column = names[(names.index(self.sort_column) + 1) % len(names)]
+            elif names:
+                self.sort_column = names[0]
+            self.sort_reverse = False
+        self._reshape(keep=self.current_key())
+
+    def sort_by(self, column: str, reverse: bool = False) -> bool:
+        if column not in self.columns:
+            return False
+        self.sort_column, self.sort_reverse = column, reverse
+        self._reshape(keep=self.current_key())
+        return True
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    """Numbers before text, numerically; `None` and "-" last."""
+    if value is None or value == "-":
+        return (2, "")
+    if isinstance(value, bool):
+        return (1, str(value))
+    if isinstance(value, int | float):
+        return (0, value)
+    return (1, str(value).casefold())
+
+
+__all__ = ["Fitted", "RowTable", "cell_text", "fit_columns", "shorten"]
