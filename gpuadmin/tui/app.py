@@ -62,8 +62,9 @@ class GpuadminApp(App[int]):
     ENABLE_COMMAND_PALETTE = False
     MODES: ClassVar[dict[str, Any]] = {view: _view_factory(view) for view in VIEWS}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("colon", "prompt('command')", "command", id="app.command"),
-        Binding("slash", "prompt('filter')", "filter", id="app.filter"),
+        # priority: taken before the key reaches a widget, so what is typed right after `:` lands in the prompt
+        Binding("colon", "prompt('command')", "command", priority=True, id="app.command"),
+        Binding("slash", "prompt('filter')", "filter", priority=True, id="app.filter"),
         Binding("question_mark", "help", "help", id="app.help"),
         Binding("escape", "go_back", "Back", show=False, id="app.back"),
         Binding("d", "describe('text')", "Describe", id="app.describe"),
@@ -182,9 +183,13 @@ class GpuadminApp(App[int]):
             self._describe("entry", str(row["ID"]), "text")
 
     def action_prompt(self, mode: str) -> None:
+        from textual.widgets import Input
+
         from gpuadmin.tui.widgets.prompt import Prompt
 
-        if isinstance(self.screen, ViewScreen):
+        if isinstance(self.focused, Input):  # typing a `:` or `/` into a field (a filter, a name)
+            self.focused.insert_text_at_cursor(":" if mode == "command" else "/")
+        elif isinstance(self.screen, ViewScreen):
             value = self.screen.filter_text if mode == "filter" and hasattr(self.screen, "filter_text") else ""
             self.screen.query_one(Prompt).open(mode, value)
 

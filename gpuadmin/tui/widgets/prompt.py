@@ -42,7 +42,8 @@ class Prompt(Input):
         self.value = value
         self._walk = len(self.history[mode])
         self.display = True
-        self.focus()
+        # at once, not on the next idle (Widget.focus): keys typed right after `:` must land here
+        self.screen.set_focus(self)
 
     def close(self) -> None:
         self.display = False

@@ -1,0 +1,79 @@
+"""The real console in a real terminal: `gpuadmin` started in tmux at 80x24, driven by keys, read off the
+pane. TERM=xterm (16 colours), and again under NO_COLOR and LANG=C, and in GNU screen's TERM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpuadmin.service import Service
+from tests.e2e.tmuxkit import ROOT, Pane, gpuadmin_argv
+
+SAMPLE = ROOT / "sample-inventories" / "oci-h100.yaml"
+TERMINALS = {
+    "xterm": {"TERM": "xterm", "LANG": "C.UTF-8"},
+    "no-color": {"TERM": "xterm-256color", "NO_COLOR": "1", "LANG": "C.UTF-8"},
+    "lang-c": {"TERM": "xterm", "LANG": "C"},
+    "screen": {"TERM": "screen", "LANG": "C.UTF-8"},
+}
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    Service.init(tmp_path / "state", SAMPLE)
+    return tmp_path / "state"
+
+
+@pytest.fixture
+def panes() -> Iterator[list[Pane]]:
+    opened: list[Pane] = []
+    yield opened
+    for pane in opened:
+        pane.close()
+
+
+@pytest.mark.parametrize("terminal", list(TERMINALS))
+def test_jobs_filter_describe_back_quit(state: Path, tmp_path: Path, panes: list[Pane], terminal: str) -> None:
+    env = {**TERMINALS[terminal], "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    pane = Pane(gpuadmin_argv("--state", str(state)), env)
+    panes.append(pane)
+    first = pane.wait_for("GPUs by use")
+    assert "oci-h100-prod" in first and "rev 0" in first and "overview" in first.splitlines()[0]
+    assert all(len(line) <= 80 for line in first.splitlines()), "nothing drawn past 80 columns"
+
+    pane.type(":jobs")
+    pane.keys("Enter")
+    jobs = pane.wait_for("jobs: 54 of 54")
+    assert "llm-pretrain-70b" in jobs and "NAME" in jobs and "STATUS" in jobs
+
+    pane.type("/status=pending")
+    pane.keys("Enter")
+    filtered = pane.wait_for("jobs: 16 of 54")
+    assert "filter /status=pending" in filtered
+    assert "running" not in filtered.split("jobs: 16 of 54", 1)[1], "the filter keeps pending jobs only"
+
+    pane.type("d")
+    described = pane.wait_for("text: job")
+    assert "kind: job" in described and "status: pending" in described
+
+    pane.keys("Escape")
+    back = pane.wait_for("jobs: 16 of 54")
+    assert "kind: job" not in back
+
+    pane.type("q")
+    assert pane.exit_code() == 0
+
+
+def test_a_resize_redraws_and_never_crashes(state: Path, tmp_path: Path, panes: list[Pane]) -> None:
+    pane = Pane(gpuadmin_argv("--state", str(state), "tui", "--view", "nodes"),
+                {**TERMINALS["xterm"], "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    panes.append(pane)
+    pane.wait_for("nodes: 12 of 12")
+    for width, height in ((40, 12), (132, 40), (80, 24)):
+        pane._run("resize-window", "-x", str(width), "-y", str(height))
+        screen = pane.wait_for("gpu-h100-01")
+        assert all(len(line) <= width for line in screen.splitlines())
+    pane.keys("C-c")
+    assert pane.exit_code() == 0
