@@ -43,7 +43,7 @@ def test_help_names_the_exit_codes_and_the_console() -> None:
 
 def test_listing_kinds_match_the_listings() -> None:
     """`get` parses its kinds without importing the renderers; the two lists must agree."""
-    assert LISTING_KINDS == (*LISTINGS, "journal")
+    assert (*LISTINGS, "journal") == LISTING_KINDS
 
 
 def test_first_run_creates_the_default_state_and_says_so(tmp_path: Path) -> None:
