@@ -60,13 +60,13 @@ def _describe(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.render import describe
 
     service = ctx.service()
-    check_and_read = service.describe(args.kind, args.name)
+    described = service.describe(args.kind, args.name)
     if args.output == "json":
-        output.as_json(check_and_read)
+        output.as_json(described)
     elif args.output == "yaml":
-        output.as_yaml(check_and_read)
+        output.as_yaml(described)
     else:
-        sys.stdout.write(describe.as_text(check_and_read))
+        sys.stdout.write(describe.as_text(described))
     return ExitCode.OK
 
 
@@ -85,8 +85,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                           "comma for and (status=pending,queue=research)")
     get.set_defaults(func=_get)
 
-    desc = sub.add_parser("describe", help="everything about one node, gpu (NODE/INDEX), job or queue")
-    desc.add_argument("kind", choices=("node", "gpu", "job", "queue"))
+    desc = sub.add_parser("describe", help="everything about one node, gpu (NODE/INDEX), job, queue or journal entry")
+    desc.add_argument("kind", choices=("node", "gpu", "job", "queue", "entry"))
     desc.add_argument("name")
     desc.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     desc.set_defaults(func=_describe)

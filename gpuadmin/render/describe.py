@@ -11,6 +11,7 @@ from typing import Any
 from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, Node, Queue
+from gpuadmin.render.plan import field_changes
 from gpuadmin.render.rows import describe_request, gpu_row, job_row, node_row, placement_text, queue_row
 from gpuadmin.render.text import safe
 
@@ -89,10 +90,22 @@ def describe_entry(entry: Any) -> dict[str, Any]:
                     "identity_source": entry.source, "origin": entry.origin or "local", "command": entry.command,
                     "base_revision": entry.base_revision, "revision": entry.revision, "verdict": entry.verdict,
                     "outcome": entry.outcome, "message": entry.message},
-        "diff": entry.diff or [],
+        "diff": [{"entity": f"{d['kind']}/{d['name']}", "action": d.get("action") or _action(d),
+                  "fields": [f"{path}: {_show(old)} -> {_show(new)}"
+                             for path, old, new in field_changes(d.get("before"), d.get("after"))]
+                  if d.get("before") is not None and d.get("after") is not None else []}
+                 for d in entry.diff or []],
         "violations": (entry.plan or {}).get("violations", []),
         "changes": (entry.plan or {}).get("changes", []),
     }
+
+
+def _action(diff: dict[str, Any]) -> str:
+    return "add" if diff.get("before") is None else "remove" if diff.get("after") is None else "modify"
+
+
+def _show(value: Any) -> str:
+    return "-" if value is None else str(value)
 
 
 def _lines(value: Any, indent: int) -> list[str]:
