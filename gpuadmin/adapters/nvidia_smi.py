@@ -1,12 +1,18 @@
 """`nvidia-smi -q -x` → a Node (DTD v11–v13).
 
 What is read, per `<gpu>` element, in document order (= nvidia-smi index order): the model (by
-`<product_name>` through the catalog, else by `<pci><pci_device_id>`), the frame-buffer total (units
-parsed: KiB/MiB/GiB), MIG mode current/pending, and the MIG devices. The XML never names a MIG profile:
-each GPU instance's profile is derived from its SM count and memory with the catalog naming rule and
-profile table (`_common.derive_mig_profile`); the XML holds no placement either, so starts are chosen with
-`engine.mig.place`. `N/A`, `None`, missing elements and an `attached_gpus` count that disagrees with the
-`<gpu>` elements become warnings (the elements are trusted).
+`<product_name>` through the catalog, else by `<pci><pci_device_id>` — either one is enough, so a scrubbed
+one does not stop the other), the frame-buffer total (units parsed: KiB/MiB/GiB), MIG mode current/pending,
+and the MIG devices. The XML never names a MIG profile: each GPU instance's profile is derived from its SM
+count and memory with the catalog naming rule and profile table (`_common.derive_mig_profile`); MIG devices
+that share a `<gpu_instance_id>` are the compute instances of one GI, each named `<C>c.<GI profile>` from
+its SM count. The XML holds no placement either, so starts are chosen with `engine.mig.place`. `N/A`,
+`None`, missing elements and an `attached_gpus` count that disagrees with the `<gpu>` elements become
+warnings (the elements are trusted).
+
+A product the catalog does not know is imported whole, with the product name, frame-buffer total and PCI
+device id of the file, marked `not_in_catalog` (a warning says what cannot be checked for it: MIG, vGPU);
+nothing else about the import fails.
 
 The parser is expat with the dangerous parts of XML refused: a DOCTYPE naming an external DTD (as real
 nvidia-smi output does) is accepted but never fetched; an internal DTD subset, any entity declaration and
@@ -22,8 +28,9 @@ from pathlib import Path
 from xml.parsers import expat
 
 from gpuadmin.adapters._common import ImportResult, derive_mig_profile, input_error, place_instances
-from gpuadmin.catalog import GpuModel, get_catalog
-from gpuadmin.model import Gpu, Node
+from gpuadmin.catalog import GpuModel, get_catalog, normalize_pci_device_id
+from gpuadmin.engine.mig import compute_instance_problems
+from gpuadmin.model import Gpu, Node, NotInCatalog
 from gpuadmin.model.inventory import NvlinkKind, Platform
 
 MAX_BYTES = 64 * 1024 * 1024
@@ -125,7 +132,9 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def _model(gpu: ET.Element, parsed: _Parsed, index: int, file: str, warnings: list[str]) -> GpuModel:
+def _model(gpu: ET.Element, index: int, warnings: list[str]) -> GpuModel | None:
+    """The catalog model by product name, else by PCI device id — either alone is enough, so a scrubbed or
+    odd one of the two does not stop the other; None where neither is known."""
     catalog = get_catalog()
     product = _text(gpu.find("product_name"))
     pci_id = _text(gpu.find("pci/pci_device_id"))
@@ -136,17 +145,60 @@ def _model(gpu: ET.Element, parsed: _Parsed, index: int, file: str, warnings: li
             f"GPU {index}: product name {product!r} is a {by_name.name} but PCI device id "
             f"{pci_id} is a {by_pci.name}; using the product name"
         )
-    found = by_name or by_pci
-    if found is None:
-        where = parsed.line(gpu.find("product_name")) or parsed.line(gpu)
-        raise input_error(
-            f"GPU {index}: unknown GPU model (product name {product!r}, PCI device id {pci_id!r})",
-            file,
-            where,
-            path=("nvidia_smi_log", "gpu", index, "product_name"),
-            hint="the catalog knows: " + ", ".join(sorted(catalog.gpu_models)),
+    return by_name or by_pci
+
+
+def _pci_id(gpu: ET.Element) -> str | None:
+    """The `0xDDDD` device id of `<pci_device_id>` (`233010DE`), None where absent or scrubbed to zeros."""
+    found = normalize_pci_device_id(_text(gpu.find("pci/pci_device_id")) or "")
+    return None if found in (None, "0x0000") else found
+
+
+def _not_in_catalog(
+    element: ET.Element, index: int, total: int | None, current_mig: str | None, warnings: list[str]
+) -> Gpu:
+    """A GPU the catalog does not know: whole, with the product name, memory and PCI id the file gives."""
+    product = _text(element.find("product_name"))
+    pci = _pci_id(element)
+    name = product or (f"PCI device {pci}" if pci else f"unidentified GPU {index}")
+    what = f"{product!r}" if product else "a GPU without a product name"
+    what += f" (PCI device id {pci})" if pci else " (no PCI device id)"
+    memory = f"{total} MiB" if total is not None else "no frame-buffer total"
+    warnings.append(
+        f"GPU {index}: {what} is not in the catalog: imported whole with {memory}, marked not_in_catalog; "
+        "its MIG and vGPU support cannot be checked, so MIG and vGPU changes on it are refused"
+    )
+    if current_mig == "Enabled":
+        warnings.append(
+            f"GPU {index}: MIG is enabled on it in the file, but without catalog facts its MIG devices cannot "
+            "be read; imported in mode full"
         )
-    return found
+    return Gpu(
+        index=index,
+        model=name,
+        mode="full",
+        not_in_catalog=NotInCatalog(memory_mib=total, pci_device_id=pci),
+    )
+
+
+def _compute_instances(
+    model: GpuModel, profile: str, sm_values: list[int | None]
+) -> list[str] | None:
+    """The CI profiles of a GI's MIG devices from their SM counts: C slices ≈ SMs / (the GI's SMs per compute
+    slice). None for the default (one full-width CI) or where the SM counts are missing."""
+    gi = model.mig_profile(profile)
+    if gi is None or any(s is None for s in sm_values):
+        return None
+    counts = [s for s in sm_values if s is not None]
+    # without an SM figure for the GI, assume its CIs fill it
+    per_slice = (gi.sms if gi.sms is not None else sum(counts)) / gi.compute_slices
+    if per_slice <= 0:
+        return None
+    names = []
+    for sms in counts:
+        slices = min(range(1, gi.compute_slices + 1), key=lambda c: (abs(c * per_slice - sms), c))
+        names.append(gi.name if slices == gi.compute_slices else f"{slices}c.{gi.name}")
+    return None if names == [gi.name] else names
 
 
 def _mig_devices(
@@ -157,26 +209,22 @@ def _mig_devices(
     index: int,
     file: str,
     warnings: list[str],
-) -> list[str]:
-    """Profiles of the GPU instances, one per distinct `gpu_instance_id`."""
+) -> list[tuple[str, list[str] | None]]:
+    """(profile, compute instances) of the GPU instances, one per distinct `gpu_instance_id`; the MIG
+    devices that share a GI id are its compute instances."""
     container = gpu.find("mig_devices")
     devices = container.findall("mig_device") if container is not None else []
     by_gi: dict[str, list[ET.Element]] = {}
     for n, device in enumerate(devices):
         gi = _text(device.find("gpu_instance_id")) or f"#{n}"
         by_gi.setdefault(gi, []).append(device)
-    profiles: list[str] = []
+    out: list[tuple[str, list[str] | None]] = []
     for gi, members in by_gi.items():
         first = members[0]
         memory = parse_mib(_text(first.find("fb_memory_usage/total")))
         sm_values = [_int(_text(d.find("device_attributes/shared/multiprocessor_count"))) for d in members]
         sms = sum(s for s in sm_values if s is not None) if any(s is not None for s in sm_values) else None
         ofa = _int(_text(first.find("device_attributes/shared/ofa_count"))) or 0
-        if len(members) > 1:
-            warnings.append(
-                f"GPU {index}: GPU instance {gi} holds {len(members)} compute instances; "
-                "its profile is derived from their memory and combined SM count"
-            )
         if memory is None:
             raise input_error(
                 f"GPU {index}: MIG device of GPU instance {gi} has no frame-buffer total",
@@ -199,26 +247,47 @@ def _mig_devices(
                 path=("nvidia_smi_log", "gpu", index, "mig_devices"),
                 hint="profiles: " + ", ".join(p.name for p in model.mig_profiles),
             )
-        profiles.append(profile)
-    return profiles
+        cis = _compute_instances(model, profile, sm_values) if len(members) > 1 or sms is not None else None
+        if len(members) > 1 and cis is None:
+            warnings.append(
+                f"GPU {index}: GPU instance {gi} holds {len(members)} compute instances without SM counts; "
+                "they cannot be told apart and are imported as one"
+            )
+        if cis is not None:
+            problems = compute_instance_problems(model, profile, cis)
+            if problems:
+                raise input_error(
+                    f"GPU {index}: the compute instances of GPU instance {gi} ({profile}) do not add up: "
+                    + "; ".join(problems),
+                    file,
+                    parsed.line(first),
+                    path=("nvidia_smi_log", "gpu", index, "mig_devices"),
+                )
+            warnings.append(
+                f"GPU {index}: GPU instance {gi} ({profile}) holds compute instances {', '.join(cis)}"
+            )
+        out.append((profile, cis))
+    return out
 
 
 def _gpu(
     element: ET.Element, index: int, parsed: _Parsed, file: str, warnings: list[str], memory: dict[int, int]
 ) -> Gpu:
-    model = _model(element, parsed, index, file, warnings)
+    model = _model(element, index, warnings)
     total = parse_mib(_text(element.find("fb_memory_usage/total")))
+    if total is not None:
+        memory[index] = total
+    current = _text(element.find("mig_mode/current_mig"))
+    if model is None:
+        return _not_in_catalog(element, index, total, current, warnings)
     if total is None:
         warnings.append(f"GPU {index}: no frame-buffer total; using the catalog's {model.memory_mib} MiB")
         total = model.memory_mib
-    else:
-        memory[index] = total
-    if index in memory and total != model.memory_mib:
+    elif total != model.memory_mib:
         warnings.append(
             f"GPU {index}: frame buffer is {total} MiB, the catalog says {model.memory_mib} MiB "
             f"for {model.name}"
         )
-    current = _text(element.find("mig_mode/current_mig"))
     pending = _text(element.find("mig_mode/pending_mig"))
     if current is not None and pending is not None and current != pending:
         warnings.append(
@@ -238,17 +307,25 @@ def _gpu(
             file,
             parsed.line(element.find("mig_mode")),
         )
-    profiles = _mig_devices(element, model, total, parsed, index, file, warnings)
-    if not profiles:
+    found = _mig_devices(element, model, total, parsed, index, file, warnings)
+    if not found:
         warnings.append(f"GPU {index}: MIG is enabled but no MIG devices exist (no GPU instances)")
         return Gpu(index=index, model=model.name, mode="mig", mig=[])
-    instances = place_instances(model, profiles)
-    if instances is None:
+    profiles = [p for p, _ in found]
+    placed = place_instances(model, profiles)
+    if placed is None:
         raise input_error(
             f"GPU {index}: MIG devices {', '.join(profiles)} have no valid placement on {model.name}",
             file,
             parsed.line(element.find("mig_devices")),
         )
+    # place_instances sorts by start: give each placed GI the CIs of one GI of its profile, in file order
+    pending_cis: dict[str, list[list[str] | None]] = {}
+    for profile, cis in found:
+        pending_cis.setdefault(profile, []).append(cis)
+    instances = [
+        i.model_copy(update={"compute_instances": pending_cis[i.profile].pop(0)}) for i in placed
+    ]
     warnings.append(
         f"GPU {index}: MIG placements are not in the XML; chose starts "
         + ", ".join(f"{i.profile}@{i.start}" for i in instances)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuadmin.catalog import get_catalog
+from gpuadmin.engine.mig import compute_slices_of
 from gpuadmin.model import Gpu, Node
 
 if TYPE_CHECKING:
@@ -23,16 +24,39 @@ def mig_config_name(node: str) -> str:
     return f"gpuadmin-{node}"
 
 
-def _mig_create(gpu: Gpu) -> str | None:
+#: nvidia-smi compute-instance profile ID by compute slices: NVML's CI profile constants (1_SLICE=0, 2=1, 3=2,
+#: 4=3, 7=4, 8=5, 6=6; gpu-facts §1.3), as the MIG-UG's `-lcip` example prints them (1c.3g.20gb ID 0,
+#: 2c.3g.20gb ID 1, 3g.20gb ID 2) [derived].
+CI_PROFILE_IDS = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4, 8: 5, 6: 6}
+
+
+def _mig_create(gpu: Gpu) -> list[str]:
+    """`-cgi … -C` for the layout; where a GI is split into compute instances, its default CI is replaced
+    by the split: the GI is found by profile and placement in `nvidia-smi mig -lgi` (columns: GPU, name,
+    profile ID, instance ID, placement), its CIs destroyed and created with `-cci`."""
     model = get_catalog().model(gpu.model)
     if model is None or not gpu.mig:
-        return None
+        return []
     profiles = [(model.mig_profile(i.profile), i) for i in gpu.mig]
     ordered = sorted(((p, i) for p, i in profiles if p is not None),
                      key=lambda pi: (-pi[0].memory_slices, -pi[0].compute_slices, pi[1].start or 0))
     ids = ",".join(str(p.profile_id) for p, _ in ordered)
     where = " ".join(f"{i.profile}@{i.start}" for _, i in ordered)
-    return f"nvidia-smi mig -i {gpu.index} -cgi {ids} -C  # {where}"
+    out = [f"nvidia-smi mig -i {gpu.index} -cgi {ids} -C  # {where}"]
+    for profile, instance in ordered:
+        if not instance.split or instance.start is None:
+            continue
+        cis = instance.compute_instances or []
+        slices = [compute_slices_of(profile, ci) for ci in cis]
+        ci_ids = [CI_PROFILE_IDS.get(s) for s in slices if s is not None]
+        if len(ci_ids) != len(cis) or None in ci_ids:
+            continue  # mig.compute-instances refuses such a split; nothing runnable to print
+        gi = (f"$(nvidia-smi mig -i {gpu.index} -lgi | awk '$4==\"{profile.name}\" && "
+              f"$7==\"{instance.start}:{profile.memory_slices}\" {{print $6}}')")
+        out.append(f"GI={gi}; nvidia-smi mig -i {gpu.index} -gi \"$GI\" -dci && nvidia-smi mig -i {gpu.index} "
+                   f"-gi \"$GI\" -cci {','.join(str(i) for i in ci_ids)}  # {', '.join(cis)} in "
+                   f"{profile.name}@{instance.start}")
+    return out
 
 
 def _gpu_commands(node: Node, before: Gpu | None, after: Gpu | None) -> list[str]:
@@ -44,15 +68,14 @@ def _gpu_commands(node: Node, before: Gpu | None, after: Gpu | None) -> list[str
         if not was_mig:
             out.append(f"nvidia-smi -i {after.index} -mig 1")
         if before is None or before.mig != after.mig:
-            layout_changed = before is None or [(i.profile, i.start) for i in before.mig or ()] != [
-                (i.profile, i.start) for i in after.mig or ()]
+            layout_changed = before is None or [(i.profile, i.start, i.compute_instances)
+                                                 for i in before.mig or ()] != [
+                (i.profile, i.start, i.compute_instances) for i in after.mig or ()]
             if was_mig and layout_changed:
                 out.append(f"nvidia-smi mig -i {after.index} -dci")
                 out.append(f"nvidia-smi mig -i {after.index} -dgi")
             if layout_changed:
-                create = _mig_create(after)
-                if create:
-                    out.append(create)
+                out += _mig_create(after)
     elif was_mig:
         out += [f"nvidia-smi mig -i {after.index} -dci", f"nvidia-smi mig -i {after.index} -dgi",
                 f"nvidia-smi -i {after.index} -mig 0"]

@@ -438,3 +438,46 @@ def memory_used(model: GpuModel, layout: Iterable[Instance]) -> int:
         if profile is not None and _legal(model, profile, start):
             used |= _mask(profile, start)
     return bin(used & _full_mask(model)).count("1")
+
+
+# ----------------------------------------------------------------------------------- compute instances
+
+
+def compute_slices_of(gi_profile: MigProfile, ci_name: str) -> int | None:
+    """Compute slices of a compute instance named `ci_name` inside a GI of `gi_profile`, or None when the name
+    is not one of that GI's CI profiles. The GI's own name is its full-width CI; `<C>c.<GI name>` is a CI of
+    C slices (gpu-facts §1.2 naming; NVLIB names a CI `<C>c.<G>g.<GB>gb` when C differs from G)."""
+    name = ci_name.strip().lower()
+    if name.startswith("mig "):
+        name = name[4:].strip()
+    if name == gi_profile.name:
+        return gi_profile.compute_slices
+    head, dot, rest = name.partition("c.")
+    if not dot or rest != gi_profile.name or not head.isdigit():
+        return None
+    slices = int(head)
+    return slices if 0 < slices < gi_profile.compute_slices else None
+
+
+def compute_instance_problems(model: GpuModel, gi_name: str, cis: Sequence[str]) -> list[str]:
+    """Why a GI's compute-instance split is not valid (empty when it is): every CI is a CI profile of this GI
+    and their compute slices add up to at most the GI's. CI placements inside the GI are not checked — the
+    reference has no `-lcipp` table."""
+    gi = model.mig_profile(gi_name)
+    if gi is None:
+        return []  # mig.profile-exists says so
+    problems: list[str] = []
+    total = 0
+    for ci in cis:
+        slices = compute_slices_of(gi, ci)
+        if slices is None:
+            choices = ", ".join([*(f"{c}c.{gi.name}" for c in range(1, gi.compute_slices)), gi.name])
+            problems.append(f"{ci!r} is not a compute instance of a {gi.name} GPU instance (choose {choices})")
+            continue
+        total += slices
+    if total > gi.compute_slices:
+        problems.append(
+            f"compute instances {', '.join(cis)} use {total} compute slices, the {gi.name} GPU instance has "
+            f"{gi.compute_slices}"
+        )
+    return problems

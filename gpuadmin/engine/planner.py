@@ -23,7 +23,7 @@ from gpuadmin.engine.mig import place
 from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target
 from gpuadmin.engine.state import ClusterState, EntityKind, View
-from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue, VGpu
+from gpuadmin.model import Gpu, Job, Node, Queue, VGpu
 
 # Checks the planner makes while applying a change to the view, before the rules run. Their ids share
 # the rules' namespace and are listed with them in docs/rules.md.
@@ -190,10 +190,10 @@ def _set_mig(view: View, c: ch.SetMig, touched: Touched) -> None:
             raise ChangeRefused("mig.layout-fits", gpu_target(c.node, c.gpu),
                                 f"no placement of {', '.join(i.profile for i in instances)} fits a "
                                 f"{gpu.model}", "see `gpuadmin describe gpu` for the valid starts")
-        replicas = [i.replicas for i in instances]
-        instances = [MigInstance(profile=p, start=s, replicas=r) for (p, s), r in zip(chosen, replicas,
-                                                                                        strict=True)]
-    _put_gpu(view, node, Gpu(index=gpu.index, model=gpu.model, mode="mig", mig=instances), touched)
+        instances = [i.model_copy(update={"profile": p, "start": s}) for (p, s), i in zip(chosen, instances,
+                                                                                           strict=True)]
+    _put_gpu(view, node, Gpu(index=gpu.index, model=gpu.model, mode="mig", mig=instances,
+                             not_in_catalog=gpu.not_in_catalog), touched)
 
 
 def _set_mode(view: View, c: ch.SetMode, touched: Touched) -> None:
@@ -203,13 +203,13 @@ def _set_mode(view: View, c: ch.SetMode, touched: Touched) -> None:
             raise ChangeRefused("mode.time-slice-replicas", gpu_target(c.node, c.gpu),
                                 "set-mode time-sliced needs 'replicas'")
         new = Gpu(index=gpu.index, model=gpu.model, mode="time-sliced", replicas=c.replicas,
-                  sharing=gpu.sharing)
+                  sharing=gpu.sharing, not_in_catalog=gpu.not_in_catalog)
     elif c.replicas is not None:
         raise ChangeRefused("change.fields", gpu_target(c.node, c.gpu),
                             f"'replicas' applies to mode time-sliced, not {c.mode}")
     else:
         new = Gpu(index=gpu.index, model=gpu.model, mode=c.mode,
-                  vgpus=[] if c.mode == "vgpu" else None)
+                  vgpus=[] if c.mode == "vgpu" else None, not_in_catalog=gpu.not_in_catalog)
     _put_gpu(view, node, new, touched)
 
 
@@ -221,7 +221,7 @@ def _set_time_slicing(view: View, c: ch.SetTimeSlicing, touched: Touched) -> Non
                                 "the GPU is in MIG mode: time-slice its instances with 'mig_profile', "
                                 "or leave MIG first with set-mode")
         new = Gpu(index=gpu.index, model=gpu.model, mode="time-sliced", replicas=c.replicas,
-                  sharing=gpu.sharing)
+                  sharing=gpu.sharing, not_in_catalog=gpu.not_in_catalog)
     else:
         if gpu.mode != "mig" or not any(i.profile == c.mig_profile for i in gpu.mig or ()):
             raise ChangeRefused("change.target-exists", gpu_target(c.node, c.gpu),
@@ -294,7 +294,8 @@ def _attach_vm(view: View, c: ch.AttachVm, touched: Touched) -> None:
         if view.holders(c.node, index):
             raise ChangeRefused("placement.slot-free", gpu_target(c.node, index),
                                 f"GPU {index} is held by {', '.join(sorted(view.holders(c.node, index)))}")
-        gpus = [Gpu(index=index, model=gpu.model, mode="passthrough", vm=c.vm) if g.index == index else g
+        gpus = [Gpu(index=index, model=gpu.model, mode="passthrough", vm=c.vm,
+                    not_in_catalog=gpu.not_in_catalog) if g.index == index else g
                 for g in gpus]
         touched.gpus.add((c.node, index))
     if c.gpus:
@@ -315,8 +316,8 @@ def _detach_vm(view: View, c: ch.DetachVm, touched: Touched) -> None:
     if everything or (c.device_group is not None and vm.device_group == c.device_group):
         update["device_group"] = None
     vms = [vm.model_copy(update=update) if v.name == c.vm else v for v in node.vms]
-    gpus = [Gpu(index=g.index, model=g.model, mode="full") if g.index in release and g.vm == c.vm else g
-            for g in node.gpus]
+    gpus = [Gpu(index=g.index, model=g.model, mode="full", not_in_catalog=g.not_in_catalog)
+            if g.index in release and g.vm == c.vm else g for g in node.gpus]
     touched.gpus |= {(c.node, i) for i in release}
     view.put_node(node.name, node.model_copy(update={"vms": vms, "gpus": gpus}))
     touched.nodes.add(node.name)

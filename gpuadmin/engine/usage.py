@@ -35,10 +35,17 @@ def slot_share(node: Node | None, slot: Slot, job: Job) -> tuple[float, float]:
     """(GPU-equivalents, GiB) one slot gives this job; (0, 0) for a slot that does not resolve."""
     gpu = node.gpu(slot.gpu) if node is not None else None
     model = get_catalog().model(gpu.model) if gpu is not None else None
-    if gpu is None or model is None:
+    if gpu is None:
         return 0.0, 0.0
-    memory = model.memory_mib / 1024
-    if slot.mig_start is not None:
+    if model is None:
+        # a GPU the catalog does not know is only ever whole or time-sliced (the MIG rules refuse the rest);
+        # it counts against quota like any other GPU, with the memory its source reported
+        if gpu.not_in_catalog is None or slot.mig_start is not None:
+            return 0.0, 0.0
+        memory = (gpu.not_in_catalog.memory_mib or 0) / 1024
+    else:
+        memory = model.memory_mib / 1024
+    if slot.mig_start is not None and model is not None:
         instance = next((i for i in gpu.mig or () if i.start == slot.mig_start), None)
         profile = model.mig_profile(instance.profile) if instance is not None else None
         if profile is None or not model.compute_slices or not model.memory_slices:
@@ -52,7 +59,8 @@ def slot_share(node: Node | None, slot: Slot, job: Job) -> tuple[float, float]:
     if job.request.fraction is not None:
         return job.request.fraction, memory * job.request.fraction
     if job.request.gpu_memory_gib is not None:
-        return min(1.0, job.request.gpu_memory_gib / memory), job.request.gpu_memory_gib
+        share = min(1.0, job.request.gpu_memory_gib / memory) if memory else 1.0
+        return share, job.request.gpu_memory_gib
     return 1.0, memory
 
 

@@ -30,12 +30,39 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", validate_assignment=False)
 
 
+PciDeviceId = Annotated[str, Field(pattern=r"^0x[0-9A-F]{4}$")]
+
+
 class MigInstance(StrictModel):
-    """One GPU instance. `start` is the first memory slice; the engine picks one where it is omitted."""
+    """One GPU instance. `start` is the first memory slice; the engine picks one where it is omitted.
+
+    `compute_instances` splits the GI into compute instances (`1c.3g.71gb`, `2c.3g.40gb`; the GI's own
+    profile names a full-width one), which share its memory. None is the default: one full-width CI, as
+    `nvidia-smi mig -cgi … -C` creates. An explicit list is kept as written, so a plan can tell "not said"
+    from "one full-width CI on purpose" (rule `mig.compute-instances-kept`).
+    """
 
     profile: Name
     start: NonNegInt | None = None
     replicas: Annotated[int, Field(ge=2)] | None = None  # time-slicing of this instance
+    compute_instances: Annotated[list[Name], Field(min_length=1)] | None = None
+
+    @property
+    def split(self) -> bool:
+        """True where the GI is split into compute instances other than one full-width CI."""
+        return self.compute_instances is not None and self.compute_instances != [self.profile]
+
+
+class NotInCatalog(StrictModel):
+    """A GPU whose product the catalog does not know, kept as its source reported it.
+
+    The GPU's `model` then holds the product name as read (untrusted text, never a catalog name); its
+    memory and PCI device id come from here. Nothing model-specific can be checked for it, so the rules
+    keep it whole: MIG and vGPU are refused on it (`mig.model-supports-mig`, `vgpu.profile-exists`).
+    """
+
+    memory_mib: PosInt | None = None  # None where the source gave no frame-buffer total
+    pci_device_id: PciDeviceId | None = None
 
 
 class VGpu(StrictModel):
@@ -52,6 +79,7 @@ class Gpu(StrictModel):
     sharing: SharingStrategy | None = None
     vgpus: list[VGpu] | None = None
     vm: Name | None = None  # passthrough holder
+    not_in_catalog: NotInCatalog | None = None  # `model` is then a product name the catalog does not know
 
     @model_validator(mode="after")
     def _fields_match_mode(self) -> Gpu:

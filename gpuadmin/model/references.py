@@ -42,10 +42,16 @@ def _check_node(node: Node, base: tuple[PathPart, ...]) -> list[Diagnostic]:
     groups = {g.name for g in node.device_groups}
     for i, gpu in enumerate(node.gpus):
         path = (*base, "gpus", i)
-        if catalog.model(gpu.model) is None:
+        catalogued = catalog.model(gpu.model)
+        if gpu.not_in_catalog is not None and catalogued is not None:
+            out.append(Diagnostic(f"GPU model {gpu.model!r} is in the catalog (as {catalogued.name}) but the GPU is "
+                                  "marked not_in_catalog", (*path, "not_in_catalog"), "reference",
+                                  hint="drop 'not_in_catalog': the catalog's facts apply to this GPU"))
+        elif gpu.not_in_catalog is None and catalogued is None:
             out.append(Diagnostic(f"unknown GPU model {gpu.model!r}", (*path, "model"), "reference",
                                   hint="models are catalog names such as H100-SXM5-80GB; "
-                                       "`gpuadmin describe catalog` lists them"))
+                                       "`gpuadmin describe catalog` lists them; a product the catalog does "
+                                       "not know is kept whole with 'not_in_catalog: {memory_mib: N}'"))
         for j, vgpu in enumerate(gpu.vgpus or ()):
             if vgpu.vm not in vms:
                 out.append(Diagnostic(f"vGPU names VM {vgpu.vm!r}, which is not defined on node {node.name!r}",

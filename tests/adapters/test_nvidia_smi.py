@@ -67,11 +67,12 @@ def _gpu(
     )
 
 
-def _mig(gi: int, sms: int, mib: int, ofa: int = 0, ci: int = 0) -> str:
+def _mig(gi: int, sms: int | None, mib: int, ofa: int = 0, ci: int = 0) -> str:
+    sms_text = "N/A" if sms is None else sms
     return (
         f"<mig_device><index>{gi}</index><gpu_instance_id>{gi}</gpu_instance_id>"
         f"<compute_instance_id>{ci}</compute_instance_id><device_attributes><shared>"
-        f"<multiprocessor_count>{sms}</multiprocessor_count><ofa_count>{ofa}</ofa_count></shared>"
+        f"<multiprocessor_count>{sms_text}</multiprocessor_count><ofa_count>{ofa}</ofa_count></shared>"
         f"</device_attributes><fb_memory_usage><total>{mib} MiB</total></fb_memory_usage></mig_device>"
     )
 
@@ -115,8 +116,28 @@ def test_mig_enabled_without_devices() -> None:
 def test_two_compute_instances_in_one_gpu_instance() -> None:
     devices = _mig(1, 32, 40320, ci=0) + _mig(1, 28, 40320, ci=1)
     result = parse_nvidia_smi(_xml(_gpu(current="Enabled", devices=devices)), "n")
-    assert [i.profile for i in result.node.gpus[0].mig or ()] == ["3g.40gb"]
-    assert any("2 compute instances" in w for w in result.warnings)
+    mig = result.node.gpus[0].mig or []
+    assert [i.profile for i in mig] == ["3g.40gb"]
+    # the GI's 60 SMs are 20 per compute slice: 32 SMs is a 2c CI, 28 a 1c one (file order kept)
+    assert mig[0].compute_instances == ["2c.3g.40gb", "1c.3g.40gb"]
+    assert any("holds compute instances 2c.3g.40gb, 1c.3g.40gb" in w for w in result.warnings)
+
+
+def test_compute_instances_without_sm_counts_are_imported_as_one_with_a_warning() -> None:
+    devices = _mig(1, None, 40320, ci=0) + _mig(1, None, 40320, ci=1)
+    result = parse_nvidia_smi(_xml(_gpu(current="Enabled", devices=devices)), "n")
+    mig = result.node.gpus[0].mig or []
+    assert mig and mig[0].compute_instances is None
+    assert any("2 compute instances without SM counts" in w for w in result.warnings)
+
+
+def test_compute_instances_that_overfill_their_gi_are_refused_with_the_line() -> None:
+    # 88 SMs with 40 GB is nearest a 4g.40gb GI (64 SMs, 16 per slice): each 44-SM device reads as a 3c CI,
+    # and 3c + 3c do not fit 4 compute slices
+    devices = _mig(1, 44, 40320, ci=0) + _mig(1, 44, 40320, ci=1)
+    message = _error(_xml(_gpu(current="Enabled", devices=devices)))
+    assert message.startswith("smi.xml:9:") and "do not add up" in message
+    assert "3c.4g.40gb, 3c.4g.40gb use 6 compute slices" in message
 
 
 def test_attached_gpus_more_than_elements_trusts_elements() -> None:
@@ -144,9 +165,37 @@ def test_wrong_root() -> None:
     assert "not <nvidia_smi_log>" in _error("<?xml version='1.0'?>\n<html></html>")
 
 
-def test_unknown_model_names_line_of_product() -> None:
-    message = _error(_xml(_gpu(product="Tesla V100-SXM2-16GB", pci="1DB110DE")))
-    assert message.startswith("smi.xml:7:") and "unknown GPU model" in message and "Tesla V100-SXM2-16GB" in message
+def test_unknown_product_imports_whole_marked_not_in_catalog() -> None:
+    text = _xml(_gpu(product="Tesla V100-SXM2-16GB", pci="1DB110DE", total="16160 MiB") + _gpu())
+    result = parse_nvidia_smi(text, "n", file="smi.xml")
+    unknown, known = result.node.gpus
+    assert (unknown.model, unknown.mode, unknown.mig) == ("Tesla V100-SXM2-16GB", "full", None)
+    assert unknown.not_in_catalog is not None
+    assert (unknown.not_in_catalog.memory_mib, unknown.not_in_catalog.pci_device_id) == (16160, "0x1DB1")
+    assert known.model == "H100-SXM5-80GB" and known.not_in_catalog is None
+    warning = next(w for w in result.warnings if w.startswith("GPU 0:"))
+    assert "not in the catalog" in warning and "MIG" in warning and "vGPU" in warning and "0x1DB1" in warning
+
+
+def test_unknown_product_with_mig_enabled_is_imported_whole_with_a_warning() -> None:
+    devices = _mig(1, 16, 9984)
+    result = parse_nvidia_smi(_xml(_gpu(product="NVIDIA Z100", pci="FFFF10DE", current="Enabled",
+                                        devices=devices)), "n")
+    gpu = result.node.gpus[0]
+    assert (gpu.model, gpu.mode, gpu.mig) == ("NVIDIA Z100", "full", None)
+    assert any("MIG devices cannot be read" in w for w in result.warnings)
+
+
+def test_scrubbed_pci_id_does_not_stop_a_name_match_and_vice_versa() -> None:
+    by_name = parse_nvidia_smi(_xml(_gpu(product="NVIDIA H100 80GB HBM3", pci="00000000")), "n")
+    assert by_name.node.gpus[0].model == "H100-SXM5-80GB"
+    by_pci = parse_nvidia_smi(_xml(_gpu(product="N/A", pci="233010DE")), "n")
+    assert by_pci.node.gpus[0].model == "H100-SXM5-80GB"
+    odd_name = parse_nvidia_smi(_xml(_gpu(product="GPU-REDACTED", pci="2BB510DE", total="97887 MiB")), "n")
+    assert odd_name.node.gpus[0].model == "RTX-PRO-6000-BSE"
+    neither = parse_nvidia_smi(_xml(_gpu(product="N/A", pci="00000000")), "n").node.gpus[0]
+    assert neither.model == "unidentified GPU 0" and neither.not_in_catalog is not None
+    assert neither.not_in_catalog.pci_device_id is None
 
 
 def test_entities_and_internal_subsets_refused() -> None:

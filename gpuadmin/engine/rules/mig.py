@@ -57,7 +57,15 @@ def model_supports_mig(view: View, key: GpuKey) -> Iterable[Violation]:
         return
     gpu = found[1]
     model = model_of(gpu)
-    if model is None:
+    if model is None and gpu.not_in_catalog is not None:
+        yield Violation(
+            "mig.model-supports-mig",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} ({gpu.model!r}) is not in the catalog: its MIG profiles and placements "
+            "cannot be checked, so MIG is refused on it",
+            "keep it whole (full or time-sliced), or add the model to the catalog (gpuadmin/catalog/data)",
+        )
+    elif model is None:
         yield Violation(
             "mig.model-supports-mig",
             gpu_target(*key),
@@ -108,8 +116,72 @@ def single_media_extension(view: View, key: GpuKey) -> Iterable[Violation]:
     return _layout_problems(view, key, "mig.single-media-extension")
 
 
-def _instances(gpu: Gpu) -> dict[int, str]:
-    return {i.start: i.profile for i in gpu.mig or () if i.start is not None} if gpu.mode == "mig" else {}
+@rule(
+    "mig.compute-instances",
+    "A GPU instance's compute instances are CI profiles of that GI, within its compute slices.",
+    "gpu",
+)
+def compute_instances(view: View, key: GpuKey) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    if found is None or found[1].mode != "mig":
+        return
+    gpu = found[1]
+    model = model_of(gpu)
+    if model is None or not model.mig_capable:
+        return
+    for instance in gpu.mig or ():
+        if instance.compute_instances is None:
+            continue
+        where = f"{instance.profile}@{instance.start}" if instance.start is not None else instance.profile
+        for problem in layout.compute_instance_problems(model, instance.profile, instance.compute_instances):
+            yield Violation(
+                "mig.compute-instances",
+                gpu_target(*key),
+                f"{gpu.model} GPU {key[1]} on {key[0]}, GPU instance {where}: {problem}",
+                f"a {instance.profile} GPU instance holds <C>c.{instance.profile} compute instances "
+                "whose C add up to at most its own",
+            )
+
+
+@rule(
+    "mig.compute-instances-kept",
+    "A change that keeps a GPU instance split into compute instances names them; it never merges them "
+    "silently.",
+    "gpu",
+)
+def compute_instances_kept(view: View, key: GpuKey) -> Iterable[Violation]:
+    pair = gpu_before_after(view, key)
+    if pair is None:
+        return
+    before, after = pair
+    if before.mode != "mig" or after.mode != "mig":
+        return  # leaving MIG is an explicit change of its own (mig.repartition-evicts judges its jobs)
+    kept = {(i.start, i.profile): i for i in after.mig or () if i.start is not None}
+    for old in before.mig or ():
+        if not old.split or old.start is None:
+            continue
+        new = kept.get((old.start, old.profile))
+        if new is None or new.compute_instances is not None:
+            continue  # the GI is gone (a repartition), or the change names its compute instances
+        yield Violation(
+            "mig.compute-instances-kept",
+            gpu_target(*key),
+            f"GPU instance {old.profile}@{old.start} of GPU {key[1]} on {key[0]} holds compute instances "
+            f"{', '.join(old.compute_instances or ())}; this change would merge them into one",
+            f"list them in the change (compute_instances: [{', '.join(old.compute_instances or ())}]), or "
+            f"write compute_instances: [{old.profile}] to merge them on purpose",
+        )
+
+
+def _instances(gpu: Gpu) -> dict[int, tuple[str, tuple[str, ...] | None]]:
+    """start → (profile, compute instances): a GI whose CIs change loses what ran on the old ones."""
+    if gpu.mode != "mig":
+        return {}
+    return {
+        i.start: (i.profile, tuple(i.compute_instances) if i.split and i.compute_instances else None)
+        for i in gpu.mig or ()
+        if i.start is not None
+    }
 
 
 @rule(
@@ -141,7 +213,8 @@ def repartition_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
                 what = "the whole GPU"
             else:
                 gone = after.mode != "mig" or new.get(slot.mig_start) != old.get(slot.mig_start)
-                what = f"{old.get(slot.mig_start, '?')}@{slot.mig_start}"
+                held = old.get(slot.mig_start)
+                what = f"{held[0] if held else '?'}@{slot.mig_start}"
             if gone:
                 hit.append(f"{name} ({what})")
     if hit:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel
-from gpuadmin.engine.rules.base import Violation, job_target, node_target, rule
+from gpuadmin.engine.rules.base import Violation, gpu_target, job_target, node_target, rule
 from gpuadmin.engine.state import GpuKey, View
 from gpuadmin.model import Gpu, Job, Node, Slot
 
@@ -140,4 +140,33 @@ def drain_evicts(view: View, name: str) -> Iterable[Violation]:
             node_target(name),
             f"{name} is set to draining but {len(left)} preemptible job(s) still run on it: {names(left)}",
             "use the drain op (it preempts them), or add preempt-job for each in the same plan",
+        )
+
+
+@rule(
+    "node.gpu-model-known",
+    "A GPU's model is a catalog model, or the GPU is marked not_in_catalog (kept whole, with its memory).",
+    "gpu",
+)
+def gpu_model_known(view: View, key: GpuKey) -> Iterable[Violation]:
+    node = view.node(key[0])
+    gpu = node.gpu(key[1]) if node is not None else None
+    if gpu is None:
+        return
+    catalogued = model_of(gpu)
+    if catalogued is None and gpu.not_in_catalog is None:
+        yield Violation(
+            "node.gpu-model-known",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} names model {gpu.model!r}, which is not in the catalog",
+            "use a catalog model name (`gpuadmin describe catalog`), or keep a product the catalog does not "
+            "know with 'not_in_catalog: {memory_mib: N}'",
+        )
+    elif catalogued is not None and gpu.not_in_catalog is not None:
+        yield Violation(
+            "node.gpu-model-known",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} is marked not_in_catalog, but {gpu.model!r} is the catalog's "
+            f"{catalogued.name}",
+            "drop 'not_in_catalog' so the catalog's facts apply",
         )

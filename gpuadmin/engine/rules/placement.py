@@ -205,6 +205,11 @@ def _kind_mismatch(job: Job, found: Slice, slot: Slot, model: GpuModel | None) -
         have = model.mig_profile(found.instance.profile) if model is not None else None
         if wanted is None or have is None or wanted.name != have.name:
             return f"it asks for MIG {req.mig} but holds {found.describe(slot)}"
+        if found.instance.split:
+            return (
+                f"it asks for MIG {req.mig} but {found.describe(slot)} is split into compute instances "
+                f"({', '.join(found.instance.compute_instances or ())}); jobs are placed on whole GPU instances"
+            )
         return None
     # fraction / gpu_memory_gib: a time-sliced GPU or a time-sliced MIG instance
     if not found.shareable:

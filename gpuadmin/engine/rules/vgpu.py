@@ -43,6 +43,15 @@ def profile_exists(view: View, key: GpuKey) -> Iterable[Violation]:
         return
     gpu = found[1]
     model = model_of(gpu)
+    if model is None and gpu.not_in_catalog is not None:
+        yield Violation(
+            "vgpu.profile-exists",
+            gpu_target(*key),
+            f"GPU {key[1]} on {key[0]} ({gpu.model!r}) is not in the catalog: its vGPU types and frame-buffer "
+            "limits cannot be checked, so vGPU is refused on it",
+            "pass the GPU through whole (passthrough), or add the model to the catalog (gpuadmin/catalog/data)",
+        )
+        return
     if model is None:
         yield Violation(
             "vgpu.profile-exists",

@@ -283,6 +283,8 @@ class CapacityIndex:
             if prof is None or inst.start is None:
                 continue
             info.instances[inst.start] = prof.name
+            if inst.split:
+                continue  # a GI split into compute instances is not offered whole (placement.matches-request)
             owners = {
                 j.name
                 for j in held

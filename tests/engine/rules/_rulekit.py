@@ -15,8 +15,9 @@ def _gpus(model: str, count: int, **fields: Any) -> list[dict[str, Any]]:
 
 
 def base_inventory() -> Inventory:
-    """A cluster on which every rule passes: bare metal with MIG / time-slicing / gangs, vSphere hosts with
-    device groups, vGPUs and passthrough, a Kubernetes A30 node, and queues with room to spare."""
+    """A cluster on which every rule passes: bare metal with MIG / time-slicing / gangs (and, on bm5, a GI split
+    into compute instances and a GPU the catalog does not know), vSphere hosts with device groups, vGPUs and
+    passthrough, a Kubernetes A30 node, and queues with room to spare."""
     bm1_gpus = _gpus("H100-SXM5-80GB", 8)
     bm1_gpus[2] = {
         "index": 2,
@@ -84,6 +85,28 @@ def base_inventory() -> Inventory:
                 "gpus": _gpus("H100-PCIE-80GB", 4),
             },
             {"name": "bm4", "platform": "baremetal", "nvlink": "none", "gpus": _gpus("A100-PCIE-40GB", 2)},
+            {
+                "name": "bm5",
+                "platform": "baremetal",
+                "nvlink": "none",
+                "gpus": [
+                    {
+                        "index": 0,
+                        "model": "H200-SXM5-141GB",
+                        "mode": "mig",
+                        "mig": [
+                            {"profile": "3g.71gb", "start": 0},
+                            {"profile": "3g.71gb", "start": 4, "compute_instances": ["1c.3g.71gb", "1c.3g.71gb"]},
+                        ],
+                    },
+                    {
+                        "index": 1,
+                        "model": "NVIDIA RTX 6000 Ada Generation",
+                        "mode": "full",
+                        "not_in_catalog": {"memory_mib": 49140, "pci_device_id": "0x26B1"},
+                    },
+                ],
+            },
             {
                 "name": "esx1",
                 "platform": "vsphere",

@@ -15,7 +15,7 @@ import pytest
 from _rulekit import Scenario, everything
 
 from gpuadmin.engine.rules import RULES, check
-from gpuadmin.model import DeviceGroup, MigInstance, VGpu, Vm
+from gpuadmin.model import DeviceGroup, MigInstance, NotInCatalog, VGpu, Vm
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,11 @@ def mig(*items: tuple[str, int | None] | tuple[str, int | None, int]) -> list[Mi
         MigInstance(profile=i[0], start=i[1]).model_copy(update={"replicas": i[2] if len(i) > 2 else None})
         for i in items
     ]
+
+
+def split(profile: str, start: int, *cis: str) -> MigInstance:
+    """A GPU instance with its compute instances named (none named: the default full-width CI)."""
+    return MigInstance(profile=profile, start=start, compute_instances=list(cis) or None)
 
 
 def vgpus(*items: tuple[str, str]) -> list[VGpu]:
@@ -100,6 +105,49 @@ CASES: list[Case] = [
             }
         ),
         "node/k8s2/gpu/0",
+    ),
+    Case(
+        "mig.model-supports-mig",
+        "MIG on a GPU marked not_in_catalog",
+        lambda: S().gpu("bm5", 1, mode="mig", mig=mig(("1g.10gb", 0))),
+        "node/bm5/gpu/1",
+    ),
+    Case(
+        "mig.compute-instances",
+        "2c + 1c in one H200 3g GI, 1c + 1c in the other",
+        lambda: S().gpu(
+            "bm5",
+            0,
+            mig=[split("3g.71gb", 0, "2c.3g.71gb", "1c.3g.71gb"), split("3g.71gb", 4, "1c.3g.71gb", "1c.3g.71gb")],
+        ),
+    ),
+    Case(
+        "mig.compute-instances",
+        "2c + 2c in a 3g GI",
+        lambda: S().gpu("bm5", 0, mig=[split("3g.71gb", 0), split("3g.71gb", 4, "2c.3g.71gb", "2c.3g.71gb")]),
+        "node/bm5/gpu/0",
+    ),
+    Case(
+        "mig.compute-instances",
+        "a CI of another GI profile",
+        lambda: S().gpu("bm5", 0, mig=[split("3g.71gb", 0, "3g.71gb"), split("3g.71gb", 4, "1c.4g.71gb")]),
+        "node/bm5/gpu/0",
+    ),
+    Case(
+        "mig.compute-instances-kept",
+        "merged on purpose (the full-width CI named)",
+        lambda: S().gpu("bm5", 0, mig=[split("3g.71gb", 0, "3g.71gb"), split("3g.71gb", 4, "3g.71gb")]),
+    ),
+    Case(
+        "mig.compute-instances-kept",
+        "the split GI repartitioned away",
+        lambda: S().gpu("bm5", 0, mig=mig(("3g.71gb", 0), ("2g.35gb", 4), ("1g.18gb", 6))),
+    ),
+    Case(
+        "mig.compute-instances-kept",
+        "a layout that keeps the GI but drops its CIs",
+        lambda: S().gpu("bm5", 0, mig=mig(("3g.71gb", 0), ("3g.71gb", 4))),
+        "node/bm5/gpu/0",
     ),
     Case(
         "mig.model-supports-mig",
@@ -292,6 +340,20 @@ CASES: list[Case] = [
         "vgpu.profile-exists",
         "A40-12C on an A40",
         lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A40-12C"))),
+    ),
+    Case(
+        "vgpu.profile-exists",
+        "vGPU on a GPU marked not_in_catalog",
+        lambda: S().gpu(
+            "esx2",
+            3,
+            model="NVIDIA RTX 6000 Ada Generation",
+            not_in_catalog=NotInCatalog(memory_mib=49140),
+            mode="vgpu",
+            vm=None,
+            vgpus=vgpus(("vdi-01", "A40-8C")),
+        ),
+        "node/esx2/gpu/3",
     ),
     Case(
         "vgpu.profile-exists",
@@ -667,6 +729,12 @@ CASES: list[Case] = [
     ),
     Case(
         "placement.matches-request",
+        "a 3g job on a 3g GI split into compute instances",
+        lambda: S().submit(running("m", [("bm5", 0, 4)], mig="3g.71gb")),
+        "job/m",
+    ),
+    Case(
+        "placement.matches-request",
         "a 3g job on the 1g instance",
         lambda: S().submit(running("m", [("bm1", 2, 2)], mig="3g.40gb")),
         "job/m",
@@ -847,6 +915,23 @@ CASES: list[Case] = [
         "drain leaving a preemptible job running",
         lambda: S().node("bm2", state="draining"),
         "node/bm2",
+    ),
+    Case(
+        "node.gpu-model-known",
+        "time-slicing a GPU kept with not_in_catalog",
+        lambda: S().gpu("bm5", 1, mode="time-sliced", replicas=2),
+    ),
+    Case(
+        "node.gpu-model-known",
+        "a model name the catalog does not know",
+        lambda: S().gpu("bm2", 7, model="H100-SXM5-80G"),
+        "node/bm2/gpu/7",
+    ),
+    Case(
+        "node.gpu-model-known",
+        "a catalog model marked not_in_catalog",
+        lambda: S().gpu("bm2", 7, not_in_catalog=NotInCatalog(memory_mib=81559)),
+        "node/bm2/gpu/7",
     ),
     # ---------------------------------------- quota
     Case(
