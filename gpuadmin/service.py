@@ -7,6 +7,7 @@ memory (`--inventory`: what-if runs; nothing is persisted). Permissions are deci
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,7 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpuadmin import adapters
+from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
+from gpuadmin.engine.mig import free_starts
 from gpuadmin.engine.planner import EntityDiff, Plan, inverse, plan
 from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.scheduler import Explanation, SchedulePlan, explain, schedule
@@ -58,6 +61,8 @@ _ACTION_ROLE: dict[str, Role] = {
 }
 _NODE_LISTINGS = ("nodes", "gpus", "groups")
 _REASONS_KEY = "pending-reasons"
+# NVIDIA's mig-parted default config (Apache-2.0), shipped for the named layouts the MIG form offers
+MIG_PARTED_DEFAULTS = Path(__file__).resolve().parent / "samples" / "mig-parted-config-default.yaml"
 _ADMIN_OPS = {"add-node", "remove-node", "add-queue", "remove-queue", "set-quota"}
 
 
@@ -170,6 +175,24 @@ class Moved:
         return {kind for kind, _ in self.touched}
 
 
+Intent = dict[str, Any]  # journaled with an undo or redo: {"undoes": [entry ids]} or {"redoes": entry id}
+
+
+@dataclass(frozen=True)
+class Reversal:
+    """An undo or redo: its plan, the intent the journal records, and what it reverts, in words."""
+
+    plan: Plan
+    intent: Intent
+    description: str
+
+
+def _entry_label(entry: JournalEntry) -> str:
+    ops = [c.get("op", "?") for c in (entry.plan or {}).get("changes", [])]
+    what = ", ".join(sorted(set(ops))) or "change"
+    return f"entry {entry.id} (revision {entry.revision}: {what} by {entry.actor})"
+
+
 @dataclass(frozen=True)
 class SavedPlan:
     changes: list[ch.Change]
@@ -255,7 +278,8 @@ class Service:
         check_action(self.role, "plan")
         return plan(self.state, changes)
 
-    def apply(self, the_plan: Plan, *, expected_hash: str | None = None) -> ApplyResult:
+    def apply(self, the_plan: Plan, *, expected_hash: str | None = None,
+              intent: Intent | None = None) -> ApplyResult:
         """Persist an allowed plan. Re-checks against the current revision under the write lock."""
         check_action(self.role, "apply", the_plan.changes)
         if self.store is None:
@@ -268,19 +292,19 @@ class Service:
                 current = self.store.revision()
                 if current != the_plan.base_revision:
                     self._record(the_plan, "stale", f"plan is for revision {the_plan.base_revision}, "
-                                 f"state is at {current}")
+                                 f"state is at {current}", intent)
                     raise Conflict(f"stale plan: it was made at revision {the_plan.base_revision}, the state "
                                    f"is now at revision {current}; plan again")
                 if self._state is None or self._state.revision != current:
                     self._state = None
                 fresh = plan(self.state, the_plan.changes)
                 if expected_hash is not None and fresh.hash != expected_hash:
-                    self._record(fresh, "stale", "saved plan no longer matches")
+                    self._record(fresh, "stale", "saved plan no longer matches", intent)
                     raise Conflict("the saved plan no longer matches what these changes do now; plan again")
                 if not fresh.allowed:
-                    self._record(fresh, "refused", f"{len(fresh.violations)} violation(s)")
+                    self._record(fresh, "refused", f"{len(fresh.violations)} violation(s)", intent)
                     raise Refused(fresh)
-                entry = self._entry(fresh, "allowed", "applied", "")
+                entry = self._entry(fresh, "allowed", "applied", "", intent)
                 try:
                     revision = self.store.commit(fresh.base_revision, fresh.view, entry)
                 except StaleRevision as stale:
@@ -288,17 +312,17 @@ class Service:
                 self.state.commit(fresh.view)
                 return ApplyResult(fresh, revision)
         except LockHeld as held:
-            self._record(the_plan, "lock-held", str(held))
+            self._record(the_plan, "lock-held", str(held), intent)
             raise Conflict(str(held)) from held
 
-    def submit(self, the_plan: Plan, *, confirmed: bool | str = False,
-               expected_hash: str | None = None) -> ApplyResult | None:
+    def submit(self, the_plan: Plan, *, confirmed: bool | str = False, expected_hash: str | None = None,
+               intent: Intent | None = None) -> ApplyResult | None:
         """The workflow both front ends share after showing a plan: refuse (journaled) a plan with
         violations, skip an empty one (None), require the confirmation (True for a plain plan, the typed
         token for a destructive one), then apply under the lock."""
         check_action(self.role, "apply", the_plan.changes)
         if not the_plan.allowed:
-            self.record_refusal(the_plan)
+            self._record(the_plan, "refused", f"{len(the_plan.violations)} violation(s)", intent)
             raise Refused(the_plan)
         if the_plan.empty:
             return None
@@ -306,7 +330,7 @@ class Service:
         if not wanted.accepts(wanted.token if confirmed is True else (confirmed or "")):
             raise NotConfirmed(f"type {wanted.token!r} to apply this plan" if wanted.destructive
                                else "the plan was not confirmed")
-        return self.apply(the_plan, expected_hash=expected_hash)
+        return self.apply(the_plan, expected_hash=expected_hash, intent=intent)
 
     def save_plan(self, the_plan: Plan, path: Path) -> None:
         """The file `plan --save` writes and `apply --plan` reads."""
@@ -325,41 +349,85 @@ class Service:
             raise Conflict(message)
         return fresh, saved.hash
 
-    def _entry(self, the_plan: Plan, verdict: Verdict, outcome: Outcome, message: str) -> JournalEntry:
+    def _entry(self, the_plan: Plan, verdict: Verdict, outcome: Outcome, message: str,
+               intent: Intent | None = None) -> JournalEntry:
+        plan_json = the_plan.to_json()
+        if intent is not None:  # what an undo or redo walks: the journal is its own history
+            plan_json["intent"] = intent
         return JournalEntry.new(self.command, the_plan.base_revision, verdict=verdict, outcome=outcome,
-                                plan=the_plan.to_json(), diff=[d.to_json() for d in the_plan.diff],
-                                message=message)
+                                plan=plan_json, diff=[d.to_json() for d in the_plan.diff], message=message)
 
-    def _record(self, the_plan: Plan, outcome: Outcome, message: str) -> None:
+    def _record(self, the_plan: Plan, outcome: Outcome, message: str, intent: Intent | None = None) -> None:
         if self.store is not None:
             verdict: Verdict = "allowed" if the_plan.allowed else "refused"
-            self.store.record(self._entry(the_plan, verdict, outcome, message))
+            self.store.record(self._entry(the_plan, verdict, outcome, message, intent))
 
     def record_refusal(self, the_plan: Plan) -> None:
         """Journal a plan that was refused by the rules at `apply` time."""
         self._record(the_plan, "refused", f"{len(the_plan.violations)} violation(s)")
 
-    def undo_plan(self, to_revision: int | None = None) -> Plan:
-        """The inverse of the last applied entry, or of every entry after `to_revision`."""
+    def undo(self, to_revision: int | None = None) -> Reversal:
+        """The inverse of the latest change not yet undone (successive undos walk back through history), or
+        of every applied entry after `to_revision`."""
         check_action(self.role, "plan")
-        if self.store is None:
-            raise InputError([Diagnostic("undo needs a state directory (--state), not --inventory")])
-        entries = [e for e in self.store.journal() if e.outcome == "applied" and e.revision is not None]
+        done, _ = self._history()
         if to_revision is None:
-            undone = entries[-1:]
+            undone = done[-1:]
         else:
-            undone = [e for e in entries if e.revision is not None and e.revision > to_revision]
+            undone = [e for e in done if e.revision is not None and e.revision > to_revision]
         if not undone:
             raise InputError([Diagnostic("nothing to undo" + (
                 f" after revision {to_revision}" if to_revision is not None else ""))])
-        # The earliest entry's `before` of each entity is what it was at `to_revision`.
+        # The earliest entry's `before` of each entity is what it was before all of them.
         first_before: dict[tuple[str, str], EntityDiff] = {}
         for entry in undone:
             for raw in entry.diff or ():
                 key = (raw["kind"], raw["name"])
                 first_before.setdefault(key, EntityDiff(raw["kind"], raw["name"], raw["before"], raw["after"],
                                                        raw.get("seq")))
-        return self.plan(inverse(first_before.values()))
+        ids = [e.id for e in undone if e.id is not None]
+        return Reversal(self.plan(inverse(first_before.values())), {"undoes": ids},
+                        "undo " + ", ".join(_entry_label(e) for e in reversed(undone)))
+
+    def redo(self) -> Reversal:
+        """Apply again the change the latest undo reverted (until a new change is made)."""
+        check_action(self.role, "plan")
+        _, undone = self._history()
+        if not undone:
+            raise InputError([Diagnostic("nothing to redo")])
+        entry = undone[-1]
+        again = [EntityDiff(raw["kind"], raw["name"], raw["after"], raw["before"], raw.get("seq"))
+                 for raw in entry.diff or ()]
+        assert entry.id is not None
+        return Reversal(self.plan(inverse(again)), {"redoes": entry.id}, f"redo {_entry_label(entry)}")
+
+    def _history(self) -> tuple[list[JournalEntry], list[JournalEntry]]:
+        """The applied changes in effect (oldest first) and those undone that redo may bring back (the
+        latest last), read from the journal's undo and redo intents."""
+        if self.store is None:
+            raise InputError([Diagnostic("undo and redo need a state directory (--state), not --inventory")])
+        done: list[JournalEntry] = []
+        undone: list[JournalEntry] = []
+        by_id: dict[int, JournalEntry] = {}
+        for entry in self.store.journal():
+            if entry.outcome != "applied" or entry.id is None:
+                continue
+            by_id[entry.id] = entry
+            intent = (entry.plan or {}).get("intent") or {}
+            if "undoes" in intent:
+                gone = set(intent["undoes"])
+                undone += [e for e in done if e.id in gone]
+                done = [e for e in done if e.id not in gone]
+            elif "redoes" in intent:
+                undone = [e for e in undone if e.id != intent["redoes"]]
+                done.append(entry)
+            elif entry.base_revision == entry.revision:  # not a change (never happens; kept out)
+                continue
+            else:
+                done.append(entry)
+                undone = []
+        done = [e for e in done if e.diff]  # the state's creation has no diff to invert
+        return done, undone
 
     # reading ----------------------------------------------------------------------------------
     def journal(self, limit: int | None = None) -> list[JournalEntry]:
@@ -487,6 +555,56 @@ class Service:
         check_action(self.role, "read")
         return cluster_overview(self.view(), self.pending_reason_codes() if reasons else None)
 
+    # what the console's edit forms offer ---------------------------------------------------------
+    def mig_form(self, node_name: str, gpu_index: int) -> dict[str, Any]:
+        """A GPU's MIG choices: its model's profiles, its current layout, and the named layouts (NVIDIA's
+        mig-parted default config: all-1g.10gb, all-balanced, ...) that the model supports."""
+        check_action(self.role, "read")
+        node, gpu, model = self._mig_capable(node_name, gpu_index)
+        return {
+            "node": node.name, "gpu": gpu.index, "model": model.name,
+            "memory_slices": model.memory_slices, "compute_slices": model.compute_slices,
+            "profiles": [{"name": p.name, "memory_slices": p.memory_slices, "compute_slices": p.compute_slices,
+                          "max_instances": p.max_instances} for p in model.mig_profiles],
+            "current": [[i.profile, i.start] for i in gpu.mig or () if i.start is not None]
+            if gpu.mode == "mig" else [],
+            "named": named_mig_layouts(model.name),
+        }
+
+    def mig_free_starts(self, node_name: str, gpu_index: int, layout: Sequence[tuple[str, int]],
+                        profile: str) -> list[int]:
+        """Where one more `profile` instance fits beside `layout` on this GPU: what the form offers next."""
+        _, _, model = self._mig_capable(node_name, gpu_index)
+        return free_starts(model, [(p, int(start)) for p, start in layout], profile)
+
+    def _mig_capable(self, node_name: str, gpu_index: int) -> tuple[Node, Any, Any]:
+        node = self.state.nodes.get(node_name)
+        gpu = node.gpu(gpu_index) if node is not None else None
+        if node is None or gpu is None:
+            raise InputError([Diagnostic(f"GPU {node_name}/{gpu_index} not found")])
+        model = get_catalog().model(gpu.model)
+        if model is None or not model.mig_capable:
+            raise InputError([Diagnostic(f"{gpu.model} does not support MIG")])
+        return node, gpu, model
+
+    def choices(self, node_name: str | None = None) -> dict[str, Any]:
+        """The names a form offers to pick from: queues, and on a node its VMs, device groups, GPUs and the
+        vGPU types of its boards."""
+        check_action(self.role, "read")
+        out: dict[str, Any] = {"queues": sorted(self.state.queues)}
+        node = self.state.nodes.get(node_name) if node_name else None
+        if node is not None:
+            out["vms"] = [vm.name for vm in node.vms]
+            out["device_groups"] = [g.name for g in node.device_groups]
+            out["gpus"] = [g.index for g in node.gpus]
+            types: dict[str, list[str]] = {}
+            for gpu in node.gpus:
+                model = get_catalog().model(gpu.model)
+                if model is not None:
+                    types.setdefault(gpu.model, [v.name for v in model.vgpu_types])
+            out["vgpu_types"] = types
+        return out
+
     # scheduling ---------------------------------------------------------------------------------
     def schedule(self, policy: Policy = "binpack") -> SchedulePlan:
         """One scheduling cycle as a plan (bind-job / preempt-job changes); nothing is written."""
@@ -576,6 +694,24 @@ def _standalone_plan(inventory: Inventory, violations: list[Violation]) -> Plan:
     return result
 
 
+@functools.cache
+def named_mig_layouts(model_name: str) -> dict[str, list[list[Any]]]:
+    """NVIDIA's mig-parted default configs that give a GPU of this model a MIG layout, placed."""
+    model = get_catalog().model(model_name)
+    if model is None:
+        return {}
+    spec = adapters.read_mig_parted(MIG_PARTED_DEFAULTS)
+    out: dict[str, list[list[Any]]] = {}
+    for config in spec.configs:
+        try:
+            layout = adapters.layouts_for_model(spec, config, model).get(0)
+        except InputError:  # a config for another family (its profiles do not exist on this model)
+            continue
+        if layout:
+            out[config] = [[i.profile, i.start] for i in layout]
+    return out
+
+
 def read_saved_plan(path: Path) -> SavedPlan:
     """A saved plan's changes, hash and base revision (apply re-plans them and compares)."""
     try:
@@ -587,7 +723,8 @@ def read_saved_plan(path: Path) -> SavedPlan:
 
 
 __all__ = [
-    "ApplyResult", "Confirmation", "Conflict", "Moved", "NotConfirmed", "NotPermitted", "Plan", "Refused", "Role",
+    "ApplyResult", "Confirmation", "Conflict", "Moved", "NotConfirmed", "NotPermitted", "Plan", "Refused", "Reversal",
+    "Role",
     "SavedPlan", "Service", "Table", "check_action", "confirmation",
     "load_model_file", "load_yaml_file",  # the located YAML readers, for the console's settings files
     "read_saved_plan",

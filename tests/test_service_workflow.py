@@ -189,3 +189,54 @@ def test_the_reasons_cache_is_keyed_by_revision(state_dir: Path) -> None:
     cached = service.store.derived("pending-reasons", 0)
     assert {job: summary for job, (_, summary) in cached.items()} == reasons
     assert service.store.derived("pending-reasons", 1) is None
+
+
+def _node_states(service: Service) -> tuple[str, str]:
+    service.refresh()
+    return service.state.nodes["gpu-h100-12"].state, service.state.nodes["gpu-h100-10"].state
+
+
+def test_successive_undos_walk_back_and_redo_walks_forward(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    service.submit(service.plan(CORDON), confirmed=True)  # revision 1: h100-12 cordoned
+    service.submit(service.plan([ch.Cordon(op="cordon", node="gpu-h100-10")]), confirmed=True)  # revision 2
+    assert _node_states(service) == ("cordoned", "cordoned")
+    first = service.undo()
+    assert "revision 2" in first.description and first.intent["undoes"]
+    service.submit(first.plan, confirmed=True, intent=first.intent)
+    assert _node_states(service) == ("cordoned", "ready")
+    second = service.undo()
+    assert "revision 1" in second.description, "the second undo steps further back, not undoing the undo"
+    service.submit(second.plan, confirmed=True, intent=second.intent)
+    assert _node_states(service) == ("ready", "ready")
+    with pytest.raises(InputError, match="nothing to undo"):
+        service.undo()
+    redo = service.redo()
+    assert "revision 1" in redo.description
+    service.submit(redo.plan, confirmed=True, intent=redo.intent)
+    assert _node_states(service) == ("cordoned", "ready")
+    again = service.redo()
+    service.submit(again.plan, confirmed=True, intent=again.intent)
+    assert _node_states(service) == ("cordoned", "cordoned")
+    with pytest.raises(InputError, match="nothing to redo"):
+        service.redo()
+
+
+def test_a_new_change_clears_what_redo_could_bring_back(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    service.submit(service.plan(CORDON), confirmed=True)
+    undo = service.undo()
+    service.submit(undo.plan, confirmed=True, intent=undo.intent)
+    service.submit(service.plan([ch.Cordon(op="cordon", node="gpu-h100-10")]), confirmed=True)
+    with pytest.raises(InputError, match="nothing to redo"):
+        service.redo()
+
+
+def test_undo_intents_are_journaled(state_dir: Path) -> None:
+    service = Service(state_dir=state_dir)
+    applied = service.submit(service.plan(CORDON), confirmed=True)
+    assert applied is not None
+    undo = service.undo()
+    service.submit(undo.plan, confirmed=True, intent=undo.intent)
+    last = service.journal()[-1]
+    assert last.plan is not None and last.plan["intent"] == {"undoes": [service.journal()[-2].id]}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuadmin.errors import ExitCode
 
@@ -23,7 +23,9 @@ EXAMPLES = {
     "plan": "example:\n  gpuadmin plan -f docs/examples/repartition.yaml --save /tmp/plan.json",
     "apply": "examples:\n  gpuadmin apply -f docs/examples/repartition.yaml --yes\n"
              "  gpuadmin apply --plan /tmp/plan.json",
-    "undo": "examples:\n  gpuadmin undo --yes\n  gpuadmin undo --to 3",
+    "undo": "examples:\n  gpuadmin undo --yes          the latest change; again: the one before it\n"
+            "  gpuadmin undo --to 3         every change after revision 3",
+    "redo": "example:\n  gpuadmin redo --yes          what the latest undo reverted",
 }
 EXIT_CODES = ("exit codes: 0 applied (or nothing to apply); 1 refused by a rule; 2 bad input; "
               "3 stale plan or lock held; 4 not permitted; 130 not confirmed")
@@ -66,10 +68,11 @@ def ask_confirmation(plan: Plan, yes: bool) -> bool | str:
 
 
 def submit(service: Service, plan: Plan, *, yes: bool, fmt: str, verb: str = "applied",
-           expected_hash: str | None = None) -> int:
-    """Show, confirm and submit a plan: what `apply`, `undo`, `import --apply` and `schedule` share."""
+           expected_hash: str | None = None, intent: dict[str, Any] | None = None) -> int:
+    """Show, confirm and submit a plan: what `apply`, `undo`, `redo` and `import --apply` share."""
     show(plan, fmt)
-    result = service.submit(plan, confirmed=ask_confirmation(plan, yes), expected_hash=expected_hash)
+    result = service.submit(plan, confirmed=ask_confirmation(plan, yes), expected_hash=expected_hash,
+                            intent=intent)
     if result is None:
         sys.stderr.write("gpuadmin: nothing to apply\n")
     else:
@@ -95,12 +98,16 @@ def _apply(args: argparse.Namespace, ctx: Context) -> int:
     return apply_changes(ctx, service, service.load_changes(args.file), yes=args.yes, fmt=args.output)
 
 
-def _undo(args: argparse.Namespace, ctx: Context) -> int:
+def _reverse(args: argparse.Namespace, ctx: Context) -> int:
+    """`undo` and `redo`: each says which journal entry it reverts, then goes through the same review."""
     from gpuadmin.service import check_action
 
     check_action(ctx.role, "undo")
     service = ctx.service()
-    return submit(service, service.undo_plan(args.to), yes=args.yes, fmt=args.output, verb="undone")
+    reversal = service.undo(args.to) if args.command == "undo" else service.redo()
+    sys.stderr.write(f"gpuadmin: {reversal.description}\n")
+    return submit(service, reversal.plan, yes=args.yes, fmt=args.output, intent=reversal.intent,
+                  verb="undone" if args.command == "undo" else "redone")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -122,8 +129,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     apply.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     apply.set_defaults(func=_apply)
 
-    undo = parser("undo", "plan and apply the inverse of the last change (or back to --to)")
+    undo = parser("undo", "revert the latest change not yet undone (again: the one before), or back to --to")
     undo.add_argument("--to", type=int, metavar="REVISION")
-    undo.add_argument("--yes", action="store_true")
-    undo.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
-    undo.set_defaults(func=_undo)
+    redo = parser("redo", "apply again what the latest undo reverted")
+    for reverse in (undo, redo):
+        reverse.add_argument("--yes", action="store_true")
+        reverse.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+        reverse.set_defaults(func=_reverse)

@@ -45,7 +45,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("node NAME", "open one node"), ("sort COLUMN", "sort the table (again: reverse)"),
     ("theme [NAME]", "switch theme (no name: list them)"), ("help", "this list"), ("q, quit", "quit"),
 ]
-MUTATING = {"node_state", "undo"}  # actions that change the cluster: the gate decides, views never do
+MUTATING = {"node_state", "reverse"}  # actions that change the cluster: the gate decides, views never do
 
 
 def _view_factory(view: str) -> Any:
@@ -74,7 +74,8 @@ class GpuadminApp(App[int]):
         Binding("c", "node_state('cordon')", "Cordon", id="edit.cordon"),
         Binding("u", "node_state('uncordon')", "Uncordon", show=False, id="edit.uncordon"),
         Binding("r", "node_state('drain')", "Drain", show=False, id="edit.drain"),
-        Binding("ctrl+z", "undo", "Undo", id="edit.undo"),
+        Binding("ctrl+z", "reverse('undo')", "Undo", id="edit.undo"),
+        Binding("ctrl+y", "reverse('redo')", "Redo", id="edit.redo"),
         *(Binding(key, f"view('{view}')", view, show=False, id=f"view.{view}")
           for view, (_, key, _) in VIEWS.items()),
     ]
@@ -105,17 +106,18 @@ class GpuadminApp(App[int]):
         self.set_interval(1.0, self._watch)
 
     @classmethod
-    def binding_ids(cls) -> set[str]:
+    def all_bindings(cls) -> list[Binding]:
+        """Every binding of the console with an id: the app's, the table's, the prompt's, the pop-ups'."""
         from gpuadmin.tui.screens.listing import ListingScreen as Listing
         from gpuadmin.tui.widgets.prompt import Prompt
         from gpuadmin.tui.widgets.table import RowTable
 
-        ids = set()
-        for owner in (cls, RowTable, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, Listing):
-            for binding in owner.BINDINGS:
-                if isinstance(binding, Binding) and binding.id:
-                    ids.add(binding.id)
-        return ids
+        return [binding for owner in (cls, RowTable, Listing, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen)
+                for binding in owner.BINDINGS if isinstance(binding, Binding) and binding.id]
+
+    @classmethod
+    def binding_ids(cls) -> set[str]:
+        return {binding.id for binding in cls.all_bindings() if binding.id}
 
     def command_words(self) -> list[str]:
         words = [alias for aliases, _, _ in VIEWS.values() for alias in aliases]
@@ -142,7 +144,7 @@ class GpuadminApp(App[int]):
                 return False  # hidden: a viewer sees no key that would change the cluster
             if action == "node_state":
                 return self._selected_node() is not None
-            if action == "undo":
+            if action == "reverse":
                 return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
         if action == "describe":
             return isinstance(self.screen, ViewScreen) and self.screen.selected() is not None
@@ -221,13 +223,14 @@ class GpuadminApp(App[int]):
         if word in ("q", "q!", "quit", "exit"):
             self.exit(0)
             return
+        if word == "node" and rest:  # before the aliases: `node` alone is the nodes view, `node NAME` one node
+            self.push_screen(NodeScreen(rest))
+            return
         for view, (aliases, _, _) in VIEWS.items():
             if word in aliases:
                 self.open_view(view, rest)
                 return
-        if word == "node" and rest:
-            self.push_screen(NodeScreen(rest))
-        elif word == "sort" and isinstance(self.screen, ViewScreen):
+        if word == "sort" and isinstance(self.screen, ViewScreen):
             if not self.screen.sort_by(rest):
                 self.notify(f"no column {rest!r} to sort by here", severity="warning", markup=False)
         elif word == "theme":
@@ -247,16 +250,8 @@ class GpuadminApp(App[int]):
             self.notify(str(_unknown_theme(name, self.available_themes)), severity="error", markup=False)
 
     def action_help(self) -> None:
-        rows = []
-        for binding in self.BINDINGS:
-            if isinstance(binding, Binding):
-                keys = self._keymap.get(binding.id or "", binding.key)
-                rows.append((keys, binding.description or binding.action, binding.id or ""))
-        from gpuadmin.tui.widgets.table import RowTable
-
-        for binding in RowTable.BINDINGS:
-            if isinstance(binding, Binding):
-                rows.append((self._keymap.get(binding.id or "", binding.key), binding.description, binding.id or ""))
+        rows = [(self._keymap.get(binding.id or "", binding.key), binding.description or binding.action,
+                 binding.id or "") for binding in self.all_bindings()]
         self.push_screen(HelpScreen(rows, COMMANDS))
 
     def action_describe(self, fmt: str) -> None:
@@ -299,13 +294,15 @@ class GpuadminApp(App[int]):
         if names:
             self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names])
 
-    def action_undo(self) -> None:
+    def action_reverse(self, which: str) -> None:
+        """Undo or redo from the journal view, reviewed like any plan."""
+        service = self.session.service
         try:
-            plan = self.session.call(self.session.service.undo_plan)
+            reversal = self.session.call(service.undo if which == "undo" else service.redo)
         except GpuadminError as failed:
             self.notify(error_lines(failed), severity="error", markup=False)
             return
-        self._review_plan("undo the last change", plan)
+        self._review_plan(reversal.description, reversal.plan, reversal.intent)
 
     def review(self, title: str, items: list[dict[str, Any]]) -> None:
         service = self.session.service
@@ -316,13 +313,14 @@ class GpuadminApp(App[int]):
             return
         self._review_plan(title, plan)
 
-    def _review_plan(self, title: str, plan: Any) -> None:
+    def _review_plan(self, title: str, plan: Any, intent: dict[str, Any] | None = None) -> None:
         def decided(answer: bool | str | None) -> None:
             if answer is None:
                 self.notify("not applied", markup=False)
                 return
             try:
-                result = self.session.call(lambda: self.session.service.submit(plan, confirmed=answer))
+                result = self.session.call(lambda: self.session.service.submit(plan, confirmed=answer,
+                                                                               intent=intent))
             except GpuadminError as failed:
                 self.notify(error_lines(failed), title=failed.label or "error", severity="error", markup=False)
                 return
