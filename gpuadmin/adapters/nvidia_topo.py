@@ -8,7 +8,13 @@ The matrix has one column per GPU and NIC, then `CPU Affinity`, `NUMA Affinity` 
   One domain of every GPU with all-to-all links and more than two GPUs is an NVSwitch board (`nvswitch`),
   domains of two are bridged `pairs`, no NVLink at all is `none`.
 - NIC affinity per GPU is the cell of each NIC (`PIX`, `PXB`, `PHB`, `NODE`, `SYS`); the closest NICs of a
-  GPU are those at its best level.
+  GPU are those at its best level. NICs next to no GPU (no `PIX`/`PXB` cell: e.g. the storage and in-band
+  NICs on the CPU side of an HGX node) are kept as NICs of the node and listed in `cpu_side_nics`.
+
+Real output is tab-separated and its header line is wrapped in terminal escapes (`ESC[4m … ESC[0m`,
+underline); escapes are stripped first. Tab-separated rows are split on each tab, so an empty
+`CPU Affinity` or `NUMA Affinity` cell (seen inside a cgroup or container) stays in its column; both
+affinity columns accept any text (`N/A`, empty, odd CPU lists).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from gpuadmin.model.inventory import NvlinkKind
 
 LEVELS = ("X", "PIX", "PXB", "PHB", "NODE", "SYS")  # nearest first
 _SPLIT = re.compile(r"\t+|\s{2,}")
+_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")  # CSI sequences and two-byte escapes
 _NV = re.compile(r"^NV(\d+)$")
 _LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _AFFINITY_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
@@ -72,6 +79,12 @@ class Topology:
             return "pairs"
         return "nvswitch" if all(self.all_to_all(d) for d in domains) else "pairs"
 
+    @property
+    def cpu_side_nics(self) -> list[str]:
+        """NICs that sit next to no GPU: no GPU reaches them through at most PCIe bridges (PIX/PXB)."""
+        near = {n for cells in self.nic_affinity.values() for n, v in cells.items() if v in ("PIX", "PXB")}
+        return [n for n in self.nics if n not in near]
+
     def closest_nics(self, gpu: int) -> list[str]:
         """The NICs at the GPU's nearest PCIe level (e.g. its two PXB NICs)."""
         cells = self.nic_affinity.get(gpu, {})
@@ -86,6 +99,14 @@ def _header(line: str) -> list[str]:
     return [c.strip() for c in _SPLIT.split(line.strip()) if c.strip()]
 
 
+def _cells(line: str) -> list[str]:
+    """A matrix row: on tab-separated (real) output every tab is a column boundary, so empty cells keep
+    their place; on space-aligned (transcribed) output runs of two or more spaces are."""
+    if "\t" in line:
+        return [c.strip() for c in line.rstrip("\r\n").split("\t")]
+    return _header(line)
+
+
 def _int_or_none(text: str | None) -> int | None:
     if text is None or not text.strip().lstrip("-").isdigit():
         return None
@@ -94,7 +115,7 @@ def _int_or_none(text: str | None) -> int | None:
 
 def parse_topology(text: str, file: str = "<topo>") -> Topology:
     """Parse `nvidia-smi topo -m` output; `InputError` with the line on anything that is not that."""
-    lines = text.splitlines()
+    lines = [_ESCAPE.sub("", line) for line in text.splitlines()]
     header_at = next(
         (n for n, line in enumerate(lines) if line.split()[:1] == ["GPU0"] and line.split()[1:2] != ["X"]),
         None,
@@ -118,7 +139,7 @@ def parse_topology(text: str, file: str = "<topo>") -> Topology:
             if seen_rows:
                 break
             continue
-        cells = _header(line)
+        cells = _cells(line)
         label = cells[0]
         if label not in devices:
             if seen_rows:
@@ -148,9 +169,14 @@ def parse_topology(text: str, file: str = "<topo>") -> Topology:
                     )
             else:
                 topo.nic_affinity.setdefault(gpu, {})[legend.get(column, column)] = value
-        rest = dict(zip(extra, values[len(devices) :], strict=False))
+        tail = values[len(devices) :]
+        if "\t" in line and extra and extra[0] == "CPU Affinity":
+            # real rows pad with extra tabs after NUMA Affinity (`0-55\t0\t\tN/A`); the CPU Affinity cell
+            # comes first and may be empty (inside a cgroup), the later ones are the non-empty cells left
+            tail = tail[:1] + [c for c in tail[1:] if c]
+        rest = dict(zip(extra, tail, strict=False))
         cpu = rest.get("CPU Affinity")
-        topo.cpu_affinity[gpu] = None if cpu in (None, "N/A") else cpu
+        topo.cpu_affinity[gpu] = None if cpu in (None, "", "N/A") else cpu
         topo.numa_affinity[gpu] = _int_or_none(rest.get("NUMA Affinity"))
         if "GPU NUMA ID" in extra:
             topo.gpu_numa_id[gpu] = _int_or_none(rest.get("GPU NUMA ID"))
@@ -191,4 +217,10 @@ def apply_topology(
             )
         else:
             update["rdma"] = Rdma(nics=len(topo.nics), gbps=gbps, network=network)
+        cpu_side = topo.cpu_side_nics
+        if cpu_side:
+            warnings.append(
+                f"{len(cpu_side)} of the {len(topo.nics)} NICs sit next to no GPU (CPU side: "
+                f"{', '.join(cpu_side)}); counted as NICs of the node"
+            )
     return node.model_copy(update=update), warnings

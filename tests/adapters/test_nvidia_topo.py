@@ -97,3 +97,49 @@ def test_apply_topology_sets_nvlink_and_rdma() -> None:
     assert updated.rdma == Rdma(nics=8, gbps=200, network="cluster-net-1") and warnings == []
     kept = node.model_copy(update={"rdma": Rdma(nics=16, gbps=100, network="cn")})
     assert apply_topology(kept, topo)[0].rdma == Rdma(nics=8, gbps=100, network="cn")
+
+
+# Written from the documented `topo -m` format (tests/adapters/fixtures/written/README.md): tab-separated, the
+# header wrapped in ESC[4m … ESC[0m as real terminals get it, 12 NICs on an 8-GPU HGX node (NIC8–NIC11 on
+# the CPU side), rows padded `0\t\tN/A` after NUMA Affinity as real output is.
+WRITTEN = TOPO.parent / "written"
+ESCAPES = WRITTEN / "topo_8x-h100_nv18_12nic_4-cpu-side_escapes.txt"
+CGROUP = WRITTEN / "topo_8x-h100_nv18_12nic_cgroup-empty-affinity.txt"
+
+
+def test_header_with_terminal_escapes_and_cpu_side_nics() -> None:
+    assert "\x1b[4m" in ESCAPES.read_text(encoding="utf-8")  # the fixture really carries the escapes
+    topo = read_topology(ESCAPES)
+    assert topo.gpus == list(range(8)) and topo.nvlink_kind == "nvswitch"
+    assert set(topo.nvlinks.values()) == {18}
+    assert topo.nics == [f"mlx5_{i}" for i in range(12)]
+    assert topo.cpu_side_nics == ["mlx5_8", "mlx5_9", "mlx5_10", "mlx5_11"]
+    assert topo.closest_nics(3) == ["mlx5_3"]
+    assert topo.cpu_affinity[0] == "0-55,112-167" and topo.cpu_affinity[7] == "56-111,168-223"
+    assert topo.numa_affinity == {**dict.fromkeys(range(4), 0), **dict.fromkeys(range(4, 8), 1)}
+    assert topo.gpu_numa_id == dict.fromkeys(range(8))  # "N/A" after the padding tab
+
+
+def test_cpu_side_nics_are_kept_as_nics_of_the_node() -> None:
+    node = Node(name="hgx", platform="baremetal", gpus=[Gpu(index=i, model="H100-SXM5-80GB") for i in range(8)])
+    updated, warnings = apply_topology(node, read_topology(ESCAPES), rdma_gbps=400, rdma_network="fabric")
+    assert updated.rdma == Rdma(nics=12, gbps=400, network="fabric")
+    assert updated.nvlink == "nvswitch"
+    assert any("4 of the 12 NICs sit next to no GPU" in w and "mlx5_8" in w for w in warnings)
+
+
+def test_empty_cpu_affinity_inside_a_cgroup_keeps_the_columns() -> None:
+    topo = read_topology(CGROUP)
+    assert topo.cpu_affinity == dict.fromkeys(range(8))
+    assert topo.numa_affinity == {**dict.fromkeys(range(4), 0), **dict.fromkeys(range(4, 8), 1)}
+
+
+def test_odd_cpu_affinity_text_is_kept_as_written() -> None:
+    text = (
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+        "GPU0\t X \tNV4\t0,2,4-7 (cgroup)\tN/A\t\tN/A\n"
+        "GPU1\tNV4\t X \t0,2,4-7 (cgroup)\tN/A\t\tN/A\n"
+    )
+    topo = parse_topology(text)
+    assert topo.cpu_affinity == dict.fromkeys((0, 1), "0,2,4-7 (cgroup)")
+    assert topo.numa_affinity == {0: None, 1: None} and topo.nvlink_kind == "pairs"
