@@ -591,7 +591,9 @@ class Service:
         """The names a form offers to pick from: queues, and on a node its VMs, device groups, GPUs and the
         vGPU types of its boards."""
         check_action(self.role, "read")
-        out: dict[str, Any] = {"queues": sorted(self.state.queues)}
+        catalog = get_catalog()
+        out: dict[str, Any] = {"queues": sorted(self.state.queues), "shapes": sorted(catalog.shapes),
+                               "models": sorted(catalog.gpu_models)}
         node = self.state.nodes.get(node_name) if node_name else None
         if node is not None:
             out["vms"] = [vm.name for vm in node.vms]
@@ -674,7 +676,7 @@ class Service:
         if kind == "inventory":
             return dump_inventory(self.state.to_inventory())
         if kind == "mig-parted":
-            return adapters.export_mig_parted(nodes)
+            return adapters.export_mig_parted(nodes, warnings=options.get("warnings"))
         if kind == "device-plugin":
             return adapters.export_device_plugin(nodes, warnings=options.get("warnings"))
         if kind == "labels":
@@ -724,8 +726,7 @@ def read_saved_plan(path: Path) -> SavedPlan:
 
 __all__ = [
     "ApplyResult", "Confirmation", "Conflict", "Moved", "NotConfirmed", "NotPermitted", "Plan", "Refused", "Reversal",
-    "Role",
-    "SavedPlan", "Service", "Table", "check_action", "confirmation",
+    "Role", "SavedPlan", "SchedulePlan", "Service", "Table", "check_action", "confirmation",
     "load_model_file", "load_yaml_file",  # the located YAML readers, for the console's settings files
     "read_saved_plan",
 ]

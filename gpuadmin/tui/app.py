@@ -9,6 +9,7 @@ allowed or refused in one place, `check_action`, which asks the service's permis
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,13 +18,17 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from gpuadmin.errors import GpuadminError, InputError
-from gpuadmin.service import Service, confirmation
+from gpuadmin.service import Conflict, Plan, SchedulePlan, Service, confirmation
+from gpuadmin.tui.edits import EDITS, EDITS_BY_ID
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
+from gpuadmin.tui.screens.form import FormScreen, FormSpec, Items
 from gpuadmin.tui.screens.help import HelpScreen
 from gpuadmin.tui.screens.listing import ListingScreen
+from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.node import NodeScreen
 from gpuadmin.tui.screens.overview import OverviewScreen
+from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.session import Session, error_lines
@@ -45,7 +50,8 @@ COMMANDS: list[tuple[str, str]] = [
     ("node NAME", "open one node"), ("sort COLUMN", "sort the table (again: reverse)"),
     ("theme [NAME]", "switch theme (no name: list them)"), ("help", "this list"), ("q, quit", "quit"),
 ]
-MUTATING = {"node_state", "reverse"}  # actions that change the cluster: the gate decides, views never do
+# actions that change the cluster: the gate decides, views never do
+MUTATING = {"node_state", "reverse", "schedule", "edit"}
 
 
 def _view_factory(view: str) -> Any:
@@ -69,13 +75,15 @@ class GpuadminApp(App[int]):
         Binding("escape", "go_back", "Back", show=False, id="app.back"),
         Binding("d", "describe('text')", "Describe", id="app.describe"),
         Binding("y", "describe('yaml')", "YAML", show=False, id="app.yaml"),
-        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("q", "leave", "Quit", id="app.quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.quit_now"),
         Binding("c", "node_state('cordon')", "Cordon", id="edit.cordon"),
         Binding("u", "node_state('uncordon')", "Uncordon", show=False, id="edit.uncordon"),
         Binding("r", "node_state('drain')", "Drain", show=False, id="edit.drain"),
         Binding("ctrl+z", "reverse('undo')", "Undo", id="edit.undo"),
         Binding("ctrl+y", "reverse('redo')", "Redo", id="edit.redo"),
+        Binding("p", "schedule", "Schedule", id="edit.schedule"),
+        *(Binding(edit.key, f"edit('{edit.id}')", edit.label, id=edit.id) for edit in EDITS),
         *(Binding(key, f"view('{view}')", view, show=False, id=f"view.{view}")
           for view, (_, key, _) in VIEWS.items()),
     ]
@@ -95,7 +103,9 @@ class GpuadminApp(App[int]):
         self.start_view = view
         self.notice = notice
         self.mode_history: list[str] = []
+        self.prompt_history: dict[str, list[str]] = {"command": [], "filter": []}  # shared by every view's prompt
         self.live: set[ViewScreen] = set()
+        self._cycle: SchedulePlan | None = None  # a finished scheduling cycle, handed to its review
 
     # start ---------------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -146,6 +156,15 @@ class GpuadminApp(App[int]):
                 return self._selected_node() is not None
             if action == "reverse":
                 return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
+            if action == "schedule":
+                return isinstance(self.screen, ViewScreen)
+            if action == "edit":
+                edit = EDITS_BY_ID[str(parameters[0])]
+                screen = self.screen
+                return (isinstance(screen, ListingScreen) and screen.kind in edit.views
+                        and (not edit.needs_row or screen.current_row() is not None))
+        if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
+            return isinstance(self.screen, ViewScreen)
         if action == "describe":
             return isinstance(self.screen, ViewScreen) and self.screen.selected() is not None
         return True
@@ -273,7 +292,61 @@ class GpuadminApp(App[int]):
             return
         self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt))
 
+    def action_leave(self) -> None:
+        self.exit(0)
+
     # changes: built here, planned and applied by the service, reviewed on screen --------------------
+    def action_edit(self, edit_id: str) -> None:
+        edit = EDITS_BY_ID[edit_id]
+        screen = self.screen
+        row = screen.current_row() if isinstance(screen, ListingScreen) else None
+        try:
+            opened = edit.open(self.session, row)
+            if opened == "mig":
+                assert row is not None
+                node, gpu = str(row["NODE"]), int(row["GPU"])
+                form = self.session.call(lambda: self.session.service.mig_form(node, gpu))
+                self.push_screen(MigFormScreen(self.session, form),
+                                 lambda items: self._reviewed_form(f"repartition {node}/{gpu}", items))
+            elif isinstance(opened, FormSpec):
+                self.push_screen(FormScreen(opened), lambda items: self._reviewed_form(opened.title, items))
+            elif isinstance(opened, list):
+                self.review(f"{edit.label.lower()} {', '.join(str(i.get('name', '')) for i in opened)}", opened)
+        except GpuadminError as failed:
+            self.notify(error_lines(failed), severity="error", markup=False)
+
+    def _reviewed_form(self, title: str, items: Items | None) -> None:
+        if items:
+            self.review(title, items)
+
+    def action_schedule(self) -> None:
+        """Plan one scheduling cycle in the background (a progress bar; Esc drops it), then review it."""
+        progress = ProgressScreen("scheduling cycle (a plan: nothing is applied yet)")
+        self.push_screen(progress, self._schedule_done)
+        self._run_cycle(progress)
+
+    @work(thread=True, exclusive=True, group="schedule")
+    def _run_cycle(self, progress: ProgressScreen) -> None:
+        try:
+            result = self.session.call(self.session.service.schedule)
+        except GpuadminError as failed:
+            self.call_from_thread(self.notify, error_lines(failed), severity="error", markup=False)
+            self.call_from_thread(progress.dismiss, False)
+            return
+        if progress.is_attached and self.screen is progress:
+            self._cycle = result
+            self.call_from_thread(progress.dismiss, True)
+
+    def _schedule_done(self, finished: bool | None) -> None:
+        result = self._cycle
+        self._cycle = None
+        if not finished or result is None:
+            self.notify("scheduling cycle cancelled: nothing applied", markup=False)
+            return
+        title = (f"scheduling cycle: {len(result.bound)} bind(s), {len(result.preempted)} preemption(s), "
+                 f"{len(result.pending)} left pending")
+        self._review_plan(title, result.plan, replan=lambda: self.session.service.schedule().plan)
+
     def _selected_node(self) -> str | None:
         screen = self.screen
         if isinstance(screen, NodeScreen):
@@ -297,30 +370,46 @@ class GpuadminApp(App[int]):
     def action_reverse(self, which: str) -> None:
         """Undo or redo from the journal view, reviewed like any plan."""
         service = self.session.service
+        reverse = service.undo if which == "undo" else service.redo
         try:
-            reversal = self.session.call(service.undo if which == "undo" else service.redo)
+            reversal = self.session.call(reverse)
         except GpuadminError as failed:
             self.notify(error_lines(failed), severity="error", markup=False)
             return
-        self._review_plan(reversal.description, reversal.plan, reversal.intent)
+        self._review_plan(reversal.description, reversal.plan, reversal.intent, replan=lambda: reverse().plan)
 
     def review(self, title: str, items: list[dict[str, Any]]) -> None:
         service = self.session.service
         try:
-            plan = self.session.call(lambda: service.plan(service.build_changes(items)))
+            changes = self.session.call(lambda: service.build_changes(items))
+            plan = self.session.call(lambda: service.plan(changes))
         except GpuadminError as failed:
             self.notify(error_lines(failed), severity="error", markup=False)
             return
-        self._review_plan(title, plan)
+        self._review_plan(title, plan, replan=lambda: service.plan(changes))
 
-    def _review_plan(self, title: str, plan: Any, intent: dict[str, Any] | None = None) -> None:
+    def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
+                     replan: Callable[[], Plan] | None = None, note: str = "") -> None:
+        """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
+        again on the new state and shown again — never applied blindly."""
+        service = self.session.service
+
         def decided(answer: bool | str | None) -> None:
             if answer is None:
                 self.notify("not applied", markup=False)
                 return
             try:
-                result = self.session.call(lambda: self.session.service.submit(plan, confirmed=answer,
-                                                                               intent=intent))
+                result = self.session.call(lambda: service.submit(plan, confirmed=answer, intent=intent))
+            except Conflict as stale:
+                if replan is None or "stale" not in str(stale):
+                    self.notify(error_lines(stale), title="conflict", severity="error", markup=False)
+                    return
+                self.session.call(service.refresh)
+                fresh = self.session.call(replan)
+                self._review_plan(title, fresh, intent, replan=replan,
+                                  note=f"The state moved to revision {fresh.base_revision} since this plan was made: "
+                                       "planned again on it. Review it again.")
+                return
             except GpuadminError as failed:
                 self.notify(error_lines(failed), title=failed.label or "error", severity="error", markup=False)
                 return
@@ -328,7 +417,8 @@ class GpuadminApp(App[int]):
                 self.notify(f"applied: revision {result.revision}", markup=False)
                 self._watch()
 
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan)), decided)
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), lambda path: service.save_plan(plan, path),
+                                          note), decided)
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:

@@ -39,7 +39,7 @@ class ViewScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
         yield from self.compose_body()
-        prompt = Prompt(self.gpuadmin.command_words(), id="prompt")
+        prompt = Prompt(self.gpuadmin.command_words(), history=self.gpuadmin.prompt_history, id="prompt")
         prompt.display = False
         yield prompt
         yield Footer(compact=True, show_command_palette=False)

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from gpuadmin.errors import GpuadminError
+from gpuadmin.errors import GpuadminError, InputError
 from gpuadmin.render.selector import compile_filter
 from gpuadmin.service import Moved, Table
 from gpuadmin.tui.draw import quota_bar
@@ -116,7 +116,11 @@ class ListingScreen(ViewScreen):
         columns = [c for c in COLUMNS[self.kind] if not rows or c in rows[0]]
         grid.set_rows(columns, rows)
         if self.filter_text:
-            self.apply_filter(self.filter_text)
+            try:
+                self.apply_filter(self.filter_text)
+            except InputError as bad:  # a filter given before the rows came, checked now that they have
+                self.apply_filter("")
+                self.notify(error_lines(bad), title="filter", severity="error", markup=False)
         self._status()
 
     def _status(self) -> None:
@@ -133,6 +137,9 @@ class ListingScreen(ViewScreen):
     def on_row_table_chosen(self, event: RowTable.Chosen) -> None:
         self.gpuadmin.drill_down(self.kind, event.row)
 
+    def current_row(self) -> dict[str, Any] | None:
+        return self.query_one(RowTable).current_row()
+
     def selected(self) -> tuple[str, str] | None:
         row = self.query_one(RowTable).current_row()
         if row is None:
@@ -145,6 +152,8 @@ class ListingScreen(ViewScreen):
         if not text:
             self.filter_text = ""
             grid.set_filter(None)
+        elif self._table is None:  # the rows are still being read (a view opened with a filter): `_show` applies it
+            self.filter_text = text
         else:
             label_keys = {k for labels in self._labels.values() for k in labels}
             columns = list(grid.rows[0]) if grid.rows else list(grid.columns)

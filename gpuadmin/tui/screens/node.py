@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -44,9 +45,14 @@ class NodeScreen(ViewScreen):
         try:
             board = self.session.call(lambda: self.session.service.node_board(self.node))
         except GpuadminError as failed:
-            self.app.call_from_thread(self.notify, error_lines(failed), severity="error", markup=False)
+            self.app.call_from_thread(self._failed, error_lines(failed))
             return
         self.app.call_from_thread(self._show, board)
+
+    def _failed(self, message: str) -> None:
+        """Say it in the body too: a node that is not there must not look like one still loading."""
+        self.query_one("#node", Static).update(Text(message))
+        self.notify(message, severity="error", markup=False)
 
     def _show(self, board: dict[str, Any]) -> None:
         self._board = board

@@ -5,6 +5,8 @@ applied. The decision (apply or not) is the service's `submit`; this screen only
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -25,17 +27,23 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,n", "cancel", "Cancel", id="review.cancel"),
         Binding("y", "confirm", "Apply", id="review.apply"),
+        Binding("w", "save", "Save plan", id="review.save"),
     ]
 
-    def __init__(self, title: str, plan: Plan, asked: Confirmation) -> None:
+    def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[Path], None],
+                 note: str = "") -> None:
         super().__init__()
         self.title_text = title
         self.plan = plan
         self.asked = asked
+        self.save = save
+        self.note = note
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="review-scroll") as scroll:
             scroll.border_title = Text(f"plan: {safe(self.title_text)}")
+            if self.note:
+                yield Static(Text(self.note), id="review-note")
             yield Static(Text(plan_text(self.plan.to_json())), id="review")
             if not self.plan.allowed:
                 yield Static(Text("REFUSED: this plan cannot be applied. Esc to go back."), id="review-verdict")
@@ -48,7 +56,10 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
             else:
                 yield Static(Text("y to apply, n or Esc to cancel"), id="review-verdict")
 
+            yield Input(placeholder="save the plan to (a path), Enter", id="review-path")
+
     def on_mount(self) -> None:
+        self.query_one("#review-path", Input).display = False
         if self.plan.allowed and not self.plan.empty and self.asked.destructive:
             self.query_one("#review-token", Input).focus()
         else:
@@ -65,6 +76,21 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
     def action_cancel(self) -> None:
         self.dismiss(None)
 
+    def action_save(self) -> None:
+        path = self.query_one("#review-path", Input)
+        path.display = True
+        self.set_focus(path)
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        if event.input.id == "review-path":
+            try:
+                self.save(Path(event.value).expanduser())
+            except OSError as failed:
+                self.notify(f"not saved: {failed}", severity="error", markup=False)
+                return
+            self.notify(f"plan saved to {event.value} (gpuadmin apply --plan {event.value})", markup=False)
+            event.input.display = False
+            self.query_one("#review-scroll").focus()
+            return
         self.dismiss(event.value)

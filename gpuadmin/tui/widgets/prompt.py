@@ -27,11 +27,13 @@ class Prompt(Input):
             self.mode = mode  # "command" or "filter"
             self.value = value  # None when cancelled
 
-    def __init__(self, words: Sequence[str], *, id: str | None = None) -> None:
+    def __init__(self, words: Sequence[str], *, history: dict[str, list[str]] | None = None,
+                 id: str | None = None) -> None:
         super().__init__(id=id, select_on_focus=False)
         self.mode = "command"
         self.words = list(words)
-        self.history: dict[str, list[str]] = {"command": [], "filter": []}
+        # one history for the whole console (every view's prompt shares the app's), not one per view
+        self.history: dict[str, list[str]] = history if history is not None else {"command": [], "filter": []}
         self._walk = 0
 
     def open(self, mode: str, value: str = "") -> None:

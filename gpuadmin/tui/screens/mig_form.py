@@ -1,0 +1,121 @@
+"""Repartition MIG on one GPU: the layout drawn as it is built, only the placements that still fit offered,
+and the named layouts the model supports (NVIDIA's mig-parted defaults: all-1g.10gb, all-balanced, ...).
+
+The fitting placements come from the service (the engine's own placement rules), so the form never offers
+what the plan would refuse; the plan review still decides, with the running jobs the change would evict.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from gpuadmin.render.text import safe
+from gpuadmin.tui.draw import gpu_lines, unwrapped
+from gpuadmin.tui.session import Session
+
+Items = list[dict[str, Any]]
+
+
+class MigFormScreen(ModalScreen[Items | None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="mig.cancel"),
+        Binding("ctrl+o", "submit", "Plan it", id="mig.submit"),
+        Binding("backspace,x", "remove_last", "Remove last", id="mig.remove_last"),
+        Binding("ctrl+l", "clear", "Clear", id="mig.clear"),
+        Binding("f", "disable", "MIG off", id="mig.disable"),
+    ]
+
+    def __init__(self, session: Session, form: dict[str, Any]) -> None:
+        super().__init__()
+        self.session = session
+        self.form = form
+        self.instances: list[tuple[str, int]] = [(p, int(s)) for p, s in form["current"]]
+        self._slices = {p["name"]: p for p in form["profiles"]}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="mig-form") as box:
+            box.border_title = Text(f"repartition MIG: {safe(self.form['node'])}/{self.form['gpu']} "
+                                    f"{safe(self.form['model'])}")
+            yield Static("", id="mig-drawing")
+            named = [(Text(safe(name)), name) for name in self.form["named"]]
+            yield Select(named, prompt="named layout (mig-parted)", id="mig-named", compact=True)
+            yield Static(Text("placements that still fit (Enter adds one):"), classes="form-note")
+            yield OptionList(id="mig-fits")
+            yield Static(Text("x remove last  ctrl+l clear  f MIG off  ctrl+o plan it  Esc cancel"),
+                         classes="form-note")
+
+    def on_mount(self) -> None:
+        self._redraw()
+        self.query_one("#mig-fits", OptionList).focus()
+
+    def _board(self) -> dict[str, Any]:
+        return {"index": self.form["gpu"], "model": self.form["model"], "mode": "mig",
+                "memory_slices": self.form["memory_slices"], "compute_slices": self.form["compute_slices"],
+                "instances": [{"profile": p, "start": s, "memory_slices": self._slices[p]["memory_slices"],
+                               "compute_slices": self._slices[p]["compute_slices"], "replicas": None,
+                               "holders": []} for p, s in sorted(self.instances, key=lambda i: i[1])],
+                "holders": [], "replicas": None, "vgpus": [], "vm": None}
+
+    def fitting(self) -> list[tuple[str, int]]:
+        """Every (profile, start) that can join the layout as it stands."""
+        service = self.session.service
+        out = []
+        node, gpu, instances = self.form["node"], self.form["gpu"], list(self.instances)
+        for profile in self.form["profiles"]:
+            name = str(profile["name"])
+            starts = self.session.call(partial(service.mig_free_starts, node, gpu, instances, name))
+            out += [(name, start) for start in starts]
+        return out
+
+    def _redraw(self) -> None:
+        width = max(40, self.size.width - 6)
+        self.query_one("#mig-drawing", Static).update(unwrapped(gpu_lines(self._board(), width)))
+        fits = self.query_one("#mig-fits", OptionList)
+        fits.clear_options()
+        options = self.fitting()
+        if options:
+            fits.add_options([Option(Text(f"{p} @{s}  ({self._slices[p]['compute_slices']} compute, "
+                                          f"{self._slices[p]['memory_slices']} memory slices)"), id=f"{p}@{s}")
+                              for p, s in options])
+        else:
+            fits.add_option(Option(Text("nothing more fits: the GPU is fully carved"), disabled=True))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id:
+            profile, _, start = event.option.id.rpartition("@")
+            self.instances.append((profile, int(start)))
+            self._redraw()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.value is not Select.NULL and str(event.value) in self.form["named"]:
+            self.instances = [(p, int(s)) for p, s in self.form["named"][str(event.value)]]
+            self._redraw()
+
+    def action_remove_last(self) -> None:
+        if self.instances:
+            self.instances.pop()
+            self._redraw()
+
+    def action_clear(self) -> None:
+        self.instances = []
+        self._redraw()
+
+    def action_disable(self) -> None:
+        self.dismiss([{"op": "set-mode", "node": self.form["node"], "gpu": self.form["gpu"], "mode": "full"}])
+
+    def action_submit(self) -> None:
+        self.dismiss([{"op": "set-mig", "node": self.form["node"], "gpu": self.form["gpu"],
+                       "instances": [{"profile": p, "start": s} for p, s in self.instances]}])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
