@@ -72,14 +72,31 @@ def gfd_products(model: GpuModel) -> list[str]:
 # ---------------------------------------------------------------------------------------- MIG derivation
 
 
+def mig_slice_options(model: GpuModel, memory_mib: int, total_mib: int) -> set[int]:
+    """Compute-slice counts of the model's profiles whose memory part matches a MIG device of `memory_mib`."""
+    gb_name = mig_profile_name(1, memory_mib, total_mib).split(".", 1)[1]
+    return {
+        p.compute_slices
+        for p in model.mig_profiles
+        if p.name.split("+", 1)[0].split(".", 1)[1] == gb_name and "-" not in p.name
+    }
+
+
 def derive_mig_profile(
-    model: GpuModel, sms: int | None, memory_mib: int, total_mib: int, media: bool = False
+    model: GpuModel,
+    sms: int | None,
+    memory_mib: int,
+    total_mib: int,
+    media: bool = False,
+    sms_per_slice: float | None = None,
 ) -> str | None:
     """The catalog profile of a MIG device seen as (SM count, memory): naming rule + profile table.
 
     The memory part comes from the naming rule of gpu-facts §1.6 (`mig_profile_name`) on the GPU's own
     total; the compute slices are those of the catalog profile of that memory size whose SM count is
-    nearest to the one seen (exact where the catalog has it). Media extensions (`+me`) are taken when
+    nearest to the one seen (exact where the catalog has it); where the catalog has no SM counts for the
+    model, `sms_per_slice` (measured on the GPU's unambiguous MIG devices) sizes the device. Media
+    extensions (`+me`) are taken when
     the device shows them (an OFA engine) and the model has such a profile. None when no profile fits.
     """
     gb_name = mig_profile_name(1, memory_mib, total_mib).split(".", 1)[1]
@@ -99,9 +116,12 @@ def derive_mig_profile(
         known = [(abs(s - sms), g) for g, values in by_slices.items() for s in values if s is not None]
         if known:
             slices = min(known)[1]
-        else:  # no SM counts in the catalog: scale by the model's full MIG width
+        else:  # no SM counts in the catalog: scale by the SMs per slice seen, else the full MIG width
             full = max((p.sms for p in model.mig_profiles if p.sms), default=model.sms or 0)
-            estimate = round(sms * model.compute_slices / full) if full else min(by_slices)
+            if sms_per_slice:
+                estimate = round(sms / sms_per_slice)
+            else:
+                estimate = round(sms * model.compute_slices / full) if full else min(by_slices)
             slices = min(by_slices, key=lambda g: (abs(g - estimate), g))
     name = mig_profile_name(slices, memory_mib, total_mib)
     if media and model.mig_profile(name + "+me") is not None:

@@ -25,7 +25,7 @@ import yaml
 from gpuadmin.adapters._common import input_error
 from gpuadmin.adapters.mig_parted import mig_config_label
 from gpuadmin.engine.commands import mig_config_name
-from gpuadmin.model import Node
+from gpuadmin.model import MigInstance, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.store.yamlsafe import load_yaml
 
@@ -34,11 +34,16 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 STRATEGIES = ("none", "single", "mixed")
 
 
+def _mig_device_names(instance: MigInstance) -> list[str]:
+    """The MIG devices a GI gives the plugin: one per compute instance (`1c.3g.71gb`), else the GI itself."""
+    return list(instance.compute_instances) if instance.split and instance.compute_instances else [instance.profile]
+
+
 def mig_strategy(node: Node) -> str:
     mig = [g for g in node.gpus if g.mode == "mig"]
     if not mig:
         return "none"
-    profiles = {i.profile for g in mig for i in g.mig or ()}
+    profiles = {name for g in mig for i in g.mig or () for name in _mig_device_names(i)}
     if len(mig) == len(node.gpus) and len(profiles) == 1 and all(g.mig for g in mig):
         return "single"
     return "mixed"
@@ -68,7 +73,14 @@ def node_config(node: Node, warnings: list[str] | None = None) -> dict[str, Any]
         elif gpu.mode == "full":
             whole += 1
         for instance in gpu.mig or ():
-            if instance.replicas:
+            if instance.replicas and instance.split:
+                out.append(
+                    f"{node.name} GPU {gpu.index}: GPU instance {instance.profile}@{instance.start} is split into "
+                    f"compute instances ({', '.join(instance.compute_instances or ())}); time-slicing of its "
+                    f"{instance.replicas} replicas is not exported (the plugin shares per MIG device, and the "
+                    "resource names of compute-instance devices are not covered here)"
+                )
+            elif instance.replicas:
                 name = "nvidia.com/gpu" if strategy == "single" else f"nvidia.com/mig-{instance.profile}"
                 _put(time_sliced, name, instance.replicas, node.name, out)
     if whole and "nvidia.com/gpu" in (time_sliced | mps) and strategy != "single":

@@ -300,6 +300,13 @@ def mig_parted_layouts(
     out: dict[int, list[MigInstance] | None] = {}
     for gpu in node.gpus:
         model = get_catalog().model(gpu.model)
+        if model is None and gpu.not_in_catalog is not None:
+            if warnings is not None:
+                warnings.append(
+                    f"{node.name} GPU {gpu.index}: {gpu.model!r} is not in the catalog; {config!r} is not "
+                    "applied to it (MIG is refused on GPUs the catalog does not know)"
+                )
+            continue
         if model is None:
             raise input_error(f"{node.name} GPU {gpu.index}: unknown model {gpu.model!r}", spec.file)
         matching = [e for e in entries if e.matches(gpu.index, model)]
@@ -332,17 +339,38 @@ def mig_parted_changes(
 # ------------------------------------------------------------------------------------------------ export
 
 
-def _node_config(node: Node) -> list[dict[str, Any]]:
+def _device_key(node: Node, gpu_index: int, instance: MigInstance, warnings: list[str] | None) -> str:
+    """The `mig-devices` key of one GI. mig-parted creates one GI per counted key, with one CI in it: a GI
+    with its default CI is its profile, a GI holding exactly one narrower CI is that CI's `<C>c.<G>g.<GB>gb`
+    name (a form mig-parted's parser takes, gpu-facts §2); a GI split into several CIs cannot be written —
+    its GI is exported and the split is left to the node-side commands, with a warning."""
+    cis = instance.compute_instances
+    if not instance.split or not cis:
+        return instance.profile
+    if len(cis) == 1:
+        return cis[0]
+    if warnings is not None:
+        warnings.append(
+            f"{node.name} GPU {gpu_index}: mig-parted cannot express GPU instance {instance.profile}@"
+            f"{instance.start} holding {len(cis)} compute instances ({', '.join(cis)}); exported the GPU "
+            "instance alone — create its compute instances with the plan's nvidia-smi mig -cci lines"
+        )
+    return instance.profile
+
+
+def _node_config(node: Node, warnings: list[str] | None = None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for gpu in sorted(node.gpus, key=lambda g: g.index):
         model = get_catalog().model(gpu.model)
         entry: dict[str, Any] = {}
         if model is not None and model.pci_device_ids:
             entry["device-filter"] = [pci_filter_id(p) for p in model.pci_device_ids]
+        elif gpu.not_in_catalog is not None and gpu.not_in_catalog.pci_device_id is not None:
+            entry["device-filter"] = [pci_filter_id(gpu.not_in_catalog.pci_device_id)]
         entry["devices"] = [gpu.index]
         entry["mig-enabled"] = gpu.mode == "mig"
         if gpu.mode == "mig":
-            counts = Counter(i.profile for i in gpu.mig or ())
+            counts = Counter(_device_key(node, gpu.index, i, warnings) for i in gpu.mig or ())
             entry["mig-devices"] = dict(sorted(counts.items(), key=_profile_order))
         out.append(entry)
     return out
@@ -355,12 +383,13 @@ def _profile_order(item: tuple[str, int]) -> tuple[int, str]:
         return (0, item[0])
 
 
-def export_mig_parted(nodes: list[Node]) -> dict[str, Any]:
-    """A mig-parted `version: v1` config: `gpuadmin-<node>` for every node with GPUs, and `all-disabled`."""
+def export_mig_parted(nodes: list[Node], warnings: list[str] | None = None) -> dict[str, Any]:
+    """A mig-parted `version: v1` config: `gpuadmin-<node>` for every node with GPUs, and `all-disabled`.
+    What mig-parted cannot express (a GI split into several compute instances) is said in `warnings`."""
     configs: dict[str, Any] = {ALL_DISABLED: [{"devices": "all", "mig-enabled": False}]}
     for node in sorted(nodes, key=lambda n: n.name):
         if node.gpus:
-            configs[mig_config_name(node.name)] = _node_config(node)
+            configs[mig_config_name(node.name)] = _node_config(node, warnings)
     return {"version": "v1", "mig-configs": configs}
 
 

@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
-from gpuadmin.adapters._common import ImportResult, derive_mig_profile, input_error, place_instances
+from gpuadmin.adapters._common import (
+    ImportResult,
+    derive_mig_profile,
+    input_error,
+    mig_slice_options,
+    place_instances,
+)
 from gpuadmin.catalog import GpuModel, get_catalog, normalize_pci_device_id
 from gpuadmin.engine.mig import compute_instance_problems
 from gpuadmin.model import Gpu, Node, NotInCatalog
@@ -182,7 +188,7 @@ def _not_in_catalog(
 
 
 def _compute_instances(
-    model: GpuModel, profile: str, sm_values: list[int | None]
+    model: GpuModel, profile: str, sm_values: list[int | None], measured_per_slice: float | None = None
 ) -> list[str] | None:
     """The CI profiles of a GI's MIG devices from their SM counts: C slices ≈ SMs / (the GI's SMs per compute
     slice). None for the default (one full-width CI) or where the SM counts are missing."""
@@ -190,8 +196,11 @@ def _compute_instances(
     if gi is None or any(s is None for s in sm_values):
         return None
     counts = [s for s in sm_values if s is not None]
-    # without an SM figure for the GI, assume its CIs fill it
-    per_slice = (gi.sms if gi.sms is not None else sum(counts)) / gi.compute_slices
+    # without an SM figure for the GI: the SMs per slice measured on the GPU, else assume its CIs fill it
+    if gi.sms is not None:
+        per_slice = gi.sms / gi.compute_slices
+    else:
+        per_slice = measured_per_slice or sum(counts) / gi.compute_slices
     if per_slice <= 0:
         return None
     names = []
@@ -218,6 +227,16 @@ def _mig_devices(
     for n, device in enumerate(devices):
         gi = _text(device.find("gpu_instance_id")) or f"#{n}"
         by_gi.setdefault(gi, []).append(device)
+    # SMs per compute slice on this GPU, from the GIs whose memory size fits one slice count only: what sizes
+    # the ambiguous ones (1g.24gb vs 2g.24gb) where the catalog has no SM counts for the model
+    samples: list[float] = []
+    for members in by_gi.values():
+        memory = parse_mib(_text(members[0].find("fb_memory_usage/total")))
+        counts = [_int(_text(d.find("device_attributes/shared/multiprocessor_count"))) for d in members]
+        options = mig_slice_options(model, memory, total_mib) if memory else set()
+        if len(options) == 1 and counts and all(c is not None for c in counts):
+            samples.append(sum(c for c in counts if c is not None) / next(iter(options)))
+    per_slice = sum(samples) / len(samples) if samples else None
     out: list[tuple[str, list[str] | None]] = []
     for gi, members in by_gi.items():
         first = members[0]
@@ -237,7 +256,7 @@ def _mig_devices(
                 f"GPU {index}: MIG device of GPU instance {gi} has no SM count; "
                 "the profile is derived from its memory alone"
             )
-        profile = derive_mig_profile(model, sms, memory, total_mib, media=ofa > 0)
+        profile = derive_mig_profile(model, sms, memory, total_mib, media=ofa > 0, sms_per_slice=per_slice)
         if profile is None:
             raise input_error(
                 f"GPU {index}: no {model.name} MIG profile has {sms} SMs and {memory} MiB "
@@ -247,7 +266,7 @@ def _mig_devices(
                 path=("nvidia_smi_log", "gpu", index, "mig_devices"),
                 hint="profiles: " + ", ".join(p.name for p in model.mig_profiles),
             )
-        cis = _compute_instances(model, profile, sm_values) if len(members) > 1 or sms is not None else None
+        cis = _compute_instances(model, profile, sm_values, per_slice) if sms is not None else None
         if len(members) > 1 and cis is None:
             warnings.append(
                 f"GPU {index}: GPU instance {gi} holds {len(members)} compute instances without SM counts; "
