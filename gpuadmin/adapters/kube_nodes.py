@@ -27,7 +27,7 @@ from typing import Any
 from gpuadmin.adapters._common import input_error, place_instances
 from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.engine.mig import place
-from gpuadmin.model import Gpu, MigInstance, Node
+from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog
 from gpuadmin.model.inventory import NodeState, SharingStrategy
 
 _MIG_COUNT = re.compile(r"^nvidia\.com/mig-(.+)\.count$")
@@ -62,8 +62,9 @@ def _quantity(text: Any) -> float | None:
     return float(match.group(1)) * _FACTORS[match.group(2)]
 
 
-def _model(product: str, catalog_path: tuple[str | int, ...], file: str) -> tuple[GpuModel, str | None]:
-    """The model of a GFD product string and the single-strategy MIG profile it names, if any."""
+def _model(product: str) -> tuple[GpuModel | None, str, str | None]:
+    """The model of a GFD product string (None where the catalog does not know it), the product without
+    GFD's suffixes, and the single-strategy MIG profile it names, if any."""
     base = product
     profile = None
     if base.endswith("-SHARED"):
@@ -72,15 +73,7 @@ def _model(product: str, catalog_path: tuple[str | int, ...], file: str) -> tupl
         base, profile = base.split("-MIG-", 1)
         if profile == "INVALID":
             profile = None
-    found = get_catalog().model_by_product_name(base)
-    if found is None:
-        raise input_error(
-            f"unknown GPU product {product!r}",
-            file,
-            path=catalog_path,
-            hint="the catalog knows: " + ", ".join(sorted(get_catalog().gpu_models)),
-        )
-    return found, profile
+    return get_catalog().model_by_product_name(base), base, profile
 
 
 def _deal(model: GpuModel, counts: Counter[str], gpus: int) -> list[list[str]] | None:
@@ -158,13 +151,28 @@ def _gpus(
     if product is None:
         return []
     label_path = (*where, "metadata", "labels", "nvidia.com/gpu.product")
-    model, single_profile = _model(product, label_path, file)
+    model, base, single_profile = _model(product)
     count = _int_label(labels, "nvidia.com/gpu.count")
     strategy = labels.get("nvidia.com/mig.strategy", "none")
     replicas = _int_label(labels, "nvidia.com/gpu.replicas", 1)
     sharing: SharingStrategy | None = (
         "mps" if labels.get("nvidia.com/gpu.sharing-strategy") == "mps" else None
     )
+    if model is None:
+        # a product the catalog does not know: whole GPUs with GFD's gpu.memory (MiB), as nvidia_smi does
+        memory = _int_label(labels, "nvidia.com/gpu.memory") or None
+        warnings.append(
+            f"{name}: GPU product {base!r} is not in the catalog: {count} GPU(s) imported whole"
+            + (f" with {memory} MiB" if memory else " (no nvidia.com/gpu.memory label)")
+            + ", marked not_in_catalog; their MIG and vGPU support cannot be checked, so MIG and vGPU changes "
+            "on them are refused"
+            + (f"; GFD's MIG labels ({single_profile or strategy}) are ignored" if strategy != "none" else "")
+        )
+        marker = NotInCatalog(memory_mib=memory)
+        if replicas > 1:
+            return [Gpu(index=i, model=base, mode="time-sliced", replicas=replicas, sharing=sharing,
+                        not_in_catalog=marker) for i in range(count)]
+        return [Gpu(index=i, model=base, not_in_catalog=marker) for i in range(count)]
     if product.endswith("-MIG-INVALID"):
         warnings.append(f"{name}: GFD reports an invalid single-strategy MIG setup; GPUs imported as full")
     if strategy == "single" and single_profile is not None:

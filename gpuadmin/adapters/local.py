@@ -33,7 +33,7 @@ from gpuadmin.adapters._common import (
     place_instances,
 )
 from gpuadmin.catalog import GpuModel, get_catalog
-from gpuadmin.model import Gpu, MigInstance, Node, Rdma
+from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog, Rdma
 from gpuadmin.model.inventory import NvlinkKind, Platform
 
 _RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
@@ -58,7 +58,8 @@ def _errors(nvml: Any) -> tuple[type[BaseException], ...]:
     return (error,) if isinstance(error, type) and issubclass(error, BaseException) else (Exception,)
 
 
-def _model(nvml: Any, handle: Any, index: int) -> GpuModel:
+def _model(nvml: Any, handle: Any) -> tuple[GpuModel | None, str, str | None]:
+    """(catalog model or None, the product name NVML gives, its PCI device id `0xDDDD`)."""
     catalog = get_catalog()
     name = _str(nvml.nvmlDeviceGetName(handle))
     found = catalog.model_by_product_name(name)
@@ -67,13 +68,7 @@ def _model(nvml: Any, handle: Any, index: int) -> GpuModel:
         pci = nvml.nvmlDeviceGetPciInfo(handle)
         pci_hex = f"0x{int(pci.pciDeviceId) >> 16:04X}"
         found = catalog.model_by_pci_id(pci_hex)
-    if found is None:
-        raise input_error(
-            f"GPU {index}: unknown GPU model {name!r} (PCI device id {pci_hex})",
-            "<nvml>",
-            hint="the catalog knows: " + ", ".join(sorted(catalog.gpu_models)),
-        )
-    return found
+    return found, name, pci_hex
 
 
 def _mig_layout(
@@ -216,9 +211,20 @@ def import_local(
         handles = [module.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
         gpus: list[Gpu] = []
         for index, handle in enumerate(handles):
-            model = _model(module, handle, index)
+            model, product, pci_hex = _model(module, handle)
             total = int(module.nvmlDeviceGetMemoryInfo(handle).total) >> 20
             memory[index] = total
+            if model is None:
+                # a product the catalog does not know: whole, with what NVML reports (as nvidia_smi does)
+                warnings.append(
+                    f"GPU {index}: {product!r} (PCI device id {pci_hex}) is not in the catalog: imported whole "
+                    f"with {total} MiB, marked not_in_catalog; its MIG and vGPU support cannot be checked, so "
+                    "MIG and vGPU changes on it are refused"
+                )
+                gpus.append(Gpu(index=index, model=product or f"PCI device {pci_hex}", mode="full",
+                                not_in_catalog=NotInCatalog(memory_mib=total or None,
+                                                            pci_device_id=pci_hex if pci_hex != "0x0000" else None)))
+                continue
             try:
                 current, pending = module.nvmlDeviceGetMigMode(handle)
             except errors:

@@ -135,10 +135,6 @@ def test_single_node_object_is_accepted() -> None:
 def test_errors() -> None:
     with pytest.raises(InputError, match=r"^n.json:2:"):
         parse_kube_nodes('{\n "kind": }', "n.json")
-    with pytest.raises(InputError, match="unknown GPU product 'Tesla-V100-SXM2-16GB'"):
-        parse_kube_nodes(
-            _list(_node("v100", {"nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB", "nvidia.com/gpu.count": "1"}))
-        )
     with pytest.raises(InputError, match="expected kind List"):
         parse_kube_nodes('{"kind": "Pod"}')
     bad = {
@@ -151,3 +147,15 @@ def test_errors() -> None:
         parse_kube_nodes(_list(_node("h", bad)))
     with pytest.raises(InputError, match="duplicate node names: a"):
         parse_kube_nodes(_list(_node("a", {}), _node("a", {})))
+
+
+def test_unknown_product_imports_whole_with_gfd_memory() -> None:
+    labels = {"nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB", "nvidia.com/gpu.count": "2",
+              "nvidia.com/gpu.memory": "16160"}
+    nodes, warnings = parse_kube_nodes(_list(_node("v100", labels)))
+    gpus = nodes[0].gpus
+    assert [(g.model, g.mode) for g in gpus] == [("Tesla-V100-SXM2-16GB", "full")] * 2
+    assert all(g.not_in_catalog is not None and g.not_in_catalog.memory_mib == 16160 for g in gpus)
+    assert any("not in the catalog" in w and "MIG and vGPU" in w for w in warnings)
+    t4 = parse_kube_nodes(_list(_node("t4", {"nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.count": "1"})))
+    assert t4[0][0].gpus[0].model == "T4" and t4[0][0].gpus[0].not_in_catalog is None

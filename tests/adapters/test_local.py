@@ -178,9 +178,16 @@ def test_nvml_pairs_and_unknown_model(tmp_path: Path) -> None:
     b = {**a, "bus": "00000000:02:00.0", "links": ["00000000:01:00.0"] * 12}
     node = import_local("n", nvml=fake_nvml([a, b]), sys_root=tmp_path).node
     assert node.nvlink == "pairs" and [g.model for g in node.gpus] == ["H100-NVL-94GB"] * 2
-    t4 = {"name": "Tesla V100-SXM2-16GB", "pci": 0x1DB110DE, "bus": "00000000:01:00.0", "mib": 16160, "migs": None}
-    with pytest.raises(InputError, match="unknown GPU model 'Tesla V100-SXM2-16GB'"):
-        import_local("n", nvml=fake_nvml([t4]), sys_root=tmp_path)
+    v100 = {"name": "Tesla V100-SXM2-16GB", "pci": 0x1DB110DE, "bus": "00000000:01:00.0", "mib": 16160,
+            "migs": None}
+    result = import_local("n", nvml=fake_nvml([v100]), sys_root=tmp_path)
+    gpu = result.node.gpus[0]
+    assert (gpu.model, gpu.mode) == ("Tesla V100-SXM2-16GB", "full")
+    assert gpu.not_in_catalog is not None
+    assert (gpu.not_in_catalog.memory_mib, gpu.not_in_catalog.pci_device_id) == (16160, "0x1DB1")
+    assert any("not in the catalog" in w and "MIG and vGPU" in w for w in result.warnings)
+    t4 = {**v100, "name": "Tesla T4", "pci": 0x1EB810DE, "mib": 15360}
+    assert import_local("n", nvml=fake_nvml([t4]), sys_root=tmp_path).node.gpus[0].model == "T4"
 
 
 def test_nvml_init_failure_is_no_driver(tmp_path: Path) -> None:
