@@ -49,8 +49,18 @@ def describe_gpu(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
         "spec": gpu.model_dump(mode="json", exclude_none=True),
         "holders": [{"job": j.name, "request": describe_request(j), "placement": placement_text(j)}
                     for j in holders if j is not None],
-        "model": model_facts(model) if model is not None else None,
+        "model": model_facts(model) if model is not None else _not_in_catalog(gpu),
     }
+
+
+def _not_in_catalog(gpu: Gpu) -> dict[str, Any] | None:
+    """What is known of a GPU the catalog does not know: what its source reported, and what cannot be checked."""
+    if gpu.not_in_catalog is None:
+        return None
+    return {"name": gpu.model, "in_catalog": False,
+            **gpu.not_in_catalog.model_dump(mode="json", exclude_none=True),
+            "cannot_check": ["MIG (profiles, placements)", "vGPU (types, frame buffer)"],
+            "refused": ["set-mig", "vGPU (set-mode vgpu, assign-vgpu)"]}
 
 
 def describe_node(view: View, node: Node) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
-from gpuadmin.model import Gpu, Job, Node, Queue
+from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue
 
 Row = dict[str, Any]
 
@@ -52,9 +52,16 @@ def node_row(view: View, node: Node) -> Row:
     }
 
 
+def _compute_instances(inst: MigInstance) -> str:
+    """`(1c+1c)` after a GI split into compute instances; nothing for the default full-width CI."""
+    return f"({'+'.join(c.split('.', 1)[0] for c in inst.compute_instances or ())})" if inst.split else ""
+
+
 def _layout(gpu: Gpu) -> str:
+    if gpu.not_in_catalog is not None and gpu.mode == "full":
+        return "whole (not in catalog)"
     if gpu.mode == "mig":
-        return " ".join(f"{i.profile}@{i.start if i.start is not None else '?'}"
+        return " ".join(f"{i.profile}@{i.start if i.start is not None else '?'}" + _compute_instances(i)
                         + (f"x{i.replicas}" if i.replicas else "") for i in gpu.mig or ()) or "(no instances)"
     if gpu.mode == "time-sliced":
         return f"{gpu.replicas} replicas" + (f" ({gpu.sharing})" if gpu.sharing else "")
@@ -71,7 +78,8 @@ def gpu_row(view: View, node: Node, gpu: Gpu) -> Row:
     return {
         "NODE": node.name, "GPU": gpu.index, "MODEL": gpu.model, "MODE": gpu.mode, "LAYOUT": _layout(gpu),
         "HOLDERS": ",".join(holders) or "-", "NAME": f"{node.name}/{gpu.index}",
-        "MEMORY_MIB": model.memory_mib if model else None, "NODE_STATE": node.state,
+        "MEMORY_MIB": model.memory_mib if model else (gpu.not_in_catalog.memory_mib if gpu.not_in_catalog else None),
+        "NODE_STATE": node.state,
     }
 
 
@@ -86,7 +94,8 @@ def _slices(view: View, node: Node, gpu: Gpu) -> Iterator[Row]:
     if gpu.mode == "mig":
         for inst in gpu.mig or ():
             jobs = on(inst.start)
-            kind = f"mig {inst.profile}@{inst.start}"
+            kind = f"mig {inst.profile}@{inst.start}" + (
+                f" [{', '.join(inst.compute_instances or ())}]" if inst.split else "")
             share = f"{len(jobs)}/{inst.replicas}" if inst.replicas else ("1/1" if jobs else "0/1")
             yield {**base, "SLICE": kind, "SHARE": share, "HOLDERS": ",".join(j.name for j in jobs) or "-",
                    "NAME": f"{node.name}/{gpu.index}/mig{inst.start}"}

@@ -186,3 +186,13 @@ def test_imports_golden() -> None:
                       "warnings": warnings}
     golden("written-imports", data)
 
+
+
+def test_listings_show_compute_instances_and_the_not_in_catalog_mark() -> None:
+    from gpuadmin.render.rows import gpu_row
+
+    for name, wanted in (("h200_mig-3g-split-2x1c.xml", ("3g.71gb@0 3g.71gb@4(1c+1c)", 143771)),
+                         ("unknown_rtx6000-ada_and_scrubbed.xml", ("whole (not in catalog)", 49140))):
+        state, node = _state_of(name)
+        row = gpu_row(View(state), node, node.gpus[0])
+        assert (row["LAYOUT"], row["MEMORY_MIB"]) == wanted
