@@ -246,12 +246,9 @@ def entry_layout(
     if not entry.mig_enabled:
         return None
     profiles: list[str] = []
+    cis: dict[str, list[list[str] | None]] = {}  # GI profile → the CI list of each of its GIs, in order
     for text, count in entry.mig_devices.items():
         parsed = parse_profile(text)
-        if parsed.c != parsed.g and warnings is not None:
-            warnings.append(
-                f"{text}: compute-instance profiles are not modelled; using GPU instance {parsed.gi_name}"
-            )
         name = parsed.gi_name
         if model.mig_profile(name) is None:
             raise spec.error(
@@ -259,12 +256,16 @@ def entry_layout(
                 (*entry.path, "mig-devices", text),
                 hint="profiles: " + ", ".join(p.name for p in model.mig_profiles),
             )
-        profiles += [model.mig_profile(name).name] * count  # type: ignore[union-attr]
+        gi = model.mig_profile(name).name  # type: ignore[union-attr]
+        profiles += [gi] * count
+        # mig-parted creates one GI per count with one CI in it: `1c.3g.40gb` is a 3g GI holding a 1c CI
+        ci = f"{parsed.c}c.{gi}" if parsed.c != parsed.g else None
+        cis.setdefault(gi, []).extend([[ci] if ci else None] * count)
     instances = place_instances(model, profiles)
     if instances is None:
         wanted = ", ".join(f"{n} × {p}" for p, n in Counter(profiles).items())
         raise spec.error(f"{wanted} has no valid placement on {model.name}", (*entry.path, "mig-devices"))
-    return instances
+    return [i.model_copy(update={"compute_instances": cis[i.profile].pop(0)}) for i in instances]
 
 
 def _config_entries(spec: MigPartedSpec, config: str) -> list[MigConfigEntry]:

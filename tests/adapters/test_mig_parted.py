@@ -241,3 +241,21 @@ def test_profile_missing_on_model_and_no_fit_are_located() -> None:
         layouts_for_model(spec, "x", a100)
     with pytest.raises(InputError, match="no mig-parted config named 'y'"):
         layouts_for_model(spec, "y", h100)
+
+
+def test_compute_instance_profiles_round_trip_as_one_ci_per_gi() -> None:
+    """mig-parted makes one GI per count with one CI in it: `1c.3g.40gb: 2` is two 3g GIs of one 1c CI each."""
+    from gpuadmin.adapters import export_mig_parted, parse_mig_parted
+    from gpuadmin.model import Node
+
+    text = "version: v1\nmig-configs:\n  ci:\n    - devices: all\n      mig-enabled: true\n" \
+           "      mig-devices: {\"1c.3g.40gb\": 2}\n"
+    h100 = get_catalog().model("H100-SXM5-80GB")
+    assert h100 is not None
+    layout = layouts_for_model(parse_mig_parted(text, "ci.yaml"), "ci", h100)[0]
+    assert layout is not None
+    assert [(i.profile, i.start, i.compute_instances) for i in layout] == [
+        ("3g.40gb", 0, ["1c.3g.40gb"]), ("3g.40gb", 4, ["1c.3g.40gb"])]
+    node = Node(name="n", platform="kubernetes", gpus=[{"index": 0, "model": h100.name, "mode": "mig",
+                                                        "mig": [i.model_dump() for i in layout]}])
+    assert export_mig_parted([node])["mig-configs"]["gpuadmin-n"][0]["mig-devices"] == {"1c.3g.40gb": 2}
