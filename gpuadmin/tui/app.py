@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.widgets import Input
 
 from gpuadmin.errors import GpuadminError, InputError
 from gpuadmin.service import Conflict, Plan, SchedulePlan, Service, confirmation
@@ -165,6 +166,8 @@ class GpuadminApp(App[int]):
                         and (not edit.needs_row or screen.current_row() is not None))
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
+        if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
+            return not isinstance(self.focused, Input)
         if action == "describe":
             return isinstance(self.screen, ViewScreen) and self.screen.selected() is not None
         return True
@@ -204,13 +207,9 @@ class GpuadminApp(App[int]):
             self._describe("entry", str(row["ID"]), "text")
 
     def action_prompt(self, mode: str) -> None:
-        from textual.widgets import Input
-
         from gpuadmin.tui.widgets.prompt import Prompt
 
-        if isinstance(self.focused, Input):  # typing a `:` or `/` into a field (a filter, a name)
-            self.focused.insert_text_at_cursor(":" if mode == "command" else "/")
-        elif isinstance(self.screen, ViewScreen):
+        if isinstance(self.screen, ViewScreen):
             value = self.screen.filter_text if mode == "filter" and hasattr(self.screen, "filter_text") else ""
             self.screen.query_one(Prompt).open(mode, value)
 

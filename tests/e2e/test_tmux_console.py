@@ -77,3 +77,33 @@ def test_a_resize_redraws_and_never_crashes(state: Path, tmp_path: Path, panes: 
         assert all(len(line) <= width for line in screen.splitlines())
     pane.keys("C-c")
     assert pane.exit_code() == 0
+
+
+def test_a_mig_repartition_made_in_the_form_is_in_the_journal(state: Path, tmp_path: Path,
+                                                              panes: list[Pane]) -> None:
+    pane = Pane(gpuadmin_argv("--state", str(state), "tui", "--view", "gpus"),
+                {**TERMINALS["xterm"], "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    panes.append(pane)
+    pane.wait_for("gpus: 96 of 96")
+    pane.type("/name=gpu-h100-12/3")
+    pane.keys("Enter")
+    pane.wait_for("gpus: 1 of 96")
+    pane.type("m")
+    form = pane.wait_for("placements that still fit")
+    assert "repartition MIG: gpu-h100-12/3" in form and "1g.10gb @0" in form
+    pane.keys("Enter")  # adds the first placement that fits: 1g.10gb at 0
+    drawn = pane.wait_for("|1g.10gb")
+    assert "1g.10gb @0" not in drawn.split("placements that still fit", 1)[1], "a taken placement is not offered"
+    pane.keys("C-o")
+    review = pane.wait_for("plan: repartition gpu-h100-12/3")
+    assert "ALLOWED" in review and "gpus[3].mode: full -> mig" in review
+    pane.type("y")
+    pane.wait_for("applied: revision 1")
+    pane.type("8")
+    journal = pane.wait_for("journal: 2 of 2")
+    assert "set-mig" in journal and "applied" in journal
+    pane.type("q")
+    assert pane.exit_code() == 0
+    after = Service(state_dir=state)
+    gpu = after.state.nodes["gpu-h100-12"].gpu(3)
+    assert gpu is not None and gpu.mode == "mig" and [(i.profile, i.start) for i in gpu.mig or ()] == [("1g.10gb", 0)]

@@ -128,6 +128,8 @@ class ListingScreen(ViewScreen):
         text = f" {self.kind}: {len(grid.shown)} of {len(grid.rows)}"
         if self.filter_text:
             text += f"  filter /{self.filter_text}"
+        if grid.busy:
+            text += "  (filtering...)"
         if grid.sort_column:
             text += f"  sorted by {grid.sort_column}{' (reverse)' if grid.sort_reverse else ''}"
         if self.kind == "jobs" and not self._reasons_shown:
@@ -138,10 +140,12 @@ class ListingScreen(ViewScreen):
         self.gpuadmin.drill_down(self.kind, event.row)
 
     def current_row(self) -> dict[str, Any] | None:
-        return self.query_one(RowTable).current_row()
+        """The row under the cursor; None before the table is composed (the gate asks while a view opens)."""
+        tables = self.query(RowTable)
+        return tables.first().current_row() if tables else None
 
     def selected(self) -> tuple[str, str] | None:
-        row = self.query_one(RowTable).current_row()
+        row = self.current_row()
         if row is None:
             return None
         kind, column = DESCRIBE[self.kind]
@@ -169,12 +173,15 @@ class ListingScreen(ViewScreen):
         self.update_header()
 
     def sort_by(self, column: str) -> bool:
-        done = self.query_one(RowTable).sort_by(column.upper().replace("-", "_"))
+        grid = self.query_one(RowTable)
+        name = column.upper().replace("-", "_")
+        again = grid.sort_column == name and not grid.sort_reverse  # `:sort X` twice: X reversed
+        done = grid.sort_by(name, reverse=again)
         self._status()
         return done
 
-    def on_key(self) -> None:
-        self.call_after_refresh(self._status)
+    def on_row_table_reshaped(self) -> None:
+        self._status()
 
     def action_reload(self) -> None:
         self.load()

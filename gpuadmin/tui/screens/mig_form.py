@@ -86,6 +86,7 @@ class MigFormScreen(ModalScreen[Items | None]):
             fits.add_options([Option(Text(f"{p} @{s}  ({self._slices[p]['compute_slices']} compute, "
                                           f"{self._slices[p]['memory_slices']} memory slices)"), id=f"{p}@{s}")
                               for p, s in options])
+            fits.highlighted = 0  # Enter adds the first at once
         else:
             fits.add_option(Option(Text("nothing more fits: the GPU is fully carved"), disabled=True))
 

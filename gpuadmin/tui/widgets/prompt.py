@@ -46,6 +46,7 @@ class Prompt(Input):
         self.display = True
         # at once, not on the next idle (Widget.focus): keys typed right after `:` must land here
         self.screen.set_focus(self)
+        self.cursor_position = len(value)  # `/` on a filtered view: edit the filter at its end, not before it
 
     def close(self) -> None:
         self.display = False

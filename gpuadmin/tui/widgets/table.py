@@ -27,6 +27,8 @@ from textual.strip import Strip
 from gpuadmin.render.text import safe
 
 Row = dict[str, Any]
+BACKGROUND_ROWS = 5_000  # above this, filter and sort run in a worker thread
+WIDTH_SAMPLE = 2_000  # rows read to size the columns
 MAX_CELL = 48  # a column is never wider than this; longer text ends in an ellipsis
 GUTTER = 2  # "> " or "* " before each row
 
@@ -104,6 +106,15 @@ class RowTable(ScrollView, can_focus=True):
         Binding("S", "sort(-1)", "Sort back", show=False, id="table.sort_reverse"),
     ]
 
+    busy = False  # a filter or sort is running in the background
+
+    class Reshaped(Message):
+        """The rows shown changed (filter or sort applied): views update their counts."""
+
+        def __init__(self, table: RowTable) -> None:
+            super().__init__()
+            self.table = table
+
     class Chosen(Message):
         def __init__(self, table: RowTable, row: Row) -> None:
             super().__init__()
@@ -123,7 +134,7 @@ class RowTable(ScrollView, can_focus=True):
         self.sort_reverse = False
         self._predicate: Callable[[Row], bool] | None = None
         self._natural: dict[str, int] = {}
-        self._texts: list[list[str]] = []
+        self._texts: dict[int, list[str]] = {}  # a row's cells as text, made when it is first drawn
 
     # data ----------------------------------------------------------------------------------------
     def set_rows(self, columns: Sequence[str], rows: list[Row]) -> None:
@@ -131,8 +142,10 @@ class RowTable(ScrollView, can_focus=True):
         current = self.current_key()
         self.columns = tuple(columns)
         self.rows = rows
-        self._texts = [[cell_text(row.get(c)) for c in self.columns] for row in rows]
-        self._natural = {c: min(MAX_CELL, max([cell_len(c), *(cell_len(t[i]) for t in self._texts)]))
+        self._texts = {}
+        step = max(1, len(rows) // WIDTH_SAMPLE)  # widths from an even sample: a long listing costs no more
+        sample = [self._cells(i) for i in range(0, len(rows), step)]
+        self._natural = {c: min(MAX_CELL, max([cell_len(c), *(cell_len(t[i]) for t in sample)]))
                          for i, c in enumerate(self.columns)}
         self._reshape(keep=current)
 
@@ -142,13 +155,25 @@ class RowTable(ScrollView, can_focus=True):
         self._reshape(keep=current)
 
     def _reshape(self, keep: str | None = None) -> None:
-        indexes = range(len(self.rows))
-        if self._predicate is not None:
-            indexes = [i for i in indexes if self._predicate(self.rows[i])]  # type: ignore[assignment]
-        shown = list(indexes)
-        if self.sort_column is not None and self.sort_column in self.columns:
-            column = self.sort_column
-            shown.sort(key=lambda i: _sort_key(self.rows[i].get(column)), reverse=self.sort_reverse)
+        """Filter and sort. Above BACKGROUND_ROWS rows this runs in a worker thread, so a keystroke never waits
+        for it; the rows shown until then are the previous ones."""
+        rows, predicate = self.rows, self._predicate
+        column = self.sort_column if self.sort_column in self.columns else None
+        reverse = self.sort_reverse
+        if len(rows) <= BACKGROUND_ROWS:
+            self._show(_order(rows, predicate, column, reverse), keep)
+            return
+        self.busy = True
+
+        def work() -> None:
+            shown = _order(rows, predicate, column, reverse)
+            if rows is self.rows:  # still the data it was asked about
+                self.app.call_from_thread(self._show, shown, keep)
+
+        self.run_worker(work, thread=True, exclusive=True, group="reshape")
+
+    def _show(self, shown: list[int], keep: str | None) -> None:
+        self.busy = False
         self.shown = shown
         self.cursor = 0
         if keep is not None:
@@ -159,6 +184,7 @@ class RowTable(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, len(self.shown) + 1)
         self._scroll_cursor_into_view()
         self.refresh()
+        self.post_message(self.Reshaped(self))
 
     def current_row(self) -> Row | None:
         if not self.shown:
@@ -186,7 +212,7 @@ class RowTable(ScrollView, can_focus=True):
         if position >= len(self.shown):
             return Strip.blank(width, base)
         index = self.shown[position]
-        texts = self._texts[index]
+        texts = self._cells(index)
         key = str(self.rows[index].get(self.key))
         style = base
         gutter = "  "
@@ -203,6 +229,13 @@ class RowTable(ScrollView, can_focus=True):
         text = gutter + " ".join(shorten(texts[where[c]], w) for c, w in zip(fitted.columns, fitted.widths,
                                                                                strict=True))
         return Strip([Segment(shorten(text, width), style)], width)
+
+    def _cells(self, index: int) -> list[str]:
+        texts = self._texts.get(index)
+        if texts is None:
+            row = self.rows[index]
+            texts = self._texts[index] = [cell_text(row.get(c)) for c in self.columns]
+        return texts
 
     def _header_label(self, column: str) -> str:
         if column == self.sort_column:
@@ -269,6 +302,15 @@ class RowTable(ScrollView, can_focus=True):
         self.sort_column, self.sort_reverse = column, reverse
         self._reshape(keep=self.current_key())
         return True
+
+
+def _order(rows: list[Row], predicate: Callable[[Row], bool] | None, column: str | None,
+           reverse: bool) -> list[int]:
+    """The indexes of the rows to show: those the filter keeps, sorted by the column."""
+    shown = list(range(len(rows))) if predicate is None else [i for i, row in enumerate(rows) if predicate(row)]
+    if column is not None:
+        shown.sort(key=lambda i: _sort_key(rows[i].get(column)), reverse=reverse)
+    return shown
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
