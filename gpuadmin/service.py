@@ -2,7 +2,8 @@
 
 A `Service` works either on a state directory (SQLite, journaled, locked) or on an inventory file in
 memory (`--inventory`: what-if runs; nothing is persisted). Permissions are decided here, in
-`check_action`, before any lock is taken or anything is written.
+`check_action`, before any lock is taken or anything is written. The role is who you are (the login identity
+and its groups, through the roles file: `gpuadmin.store.roles`); a role asked for can only lower it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gpuadmin import adapters
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.mig import free_starts
@@ -43,11 +43,11 @@ from gpuadmin.store import (
     login_identity,
 )
 from gpuadmin.store.changes_io import load_changes
+from gpuadmin.store.roles import ROLES, Role, RoleDecision, lower, role_ceiling
+from gpuadmin.store.shared import make_shared_dir
 from gpuadmin.store.state_db import Outcome, Verdict
 
-Role = Literal["viewer", "operator", "admin"]
 Policy = Literal["binpack", "spread"]
-ROLES: tuple[Role, ...] = ("viewer", "operator", "admin")
 
 # What each action needs. Anything that writes needs at least an operator; reshaping the cluster's
 # inventory or its queues needs an admin.
@@ -60,10 +60,14 @@ _ACTION_ROLE: dict[str, Role] = {
     "init": "admin",
 }
 _NODE_LISTINGS = ("nodes", "gpus", "groups")
-_REASONS_KEY = "pending-reasons"
+_REASONS_KEY, _OVERVIEW_KEY = "pending-reasons", "overview"
 # NVIDIA's mig-parted default config (Apache-2.0), shipped for the named layouts the MIG form offers
 MIG_PARTED_DEFAULTS = Path(__file__).resolve().parent / "samples" / "mig-parted-config-default.yaml"
 _ADMIN_OPS = {"add-node", "remove-node", "add-queue", "remove-queue", "set-quota"}
+# What a plan may only do with an admin, whichever op does it (`restore`, which undo and import are made of,
+# can do any of them): add or remove a node, change a queue, or change a node's inventory facts.
+_NODE_FACTS = ("platform", "shape", "cpus", "memory_gib", "rdma", "labels", "nvlink", "vsphere")
+_GPU_FACTS = ("index", "model", "not_in_catalog")
 
 
 class NotPermitted(GpuadminError):
@@ -103,15 +107,40 @@ class NotConfirmed(GpuadminError):
     label = "not applied"
 
 
-def check_action(role: Role, action: str, changes: Sequence[ch.Change] = ()) -> None:
-    """The single permission check of both front ends."""
+def check_action(role: Role, action: str, changes: Sequence[ch.Change] = (),
+                 diff: Sequence[EntityDiff] = ()) -> None:
+    """The single permission check of both front ends: `changes` are the plan's ops, `diff` what it does."""
     need: Role = _ACTION_ROLE[action]
-    if action in ("apply", "schedule") and any(c.op in _ADMIN_OPS for c in changes):
+    reasons = admin_reasons(changes, diff) if action in ("apply", "schedule") else []
+    if reasons:
         need = "admin"
     if ROLES.index(role) < ROLES.index(need):
-        raise NotPermitted(f"role {role} may not {action}" + (
-            f" ({', '.join(sorted({c.op for c in changes if c.op in _ADMIN_OPS}))})"
-            if need == "admin" and changes else "") + f": it needs {need}")
+        raise NotPermitted(f"role {role} may not {action}" + (f" ({', '.join(reasons)})" if reasons else "")
+                           + f": it needs {need}")
+
+
+def admin_reasons(changes: Sequence[ch.Change], diff: Sequence[EntityDiff] = ()) -> list[str]:
+    """Why a plan needs an admin: its admin ops, else what its diff does to nodes and queues (empty: it doesn't)."""
+    ops: list[str] = sorted({c.op for c in changes if c.op in _ADMIN_OPS})
+    if ops:
+        return ops
+    verb = {"add": "adds", "remove": "removes", "modify": "changes"}
+    reasons: list[str] = []
+    for d in diff:
+        if d.kind == "queue":
+            reasons.append(f"{verb[d.action]} queue {d.name}")
+        elif d.kind == "node" and d.action != "modify":
+            reasons.append(f"{verb[d.action]} node {d.name}")
+        elif d.kind == "node" and _facts(d.before) != _facts(d.after):
+            reasons.append(f"changes the inventory facts of node {d.name}")
+    return reasons[:3] + ([f"and {len(reasons) - 3} more"] if len(reasons) > 3 else [])
+
+
+def _facts(node: dict[str, Any] | None) -> tuple[Any, ...]:
+    if node is None:
+        return ()
+    gpus = [tuple(g.get(k) for k in _GPU_FACTS) for g in node.get("gpus") or ()]
+    return (*(node.get(k) for k in _NODE_FACTS), gpus)
 
 
 @dataclass
@@ -216,10 +245,12 @@ def check_state(state: ClusterState) -> list[Violation]:
 
 class Service:
     def __init__(self, *, state_dir: Path | None = None, inventory: Path | None = None,
-                 role: Role = "admin", command: str = "gpuadmin") -> None:
+                 role: Role | None = None, command: str = "gpuadmin") -> None:
+        """`role` can only lower the role the login identity has on the state (`roles.role_ceiling`)."""
         if (state_dir is None) == (inventory is None):
             raise ValueError("a Service works on a state directory or on an inventory, not both")
-        self.role = role
+        self.decision: RoleDecision = role_ceiling(login_identity(), state_dir)
+        self.role: Role = lower(self.decision.role, role)
         self.command = command
         self.inventory_path = inventory
         self.store: Store | None = Store.open(state_dir) if state_dir is not None else None
@@ -229,14 +260,21 @@ class Service:
 
     # loading ----------------------------------------------------------------------------------
     @staticmethod
-    def init(state_dir: Path, inventory_path: Path, *, role: Role = "admin", force: bool = False) -> int:
-        """Create a state from an inventory; refuses one that breaks a rule. Returns the revision."""
-        check_action(role, "init")
+    def init(state_dir: Path, inventory_path: Path, *, role: Role | None = None, force: bool = False,
+             shared_group: str | None = None, others_read: bool = True) -> int:
+        """Create a state from an inventory; refuses one that breaks a rule. Returns the revision.
+
+        `shared_group`: a state for that group's operators (a set-group-id, group-writable directory; see
+        `gpuadmin.store.shared`), which others may read unless `others_read` is off."""
+        check_action(lower(role_ceiling(login_identity(), state_dir).role, role), "init")
         inventory = load_inventory(inventory_path)
         violations = check_state(ClusterState.from_inventory(inventory))
         if violations:
             raise Refused(_standalone_plan(inventory, violations))
-        return Store.create(state_dir, inventory, force=force).revision()
+        if shared_group is not None:
+            make_shared_dir(state_dir, shared_group, others_read=others_read)
+        with Store.create(state_dir, inventory, force=force) as store:
+            return store.revision()
 
     @property
     def state(self) -> ClusterState:
@@ -281,7 +319,7 @@ class Service:
     def apply(self, the_plan: Plan, *, expected_hash: str | None = None,
               intent: Intent | None = None) -> ApplyResult:
         """Persist an allowed plan. Re-checks against the current revision under the write lock."""
-        check_action(self.role, "apply", the_plan.changes)
+        check_action(self.role, "apply", the_plan.changes, the_plan.diff)
         if self.store is None:
             if not the_plan.allowed:
                 raise Refused(the_plan)
@@ -298,6 +336,7 @@ class Service:
                 if self._state is None or self._state.revision != current:
                     self._state = None
                 fresh = plan(self.state, the_plan.changes)
+                check_action(self.role, "apply", fresh.changes, fresh.diff)
                 if expected_hash is not None and fresh.hash != expected_hash:
                     self._record(fresh, "stale", "saved plan no longer matches", intent)
                     raise Conflict("the saved plan no longer matches what these changes do now; plan again")
@@ -320,7 +359,7 @@ class Service:
         """The workflow both front ends share after showing a plan: refuse (journaled) a plan with
         violations, skip an empty one (None), require the confirmation (True for a plain plan, the typed
         token for a destructive one), then apply under the lock."""
-        check_action(self.role, "apply", the_plan.changes)
+        check_action(self.role, "apply", the_plan.changes, the_plan.diff)
         if not the_plan.allowed:
             self._record(the_plan, "refused", f"{len(the_plan.violations)} violation(s)", intent)
             raise Refused(the_plan)
@@ -551,9 +590,17 @@ class Service:
 
     def overview(self, *, reasons: bool = True) -> dict[str, Any]:
         """The first screen: GPUs by mode and use, nodes by state, jobs by status (and pending jobs by
-        reason unless `reasons` is off: they may need a scheduling cycle), queues over quota."""
+        reason unless `reasons` is off: they may need a scheduling cycle), queues over quota. Kept in the
+        state's cache per revision, so a console opens on it with one read instead of loading the state."""
         check_action(self.role, "read")
-        return cluster_overview(self.view(), self.pending_reason_codes() if reasons else None)
+        revision = self.revision()
+        cached = self.store.derived(_OVERVIEW_KEY, revision) if self.store is not None else None
+        if cached is not None and (cached["pending_by_reason"] is not None or not reasons):
+            return dict(cached)
+        data = cluster_overview(self.view(), self.pending_reason_codes() if reasons else None)
+        if self.store is not None and self.state.revision == revision:
+            self.store.save_derived(_OVERVIEW_KEY, revision, data)
+        return data
 
     # what the console's edit forms offer ---------------------------------------------------------
     def mig_form(self, node_name: str, gpu_index: int) -> dict[str, Any]:
@@ -671,6 +718,8 @@ class Service:
 
     def export(self, kind: str, **options: Any) -> Any:
         """What `gpuadmin export KIND` prints: plain data (dicts and lists), or YAML text for `inventory`."""
+        from gpuadmin import adapters  # the exporters load when used: every other command starts faster
+
         check_action(self.role, "read")
         nodes = list(self.state.nodes.values())
         if kind == "inventory":
@@ -699,6 +748,8 @@ def _standalone_plan(inventory: Inventory, violations: list[Violation]) -> Plan:
 @functools.cache
 def named_mig_layouts(model_name: str) -> dict[str, list[list[Any]]]:
     """NVIDIA's mig-parted default configs that give a GPU of this model a MIG layout, placed."""
+    from gpuadmin import adapters
+
     model = get_catalog().model(model_name)
     if model is None:
         return {}

@@ -240,3 +240,15 @@ def test_undo_intents_are_journaled(state_dir: Path) -> None:
     service.submit(undo.plan, confirmed=True, intent=undo.intent)
     last = service.journal()[-1]
     assert last.plan is not None and last.plan["intent"] == {"undoes": [service.journal()[-2].id]}
+
+
+def test_the_overview_is_read_from_the_cache_without_loading_the_state(state_dir: Path) -> None:
+    first = Service(state_dir=state_dir).overview()
+    assert first["pending_by_reason"] and first["gpus_by_use"]["free"] > 0
+    fresh = Service(state_dir=state_dir)
+    assert fresh.overview() == first
+    assert fresh._state is None, "a cached overview costs one read, not a state load"
+    writer = Service(state_dir=state_dir)
+    writer.submit(writer.plan(CORDON), confirmed=True)
+    moved = Service(state_dir=state_dir).overview()
+    assert moved["revision"] == 1 and moved["nodes_by_state"]["cordoned"] == 2
