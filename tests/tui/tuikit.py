@@ -55,14 +55,16 @@ async def press(pilot: Pilot[Any], *keys: str) -> None:
 
 
 async def enter_in_prompt(pilot: Pilot[Any], opener: str, text: str) -> None:
-    """`:` or `/` (the real key), the text put in the prompt as a paste would, then Enter (the real key).
+    """`:` or `/` (the real key), the text put in the prompt in place of what it holds (`/` shows the current
+    filter), then Enter (the real key).
 
     Typing key by key costs the pilot ~60 ms a key; the tests that are about typing (history, completion,
     `q` in the prompt) press every key."""
     await pilot.press(opener)
     field = prompt(pilot.app)
     assert field.display and field.has_focus
-    field.insert_text_at_cursor(text)
+    field.value = text
+    field.cursor_position = len(text)
     await pilot.press("enter")
     await settle(pilot)
 

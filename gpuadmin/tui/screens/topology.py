@@ -18,6 +18,9 @@ from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.session import error_lines
 
 
+COLUMNS = ["NAME", "STATE", "PLATFORM", "NVLINK"]  # what `/` can name here
+
+
 class TopologyScreen(ViewScreen):
     view_name = "topology"
 
@@ -54,7 +57,7 @@ class TopologyScreen(ViewScreen):
     def _draw(self) -> None:
         boards = self._boards
         if self.filter_text:
-            keep = compile_filter(self.filter_text, ["NAME", "STATE", "PLATFORM", "NVLINK"])
+            keep = compile_filter(self.filter_text, COLUMNS)
             boards = [b for b in boards if keep({"NAME": b["name"], "STATE": b["state"],
                                                  "PLATFORM": b["platform"], "NVLINK": b["nvlink"]}, {})]
         lines: list[Text] = []
@@ -63,6 +66,8 @@ class TopologyScreen(ViewScreen):
         self.query_one("#topology", Static).update(unwrapped(lines) if lines else Text("no hosts"))
 
     def apply_filter(self, text: str) -> None:
+        if text:
+            compile_filter(text, COLUMNS)  # a bad filter is refused (InputError) before it replaces the one shown
         self.filter_text = text
         self._draw()
         self.update_header()
