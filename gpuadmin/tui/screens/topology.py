@@ -17,7 +17,6 @@ from gpuadmin.tui.draw import topology_lines, unwrapped
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.session import error_lines
 
-
 COLUMNS = ["NAME", "STATE", "PLATFORM", "NVLINK"]  # what `/` can name here
 
 
