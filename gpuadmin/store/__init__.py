@@ -31,6 +31,7 @@ from gpuadmin.store.errors import (
     StateCorrupt,
     StateExists,
     StateMissing,
+    StateReadOnly,
     StoreError,
 )
 from gpuadmin.store.identity import Identity, login_identity, origin
@@ -46,6 +47,7 @@ __all__ += [
     "StateCorrupt",
     "StateExists",
     "StateMissing",
+    "StateReadOnly",
     "Store",
     "StoreError",
     "default_state_dir",

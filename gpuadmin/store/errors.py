@@ -24,6 +24,13 @@ class StateCorrupt(StoreError):
     """The state database is unreadable, of an unknown schema, or holds rows that do not validate."""
 
 
+class StateReadOnly(StoreError):
+    """The OS does not let this user write the state (a viewer's read-only access): exit 4."""
+
+    exit_code = ExitCode.NOT_PERMITTED
+    label = "not permitted"
+
+
 class StateBusy(StoreError):
     """SQLite's own write lock stayed busy past the busy timeout (another writer is mid-transaction)."""
 
@@ -58,13 +65,13 @@ class LockHolder:
     since: str  # ISO-8601 UTC, e.g. 2026-05-01T12:01:03Z
 
     def describe(self) -> str:
-        """`alice (pid 4242, gpuadmin apply, since 12:01:03Z)`."""
+        """`alice (pid 4242 on bastion-1, gpuadmin apply, since 12:01:03Z)`."""
         since = self.since
         if "T" in since:
             since = since.split("T", 1)[1]
             if "." in since:  # drop fractions of a second
                 since = since.split(".", 1)[0] + "Z"
-        return f"{self.actor} (pid {self.pid}, {self.command}, since {since})"
+        return f"{self.actor} (pid {self.pid} on {self.host}, {self.command}, since {since})"
 
 
 class LockHeld(StoreError):

@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuadmin.store.errors import LockHeld, LockHolder
+from gpuadmin.store.errors import LockHeld, LockHolder, StateReadOnly
 from gpuadmin.store.identity import Identity
+from gpuadmin.store.shared import open_state_file
 
 LOCK_NAME = "lock"
 _INFO_WAIT_S = 0.25  # how long a refused caller waits for the holder to finish writing who it is
@@ -58,7 +59,10 @@ def write_lock(
     state in the same process is refused like any other.
     """
     path = Path(state_dir) / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fd = open_state_file(path, os.O_RDWR)  # group-writable in a shared state, whatever the umask
+    except PermissionError as exc:
+        raise StateReadOnly(f"{state_dir}: you may not write this state ({path}: {exc.strerror})") from None
     try:
         _acquire(fd, path, timeout)
         holder = LockHolder(

@@ -42,6 +42,7 @@ from gpuadmin.store.errors import (
 from gpuadmin.store.identity import Identity, login_identity, origin
 from gpuadmin.store.lock import utc_now
 from gpuadmin.store.lock import write_lock as _write_lock
+from gpuadmin.store.shared import file_mode, keep_wal_files, wal_files_missing
 
 SCHEMA_VERSION = 1
 DB_NAME = "state.db"
@@ -176,9 +177,10 @@ class _Rows:
 class Store:
     """A gpuadmin state on disk. Open one with `Store.open` or `Store.create`; close it (or use `with`)."""
 
-    def __init__(self, state_dir: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, state_dir: Path, conn: sqlite3.Connection, *, writable: bool = True) -> None:
         self.state_dir = state_dir
         self.path = state_dir / DB_NAME
+        self.writable = writable  # False: this user may only read the state (a viewer's read-only open)
         self._conn = conn
         self._mutex = threading.RLock()
 
@@ -191,13 +193,14 @@ class Store:
             raise StateMissing(
                 f"no gpuadmin state in {state_dir} (create one with `gpuadmin init --from INVENTORY.yaml`)"
             )
-        conn = _connect(path, busy_timeout, create=False)
+        writable = os.access(path, os.W_OK)
+        conn = _connect(path, busy_timeout, create=False, readonly=not writable)
         try:
             _check_schema(conn, path)
         except BaseException:
             conn.close()
             raise
-        return cls(state_dir, conn)
+        return cls(state_dir, conn, writable=writable)
 
     @classmethod
     def create(
@@ -219,7 +222,7 @@ class Store:
         into place, so a crash during `create` leaves no state or a whole one.
         """
         state_dir = Path(state_dir)
-        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # a shared one was made by `init --shared`
         who = actor if actor is not None else login_identity()
         path = state_dir / DB_NAME
         with _write_lock(state_dir, who, command):
@@ -240,11 +243,14 @@ class Store:
                         raise
                     return store
             _create_fresh(state_dir, inventory, who, command, busy_timeout)
+            keep_wal_files(state_dir)
         return cls.open(state_dir, busy_timeout=busy_timeout)
 
     def close(self) -> None:
         with self._mutex:
             self._conn.close()
+        if self.writable:
+            keep_wal_files(self.state_dir)  # a shared state keeps them for read-only viewers
 
     def __enter__(self) -> Store:
         return self
@@ -575,8 +581,10 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _connect(path: Path, busy_timeout: float, *, create: bool) -> sqlite3.Connection:
-    mode = "rwc" if create else "rw"
+def _connect(
+    path: Path, busy_timeout: float, *, create: bool, readonly: bool = False
+) -> sqlite3.Connection:
+    mode = "rwc" if create else "ro" if readonly else "rw"
     uri = f"file:{quote(str(path))}?mode={mode}"
     try:
         conn = sqlite3.connect(
@@ -585,7 +593,17 @@ def _connect(path: Path, busy_timeout: float, *, create: bool) -> sqlite3.Connec
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: cannot open the state database ({exc})") from exc
     try:
-        mode_row = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        try:
+            mode_row = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        except sqlite3.OperationalError as exc:
+            missing = wal_files_missing(path.parent) if readonly else []
+            if not missing:
+                raise
+            raise StoreError(
+                f"{path.parent}: cannot read the state read-only: {' and '.join(missing)} are missing and you "
+                f"may not create them ({exc}). Any operator's next gpuadmin command puts them back; see "
+                "docs/operations.md"
+            ) from exc
         if mode_row is None or str(mode_row[0]).lower() != "wal":
             raise StateCorrupt(f"{path}: cannot switch the database to WAL mode (got {mode_row})")
         conn.execute("PRAGMA synchronous=FULL")
@@ -747,8 +765,12 @@ def _create_fresh(
     for suffix in ("-wal", "-shm"):  # a WAL without its database must never be replayed into a new one
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     tmp = state_dir / f".{DB_NAME}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.close(fd)
+    mode = file_mode(state_dir)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        os.fchmod(fd, mode)  # whatever the umask: SQLite gives the -wal and -shm files this mode too
+    finally:
+        os.close(fd)
     try:
         conn = _connect(tmp, busy_timeout, create=True)
         try:

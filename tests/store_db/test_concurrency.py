@@ -63,7 +63,7 @@ def test_no_lost_update_and_every_refusal_names_its_cause(tmp_path: Path) -> Non
         assert len(lock_held) == sum(s["locked"] for s in summaries)
         assert len(stale) == sum(s["stale"] for s in summaries)
         assert refusals, "four processes hammering one state never collided"
-        holder = re.compile(r"state is locked by \S+ \(pid (\d+), worker \d, since \d\d:\d\d:\d\d(\.\d+)?Z\)")
+        holder = re.compile(r"state is locked by \S+ \(pid (\d+) on \S+, worker \d, since \d\d:\d\d:\d\d(\.\d+)?Z\)")
         for e in lock_held:
             m = holder.fullmatch(e.message)
             assert m, e.message

@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from gpuadmin.store import Identity, Store, login_identity, origin
-from gpuadmin.store.identity import read_loginuid, user_name
+from gpuadmin.store.identity import (
+    UNVERIFIED_SSH,
+    format_origin,
+    parse_ssh_connection,
+    read_loginuid,
+    ssh_monitor,
+    user_name,
+)
 
 from ._proc import REPO, child_env, driver_cmd, run
 from .scenario import base_inventory
@@ -45,13 +52,15 @@ def test_spoofed_environment_does_not_change_the_journal(tmp_path: Path) -> None
     name, uid = expected_identity()
     assert (out["actor"], out["uid"]) == (name, uid)
     assert out["actor"] != "mallory" and out["uid"] != 31337
-    assert out["origin"] == "203.0.113.9:52044"
+    # no sshd above this process: SSH_CONNECTION set by hand is not believed (a local session)
+    expected_origin = origin()
+    assert out["origin"] == expected_origin and out["origin"] != "203.0.113.9:52044"
     with Store.open(state_dir) as store:
         last = store.journal(limit=1)[0]
         assert (last.actor, last.uid, last.origin, last.command) == (
             name,
             uid,
-            "203.0.113.9:52044",
+            expected_origin,
             "driver record",
         )
 
@@ -156,9 +165,40 @@ def test_the_sudo_caller_comes_from_the_process_tree(tmp_path: Path) -> None:
         shutil.rmtree(bindir)
 
 
-def test_origin() -> None:
-    assert origin({"SSH_CONNECTION": "198.51.100.7 40022 10.1.1.1 22"}) == "198.51.100.7:40022"
-    assert origin({"SSH_CONNECTION": "2001:db8::5 40022 2001:db8::1 22"}) == "[2001:db8::5]:40022"
+def test_parse_ssh_connection() -> None:
+    assert parse_ssh_connection("198.51.100.7 40022 10.1.1.1 22") == ("198.51.100.7", 40022, "10.1.1.1", 22)
+    assert parse_ssh_connection("2001:db8::5 40022 2001:db8::1 22") == ("2001:db8::5", 40022, "2001:db8::1", 22)
+    assert format_origin("198.51.100.7", 40022) == "198.51.100.7:40022"
+    assert format_origin("2001:db8::5", 40022) == "[2001:db8::5]:40022"
+    for junk in ("", "  ", "junk\x1b[2J", "1.2.3.4 x 5.6.7.8 22", "not-an-ip 1 2.2.2.2 22"):
+        assert parse_ssh_connection(junk) is None
+
+
+def test_origin_outside_ssh_ignores_ssh_connection() -> None:
+    if ssh_monitor() is not None:
+        pytest.skip("these tests run inside a real SSH session")
+    assert origin({"SSH_CONNECTION": "198.51.100.7 40022 10.1.1.1 22"}) is None
     assert origin({}) is None
-    assert origin({"SSH_CONNECTION": "  "}) is None
-    assert origin({"SSH_CONNECTION": "junk\x1b[2J"}) == "unparsed:junk[2J"
+
+
+def test_origin_inside_ssh_believes_only_a_live_connection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below a (stand-in) sshd monitor, SSH_CONNECTION counts only if the kernel lists that connection."""
+    import gpuadmin.store.identity as identity
+
+    monkeypatch.setattr(identity, "ssh_monitor", lambda pid=None: 4242)
+    net = tmp_path / "net"
+    net.mkdir()
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    # 10.1.1.1:22 <- 198.51.100.7:40022 established (01); 10.1.1.1:22 <- 198.51.100.8:40023 in TIME_WAIT (06)
+    (net / "tcp").write_text(header
+                             + "   0: 0101010A:0016 076433C6:9C56 01 00000000:00000000 00:00000000 00000000 0 0 1\n"
+                             + "   1: 0101010A:0016 086433C6:9C57 06 00000000:00000000 00:00000000 00000000 0 0 2\n")
+    # an IPv4-mapped connection in tcp6: [::ffff:10.1.1.1]:22 <- [::ffff:203.0.113.9]:52044
+    (net / "tcp6").write_text(header + "   0: 0000000000000000FFFF00000101010A:0016 "
+                              "0000000000000000FFFF0000097100CB:CB4C 01 0:0 0:0 0 0 0 3\n")
+    live = {"SSH_CONNECTION": "198.51.100.7 40022 10.1.1.1 22"}
+    assert origin(live, proc_net=net) == "198.51.100.7:40022"
+    assert origin({"SSH_CONNECTION": "198.51.100.8 40023 10.1.1.1 22"}, proc_net=net) == UNVERIFIED_SSH
+    assert origin({"SSH_CONNECTION": "203.0.113.66 40022 10.1.1.1 22"}, proc_net=net) == UNVERIFIED_SSH
+    assert origin({"SSH_CONNECTION": "203.0.113.9 52044 10.1.1.1 22"}, proc_net=net) == "203.0.113.9:52044"
+    assert origin({}, proc_net=net) == UNVERIFIED_SSH

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 from pathlib import Path
 
 import pytest
@@ -31,7 +33,7 @@ def test_a_second_process_holding_the_lock_is_named(tmp_path: Path) -> None:
         assert held.actor == login_identity().name
         message = str(info.value)
         assert message.startswith(
-            f"state is locked by {held.actor} (pid {holder.pid}, gpuadmin apply -f big.yaml"
+            f"state is locked by {held.actor} (pid {holder.pid} on {socket.gethostname()}, gpuadmin apply -f big.yaml"
         )
         assert message.endswith("Z)")
         # a short timeout still gives up while the holder lives
@@ -53,7 +55,7 @@ def test_the_lock_is_not_reentrant_and_is_released(tmp_path: Path) -> None:
     store = Store.create(tmp_path / "s", base_inventory(), actor=ME)
     with (
         store.write_lock(ME, "first"),
-        pytest.raises(LockHeld, match=rf"tester \(pid {os.getpid()}, first, since"),
+        pytest.raises(LockHeld, match=rf"tester \(pid {os.getpid()} on {re.escape(socket.gethostname())}, first,"),
         store.write_lock(ME, "x"),
     ):
         pass
