@@ -23,8 +23,18 @@ def _init(args: argparse.Namespace, ctx: Context) -> int:
     if ctx.inventory is not None:
         raise InputError([Diagnostic("init writes a state directory; use --state, not --inventory")])
     state_dir = ctx.resolved_state_dir()
-    revision = Service.init(state_dir, args.source, role=ctx.role, force=args.force)
+    if args.shared and args.group is None:
+        raise InputError([Diagnostic("init --shared needs --group GROUP: the group of the operators who may write")])
+    if (args.group is not None or args.no_others) and not args.shared:
+        raise InputError([Diagnostic("--group and --no-others go with --shared")])
+    revision = Service.init(state_dir, args.source, role=ctx.requested_role, force=args.force,
+                            shared_group=args.group, others_read=not args.no_others)
     sys.stderr.write(f"gpuadmin: state created at {state_dir} (revision {revision})\n")
+    if args.shared:
+        decision = ctx.decision()
+        sys.stderr.write(f"gpuadmin: shared with group {args.group}"
+                         f"{'' if args.no_others else '; other users may read it (viewers)'}; "
+                         f"your role on it: {decision.role} ({decision.why}, from {decision.source})\n")
     return ExitCode.OK
 
 
@@ -74,6 +84,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     init = sub.add_parser("init", help="create a state from an inventory")
     init.add_argument("--from", dest="source", type=Path, required=True, metavar="INVENTORY.yaml")
     init.add_argument("--force", action="store_true", help="replace an existing state")
+    init.add_argument("--shared", action="store_true",
+                      help="a state for a group of operators: set-group-id directory, group-writable files "
+                           "(see docs/operations.md)")
+    init.add_argument("--group", default=None, metavar="GROUP", help="with --shared: the operators' group")
+    init.add_argument("--no-others", action="store_true",
+                      help="with --shared: other users may not read the state (default: they may, as viewers)")
     init.set_defaults(func=_init)
 
     get = sub.add_parser("get", help="list nodes, gpus, slices, groups, jobs, queues or the journal")

@@ -23,10 +23,14 @@ from gpuadmin.errors import ExitCode, GpuadminError
 
 if TYPE_CHECKING:
     from gpuadmin.service import Role, Service
+    from gpuadmin.store.roles import RoleDecision
 
 EPILOG = """\
 exit codes: 0 done; 1 refused by a rule; 2 bad input or usage; 3 conflict (stale plan, lock held);
 4 not permitted (role); 130 interrupted or not confirmed.
+
+Your role comes from who you are (your login user and its groups, through /etc/gpuadmin/roles.yaml or the
+state's roles.yaml); --as-role and tui --readonly can only lower it. `gpuadmin whoami` says what it is and why.
 
 With no command, gpuadmin opens the console on the default state (created from the bundled OCI
 sample on first run). `gpuadmin COMMAND --help` shows a command's options and an example."""
@@ -36,7 +40,7 @@ sample on first run). `gpuadmin COMMAND --help` shows a command's options and an
 class Context:
     state_dir: Path | None
     inventory: Path | None
-    role: Role
+    requested_role: Role | None  # --as-role (or --readonly): only ever lowers the role
     color: bool
     argv: list[str]
 
@@ -44,12 +48,32 @@ class Context:
     def command(self) -> str:
         return "gpuadmin " + " ".join(self.argv)
 
+    @property
+    def role(self) -> Role:
+        """The role this command runs with: the login identity's on the state, lowered by what was asked."""
+        from gpuadmin.store.roles import lower
+
+        return lower(self.decision().role, self.requested_role)
+
+    @role.setter
+    def role(self, value: Role) -> None:
+        """Ask for a lower role (`tui --readonly`); asking for a higher one changes nothing."""
+        from gpuadmin.store.roles import lower
+
+        self.requested_role = value if self.requested_role is None else lower(self.requested_role, value)
+
+    def decision(self) -> RoleDecision:
+        from gpuadmin.store import login_identity
+        from gpuadmin.store.roles import role_ceiling
+
+        return role_ceiling(login_identity(), None if self.inventory is not None else self.resolved_state_dir())
+
     def service(self) -> Service:
         from gpuadmin.service import Service
 
         if self.inventory is not None:
-            return Service(inventory=self.inventory, role=self.role, command=self.command)
-        return Service(state_dir=self.resolved_state_dir(), role=self.role, command=self.command)
+            return Service(inventory=self.inventory, role=self.requested_role, command=self.command)
+        return Service(state_dir=self.resolved_state_dir(), role=self.requested_role, command=self.command)
 
     def resolved_state_dir(self) -> Path:
         from gpuadmin.store import default_state_dir
@@ -65,7 +89,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_schedule, cmd_tui, cmd_validate
+    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_schedule, cmd_tui, cmd_validate, cmd_whoami
 
     parser = _Parser(prog="gpuadmin", description="Terminal admin console for GPU clusters.", epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,11 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="state directory (env GPUADMIN_STATE; default under the XDG state dir)")
     parser.add_argument("--inventory", type=Path, default=None,
                         help="work on this inventory in memory; nothing is persisted")
-    parser.add_argument("--as-role", dest="role", choices=("viewer", "operator", "admin"), default="admin",
-                        help="act with this role's permissions (viewer: read-only)")
+    parser.add_argument("--as-role", dest="role", choices=("viewer", "operator", "admin"), default=None,
+                        help="act with at most this role (viewer: read-only); it never raises the role your "
+                             "user has (see `gpuadmin whoami`)")
     parser.add_argument("--no-color", action="store_true", help="no colour (also honoured: NO_COLOR)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io):
+    for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io, cmd_whoami):
         module.register(sub)
     return parser
 

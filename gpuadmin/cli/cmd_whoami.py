@@ -1,0 +1,69 @@
+"""`whoami`: who gpuadmin takes you for, where from, and the role you have on the state — and why."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from gpuadmin.errors import ExitCode
+
+if TYPE_CHECKING:
+    from gpuadmin.cli.main import Context
+
+
+def whoami(ctx: Context) -> dict[str, Any]:
+    from gpuadmin.store import login_identity, origin
+    from gpuadmin.store.roles import group_names
+    from gpuadmin.store.shared import DB_NAME, is_shared
+
+    who = login_identity()
+    decision = ctx.decision()
+    data: dict[str, Any] = {
+        "user": who.name, "uid": who.uid, "identity_source": who.source,
+        "groups": sorted(group_names(who)),
+        "origin": origin() or "local",
+        "role": ctx.role, "role_limit": decision.role, "why": decision.why, "roles_from": decision.source,
+    }
+    if ctx.inventory is not None:
+        data["inventory"] = str(ctx.inventory)
+    else:
+        state_dir = ctx.resolved_state_dir()
+        db = state_dir / DB_NAME
+        data["state"] = str(state_dir)
+        data["shared"] = is_shared(state_dir)
+        data["access"] = ("read-write" if os.access(db, os.W_OK) else "read-only" if os.access(db, os.R_OK)
+                          else "none") if db.exists() else "no state yet"
+    return data
+
+
+def _whoami(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.cli import output
+
+    data = whoami(ctx)
+    if args.output == "json":
+        output.as_json(data)
+        return ExitCode.OK
+    lowered = f" (lowered from {data['role_limit']})" if data["role"] != data["role_limit"] else ""
+    lines = [
+        f"user     {data['user']} (uid {data['uid']}, from {data['identity_source']})",
+        f"groups   {', '.join(data['groups']) or '-'}",
+        f"origin   {data['origin']}",
+        f"role     {data['role']}{lowered}: {data['why']} ({data['roles_from']})",
+    ]
+    if "state" in data:
+        lines.append(f"state    {data['state']} ({'shared' if data['shared'] else 'personal'}; "
+                     f"your access: {data['access']})")
+    else:
+        lines.append(f"inventory {data['inventory']} (in memory)")
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    return ExitCode.OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    who = sub.add_parser("whoami", help="who gpuadmin takes you for, and your role on the state (and why)",
+                         description="Your login identity (not $USER), your groups, where you connect from, and "
+                                     "the role you have on the state, with the rule that gives it.")
+    who.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    who.set_defaults(func=_whoami)
