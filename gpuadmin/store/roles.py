@@ -109,8 +109,7 @@ def group_names(identity: Identity) -> set[str]:
     return names
 
 
-def role_ceiling(identity: Identity, state_dir: Path | None, *,
-                 system_file: Path = SYSTEM_ROLES_FILE) -> RoleDecision:
+def role_ceiling(identity: Identity, state_dir: Path | None, *, system_file: Path | None = None) -> RoleDecision:
     """The highest role `identity` may use on the state in `state_dir` (None: an in-memory inventory)."""
     if state_dir is None:
         return RoleDecision("admin", "an inventory in memory: nothing is persisted", "in-memory")
@@ -137,8 +136,9 @@ def mapped_role(roles: RolesFile, identity: Identity) -> tuple[Role, str]:
     return roles.default, "anyone else"
 
 
-def load_roles(state_dir: Path | None, *, system_file: Path = SYSTEM_ROLES_FILE) -> tuple[RolesFile, str]:
+def load_roles(state_dir: Path | None, *, system_file: Path | None = None) -> tuple[RolesFile, str]:
     """The roles that apply to a state, and where they come from (a path, or "built-in default")."""
+    system_file = SYSTEM_ROLES_FILE if system_file is None else system_file
     if state_dir is not None:
         own = Path(state_dir) / STATE_ROLES_NAME
         try:

@@ -1,0 +1,291 @@
+"""One shared state on a bastion, used by real OS users: roles come from who they are, never from flags.
+
+Throwaway users (root-only; skipped otherwise): `adm` (groups ops, admins), `op1`/`op2` (group ops) and
+`view` (no gpuadmin group). The state is made by root with `init --shared --group ops`; its roles.yaml maps
+admins → admin and ops → operator, and anyone else who can read it is a viewer.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.bastion.oskit import SAMPLE, Bastion, journal, make_bastion, revision, stop, write_roles
+
+SPOOF = {"USER": "root", "LOGNAME": "root", "SUDO_USER": "root", "SUDO_UID": "0", "GPUADMIN_ROLE": "admin",
+         "SSH_CONNECTION": "203.0.113.9 52044 10.0.0.5 22"}
+
+
+@dataclass
+class People:
+    bastion: Bastion
+    ops: str
+    admins: str
+    adm: str
+    op1: str
+    op2: str
+    view: str
+
+
+@dataclass
+class Shared:
+    people: People
+    state: Path
+
+    def __getattr__(self, name: str) -> str:  # shared.op1 ... for short
+        return str(getattr(self.people, name))
+
+    @property
+    def bastion(self) -> Bastion:
+        return self.people.bastion
+
+    def changes(self, name: str, body: str) -> str:
+        path = self.state.parent / f"{self.state.name}-{name}.yaml"
+        path.write_text(body, encoding="utf-8")
+        path.chmod(0o644)
+        return str(path)
+
+    def gpuadmin(self, user: str, *args: str, env: dict[str, str] | None = None,
+                 umask: str | None = None) -> tuple[int, str, str]:
+        done = self.bastion.run(user, "--state", str(self.state), *args, env=env, umask=umask)
+        return done.code, done.out, done.err
+
+
+@pytest.fixture(scope="module")
+def people() -> Iterator[People]:
+    with make_bastion() as bastion:
+        ops, admins = bastion.group("ops"), bastion.group("admins")
+        yield People(bastion, ops, admins, adm=bastion.user("adm", [ops, admins]), op1=bastion.user("op1", [ops]),
+                     op2=bastion.user("op2", [ops]), view=bastion.user("view"))
+
+
+@pytest.fixture
+def shared(people: People, request: pytest.FixtureRequest) -> Shared:
+    """A fresh shared state (made by root, as on a bastion), with a roles.yaml of its own."""
+    from gpuadmin.cli.main import run
+
+    state = people.bastion.base / f"state-{request.node.name[5:40]}"
+    assert run(["--state", str(state), "init", "--from", str(SAMPLE), "--shared", "--group", people.ops]) == 0
+    write_roles(state / "roles.yaml", f"version: 1\ngroups:\n  {people.admins}: admin\n  {people.ops}: operator\n")
+    return Shared(people, state)
+
+
+CORDON = "changes:\n  - {op: cordon, node: gpu-h100-12}\n"
+QUOTA = "changes:\n  - {op: set-quota, queue: interns, quota: {gpus: 5}}\n"
+
+
+def test_the_shared_directory_and_its_files(shared: Shared) -> None:
+    st = shared.state.stat()
+    assert st.st_mode & stat.S_ISGID and stat.S_IMODE(st.st_mode) == 0o2775
+    import grp
+
+    assert grp.getgrgid(st.st_gid).gr_name == shared.ops
+    names = {p.name for p in shared.state.iterdir()}
+    assert {"state.db", "state.db-wal", "state.db-shm", "lock"} <= names, names
+    for name in ("state.db", "state.db-wal", "state.db-shm", "lock"):
+        fst = (shared.state / name).stat()
+        assert stat.S_IMODE(fst.st_mode) == 0o664, (name, oct(fst.st_mode))
+        assert fst.st_gid == st.st_gid, name
+
+
+def test_roles_come_from_the_user_and_its_groups_not_from_the_environment(shared: Shared) -> None:
+    expect = {shared.adm: ("admin", "read-write"), shared.op1: ("operator", "read-write"),
+              shared.view: ("viewer", "read-only")}
+    for user, (role, access) in expect.items():
+        code, out, err = shared.gpuadmin(user, "whoami", "-o", "json", env=SPOOF)
+        assert code == 0, err
+        who = json.loads(out)
+        assert (who["user"], who["role"], who["access"], who["shared"]) == (user, role, access, True), who
+        assert who["identity_source"] == "uid" and who["origin"] == "local"  # SSH_CONNECTION set by hand: ignored
+        assert who["roles_from"] == str(shared.state / "roles.yaml")
+
+
+def test_the_admin_applies_an_admin_op(shared: Shared) -> None:
+    code, _, err = shared.gpuadmin(shared.adm, "apply", "-f", shared.changes("quota", QUOTA), "--yes")
+    assert code == 0, err
+    last = journal(shared.state)[-1]
+    assert (last["actor"], last["outcome"], last["revision"]) == (shared.adm, "applied", 1)
+    # an admin who asks for less gets less
+    code, _, err = shared.gpuadmin(shared.adm, "--as-role", "operator", "apply", "-f", shared.changes("q2", QUOTA),
+                                   "--yes")
+    assert code == 4 and "role operator may not apply (set-quota): it needs admin" in err
+
+
+def test_an_operator_may_apply_but_not_admin_ops_whatever_it_asks(shared: Shared) -> None:
+    before = journal(shared.state)
+    code, _, err = shared.gpuadmin(shared.op1, "--as-role", "admin", "apply", "-f", shared.changes("quota", QUOTA),
+                                   "--yes", env=SPOOF)
+    assert code == 4, err
+    assert "not permitted: role operator may not apply (set-quota): it needs admin" in err
+    assert journal(shared.state) == before and revision(shared.state) == 0
+    code, _, err = shared.gpuadmin(shared.op1, "apply", "-f", shared.changes("cordon", CORDON), "--yes")
+    assert code == 0, err
+    assert journal(shared.state)[-1]["actor"] == shared.op1 and revision(shared.state) == 1
+
+
+def test_a_plain_user_is_a_viewer_whatever_flags_or_environment_say(shared: Shared) -> None:
+    cordon = shared.changes("cordon", CORDON)
+    before = journal(shared.state)
+    files = _files(shared.state)  # sizes and times of every file, -wal and -shm included
+    attempts = [
+        ("--as-role", "admin", "apply", "-f", cordon, "--yes"),
+        ("--as-role", "admin", "undo", "--yes"),
+        ("--as-role", "admin", "schedule", "--yes"),
+        ("--as-role", "admin", "init", "--from", str(SAMPLE), "--force"),
+    ]
+    for args in attempts:
+        code, _, err = shared.gpuadmin(shared.view, *args, env=SPOOF)
+        assert code == 4, (args, err)
+        assert "not permitted: role viewer may not" in err, (args, err)
+    # past gpuadmin, the OS says the same: the viewer cannot write the database at all
+    probe = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]);"
+             "c.execute('UPDATE meta SET revision = 99')")
+    done = shared.bastion.run(shared.view, "-c", probe, str(shared.state / "state.db"), module=None)
+    assert done.code != 0 and "readonly database" in done.err, done.err
+    assert _files(shared.state) == files, "a refused attempt writes nothing"
+    assert journal(shared.state) == before
+
+
+def test_a_viewer_reads_and_watches_live(shared: Shared) -> None:
+    code, out, err = shared.gpuadmin(shared.view, "get", "nodes", "-o", "name")
+    assert code == 0 and "node/gpu-h100-12" in out, err
+    watcher = shared.bastion.spawn(shared.view, str(shared.state), module="tests.bastion.watch_driver")
+    try:
+        assert watcher.stdout is not None
+        ready = json.loads(watcher.stdout.readline() or "{}")
+        assert ready.get("revision") == 0, (ready, watcher.stderr.read() if watcher.poll() is not None else "")
+        assert ready["writable"] is False  # opened read-only: the viewer may not write it
+        started = time.monotonic()
+        code, _, err = shared.gpuadmin(shared.op1, "apply", "-f", shared.changes("cordon", CORDON), "--yes")
+        assert code == 0, err
+        seen = json.loads(watcher.stdout.readline() or "{}")
+        assert seen == {"revision": 1, "touched": [["node", "gpu-h100-12"]], "state": "cordoned"}, seen
+        assert time.monotonic() - started < 10
+    finally:
+        stop(watcher)
+    # every writer has closed the state now: the -wal and -shm it needs are still there, and it still opens
+    assert (shared.state / "state.db-wal").exists() and (shared.state / "state.db-shm").exists()
+    code, out, err = shared.gpuadmin(shared.view, "get", "journal", "-o", "json")
+    assert code == 0, err
+    assert [i["actor"] for i in json.loads(out)["items"]][-1] == shared.op1
+
+
+def test_without_its_wal_files_a_viewer_is_told_why_and_an_operator_puts_them_back(shared: Shared) -> None:
+    for suffix in ("-wal", "-shm"):
+        (shared.state / f"state.db{suffix}").unlink()
+    code, _, err = shared.gpuadmin(shared.view, "get", "nodes")
+    assert code == 2 and "state.db-wal and state.db-shm are missing" in err, err
+    code, _, err = shared.gpuadmin(shared.op2, "get", "nodes", umask="077")
+    assert code == 0, err
+    for suffix in ("-wal", "-shm"):
+        assert stat.S_IMODE((shared.state / f"state.db{suffix}").stat().st_mode) == 0o664  # whatever the umask
+    code, _, err = shared.gpuadmin(shared.view, "get", "nodes")
+    assert code == 0, err
+
+
+def test_an_operator_with_umask_077_keeps_the_files_group_writable(shared: Shared) -> None:
+    (shared.state / "lock").unlink()
+    code, _, err = shared.gpuadmin(shared.op2, "apply", "-f", shared.changes("cordon", CORDON), "--yes",
+                                   umask="077")
+    assert code == 0, err
+    for name in ("lock", "state.db-wal", "state.db-shm"):
+        fst = (shared.state / name).stat()
+        assert stat.S_IMODE(fst.st_mode) == 0o664 and fst.st_gid == shared.state.stat().st_gid, name
+    code, _, err = shared.gpuadmin(shared.op1, "apply", "-f", shared.changes("uncordon", CORDON.replace(
+        "cordon", "uncordon")), "--yes")
+    assert code == 0, err  # the other operator can still write what op2 made
+
+
+def test_two_operators_applying_at_once_keep_every_update(shared: Shared) -> None:
+    per_operator = 3
+    scripts = []
+    for user in (shared.op1, shared.op2):
+        files = [shared.changes(f"{user}-{i}", "changes:\n  - op: submit-job\n    job: {name: " + f"{user}-job{i}"
+                                + ", queue: research, request: {gpus: 1}}\n") for i in range(per_operator)]
+        scripts.append(subprocess.Popen(shared.bastion.argv(user, ["-c", RETRY_LOOP, str(shared.state), *files],
+                                                            module=None),
+                                        cwd="/", text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for proc in scripts:
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    entries = journal(shared.state)
+    applied = [e for e in entries if e["outcome"] == "applied" and e["revision"] != 0]
+    assert sorted(str(e["actor"]) for e in applied) == sorted([shared.op1] * per_operator + [shared.op2] * per_operator)
+    assert [e["revision"] for e in applied] == list(range(1, 2 * per_operator + 1))
+    from gpuadmin.store import Store
+
+    with Store.open(shared.state) as store:
+        state = store.load()
+        assert store.verify() == []
+    for user in (shared.op1, shared.op2):
+        assert all(f"{user}-job{i}" in state.jobs for i in range(per_operator))
+    refused = [e for e in entries if e["outcome"] in ("stale", "lock-held")]
+    assert all(e["actor"] in (shared.op1, shared.op2) for e in refused)
+
+
+def test_the_write_lock_names_its_holder(shared: Shared) -> None:
+    holder = shared.bastion.spawn(shared.op1, "-c", HOLD_LOCK, str(shared.state), module=None)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held", holder.stderr.read() if holder.poll() else ""
+        code, _, err = shared.gpuadmin(shared.op2, "apply", "-f", shared.changes("cordon", CORDON), "--yes")
+        assert code == 3, err
+        assert f"state is locked by {shared.op1} (pid {_child_pid(holder.pid)} on {socket.gethostname()}, " \
+               "gpuadmin hold-for-test, since" in err, err
+    finally:
+        stop(holder)
+    last = journal(shared.state)[-1]
+    assert (last["actor"], last["outcome"]) == (shared.op2, "lock-held")
+
+
+RETRY_LOOP = """
+import subprocess, sys, time
+state, files = sys.argv[1], sys.argv[2:]
+for path in files:
+    for attempt in range(40):
+        done = subprocess.run([sys.executable, "-m", "gpuadmin.cli.main", "--state", state, "apply", "-f", path,
+                               "--yes"], capture_output=True, text=True)
+        if done.returncode == 0:
+            break
+        if done.returncode != 3:
+            sys.exit(f"{path}: exit {done.returncode}: {done.stderr}")
+        time.sleep(0.05)
+    else:
+        sys.exit(f"{path}: still conflicting after 40 tries")
+"""
+
+HOLD_LOCK = """
+import sys
+from pathlib import Path
+from gpuadmin.store import Store, login_identity
+store = Store.open(Path(sys.argv[1]))
+with store.write_lock(login_identity(), "gpuadmin hold-for-test"):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def _child_pid(runuser_pid: int) -> int:
+    """The pid of the Python process under `runuser` → `env` (env execs it, so it is runuser's child)."""
+    import psutil
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        children = psutil.Process(runuser_pid).children(recursive=True)
+        pythons = [c for c in children if "python" in c.name()]
+        if pythons:
+            return int(pythons[-1].pid)
+        time.sleep(0.05)
+    raise AssertionError("the lock holder's process was not found")
+
+
+def _files(state: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in state.iterdir()}
