@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -29,7 +29,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gpuadmin.engine.state import ClusterState, GpuKey, View, job_gpu_keys
-from gpuadmin.model import Inventory, Job, Node, Queue
+from gpuadmin.model import Inventory, Job, Node, Queue, Request
 from gpuadmin.store.errors import (
     LockHolder,
     StaleRevision,
@@ -47,6 +47,7 @@ from gpuadmin.store.shared import file_mode, keep_wal_files, wal_files_missing
 SCHEMA_VERSION = 1
 DB_NAME = "state.db"
 BUSY_TIMEOUT_S = 2.0
+_CHUNK = 5_000  # rows validated per pydantic call
 
 Verdict = Literal["allowed", "refused"]
 Outcome = Literal["applied", "refused", "stale", "lock-held", "error"]
@@ -296,7 +297,7 @@ class Store:
                 cluster=str(meta[0]),
                 queues=self._validate("queues", _QUEUES, queues),
                 nodes=self._validate("nodes", _NODES, nodes),
-                jobs=self._validate("jobs", _JOBS, jobs),
+                jobs=self._validate("jobs", _JOBS, jobs, _share_requests(SharedRequests())),
             )
             state = ClusterState.from_inventory(inv, revision=int(meta[1]))
             # the rows' own positions (with the gaps removals leave), so undo restores into the same seq
@@ -331,15 +332,20 @@ class Store:
                 for table in ("nodes", "jobs", "queues", "slots", "journal")
             }
 
-    def _validate(self, table: str, adapter: TypeAdapter[list[_M]], rows: _Rows) -> list[_M]:
+    def _validate(self, table: str, adapter: TypeAdapter[list[_M]], rows: _Rows,
+                  compact: Callable[[list[_M]], list[_M]] | None = None) -> list[_M]:
+        models: list[_M] = []
+        chunk = 0
         try:
-            models = adapter.validate_json("[" + ",".join(rows.data) + "]")
+            # in chunks: one joined string of 100,000 rows and all its models at once is the load's peak
+            for chunk in range(0, len(rows.data), _CHUNK):
+                part = adapter.validate_json("[" + ",".join(rows.data[chunk : chunk + _CHUNK]) + "]")
+                models += compact(part) if compact is not None else part
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = first.get("loc", ())
-            where = (
-                rows.names[loc[0]] if loc and isinstance(loc[0], int) and loc[0] < len(rows.names) else "?"
-            )
+            index = chunk + loc[0] if loc and isinstance(loc[0], int) else None
+            where = rows.names[index] if index is not None and index < len(rows.names) else "?"
             raise StateCorrupt(
                 f"{self.path}: {table} row {where!r} does not validate ({exc.error_count()} errors; first: "
                 f"{'.'.join(str(p) for p in loc[1:])}: {first.get('msg', '')})"
@@ -561,6 +567,25 @@ class Store:
 
 
 # module helpers ------------------------------------------------------------------------------
+SharedRequests = dict[tuple[object, ...], Request]
+
+
+def _share_requests(shared: SharedRequests) -> Callable[[list[Job]], list[Job]]:
+    """One Request object for all jobs that ask the same: at 100,000 jobs, most requests repeat a few dozen
+    shapes, and each copy costs ~0.6 kB (the model, its dict, its fields-set). Safe because nothing mutates
+    a loaded model: every change builds new ones (`model_copy`), which leaves the shared one as it was."""
+
+    def share(jobs: list[Job]) -> list[Job]:
+        for job in jobs:
+            request = job.request
+            first = shared.setdefault(tuple(request.__dict__.values()), request)
+            if first is not request:
+                job.__dict__["request"] = first
+        return jobs
+
+    return share
+
+
 @contextlib.contextmanager
 def _no_gc() -> Iterator[None]:
     """Pause the cyclic GC while building many long-lived objects that form no cycles, then freeze them.
