@@ -102,8 +102,12 @@ def test_a_state_roles_file_comes_before_the_system_one(tmp_path: Path, monkeypa
     state.chmod(0o2775)
     system = _roles(tmp_path, "version: 1\nusers: {alice: operator}\n")
     monkeypatch.setattr(roles_mod, "group_names", lambda identity: set())
-    decision = role_ceiling(ALICE, state, system_file=system)
-    assert (decision.role, decision.source) == ("operator", str(system))
+    if ME == 0:
+        decision = role_ceiling(ALICE, state, system_file=system)
+        assert (decision.role, decision.source) == ("operator", str(system))
+    else:  # a system roles file must be root's: ours is refused
+        with pytest.raises(InputError, match="refusing the roles file: it is owned by"):
+            role_ceiling(ALICE, state, system_file=system)
     (state / "roles.yaml").write_text("version: 1\nusers: {alice: admin}\n")
     (state / "roles.yaml").chmod(0o644)
     decision = role_ceiling(ALICE, state, system_file=system)
