@@ -13,12 +13,21 @@ $(BIN)/gpuadmin: pyproject.toml
 run: $(BIN)/gpuadmin
 	$(BIN)/gpuadmin
 
-# The console's end-to-end tests drive it in tmux; install it where we may (CI runs as root on Debian).
+# System tools the tests use, installed where we may (CI runs as root on Debian), else a note and they skip:
+# tmux (the console's end-to-end tests), openssh-server and -client (the console over real SSH, tests/bastion),
+# and useradd/runuser (throwaway users: passwd, util-linux). While installing, a policy-rc.d keeps the package
+# from starting the system's own sshd; the tests start a throwaway one of their own on 127.0.0.1.
+SYSTEM_TOOLS := tmux:tmux /usr/sbin/sshd:openssh-server ssh:openssh-client useradd:passwd runuser:util-linux
 system-deps:
-	@command -v tmux >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && apt-get install -y -qq tmux >/dev/null; \
-	  else echo "note: tmux is missing; the console's end-to-end tests will skip (apt-get install tmux)"; fi; }
+	@missing=""; for pair in $(SYSTEM_TOOLS); do \
+	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  policy=/usr/sbin/policy-rc.d; made=""; \
+	  if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' > $$policy && chmod 755 $$policy && made=1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; status=$$?; \
+	  if [ -n "$$made" ]; then rm -f $$policy; fi; exit $$status; \
+	else echo "note: missing$$missing; the tests that need them will skip (as root: apt-get install$$missing)"; fi
 
 test: $(BIN)/gpuadmin system-deps
 	$(BIN)/ruff check .
