@@ -34,7 +34,20 @@ QUEUES = ["research", "inference", "platform", "interns"]
 
 def make_app(service: Service | None = None, *, theme: str = "gpuadmin-dark", view: str = "overview",
              **kwargs: Any) -> GpuadminApp:
-    return GpuadminApp(service or Service(inventory=CLUSTER), theme=theme, view=view, **kwargs)
+    """The console on the test cluster (in memory) or on `service`; every notification it raises is kept in
+    `app.notified` (the app forgets a notification once its toast times out)."""
+    app = GpuadminApp(service or Service(inventory=CLUSTER), theme=theme, view=view, **kwargs)
+    notified: list[tuple[str, str, str]] = []
+    raise_it = app.notify
+
+    def notify(message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        notified.append((str(severity), title, message))
+        raise_it(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    app.notify = notify  # type: ignore[method-assign]
+    app.notified = notified  # type: ignore[attr-defined]
+    return app
 
 
 async def settle(pilot: Pilot[Any]) -> None:
@@ -118,7 +131,7 @@ def static_text(app: GpuadminApp, selector: str) -> str:
 
 def notes(app: GpuadminApp) -> list[tuple[str, str, str]]:
     """Every notification raised so far: (severity, title, message)."""
-    return [(n.severity, n.title, n.message) for n in app._notifications]
+    return list(app.notified)  # type: ignore[attr-defined]
 
 
 def errors(app: GpuadminApp) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,6 +17,7 @@ from textual.widgets import Static
 
 from gpuadmin.errors import GpuadminError, InputError
 from gpuadmin.render.selector import compile_filter
+from gpuadmin.render.text import safe
 from gpuadmin.service import Moved, Table
 from gpuadmin.tui.draw import quota_bar
 from gpuadmin.tui.screens.base import ViewScreen
@@ -127,14 +129,14 @@ class ListingScreen(ViewScreen):
         grid = self.query_one(RowTable)
         text = f" {self.kind}: {len(grid.shown)} of {len(grid.rows)}"
         if self.filter_text:
-            text += f"  filter /{self.filter_text}"
+            text += f"  filter /{safe(self.filter_text)}"
         if grid.busy:
             text += "  (filtering...)"
         if grid.sort_column:
             text += f"  sorted by {grid.sort_column}{' (reverse)' if grid.sort_reverse else ''}"
         if self.kind == "jobs" and not self._reasons_shown:
             text += "  (reasons: computing)"
-        self.query_one("#status", Static).update(text)
+        self.query_one("#status", Static).update(Text(text))  # Text: a filter like `[/` is not markup
 
     def on_row_table_chosen(self, event: RowTable.Chosen) -> None:
         self.gpuadmin.drill_down(self.kind, event.row)

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _picture(char: str) -> str:
+    """One visible cell for a control character: its Unicode control picture (ESC: \u241b), else U+FFFD."""
+    code = ord(char)
+    return chr(0x2400 + code) if code < 0x20 else "\u2421" if code == 0x7F else "\ufffd"
 
 
 class Prompt(Input):
@@ -47,6 +57,13 @@ class Prompt(Input):
         # at once, not on the next idle (Widget.focus): keys typed right after `:` must land here
         self.screen.set_focus(self)
         self.cursor_position = len(value)  # `/` on a filtered view: edit the filter at its end, not before it
+
+    @property
+    def _value(self) -> Text:
+        """The value as drawn. A filter can hold a control byte (Enter on a queue named with one): it is drawn
+        as a picture of itself, one cell for one character so the cursor stays in place, and never reaches the
+        terminal."""
+        return Text(_UNSAFE.sub(lambda m: _picture(m.group()), self.value), no_wrap=True, overflow="ignore", end="")
 
     def close(self) -> None:
         self.display = False
