@@ -60,10 +60,10 @@ _ACTION_ROLE: dict[str, Role] = {
     "init": "admin",
 }
 _NODE_LISTINGS = ("nodes", "gpus", "groups")
-_REASONS_KEY, _OVERVIEW_KEY = "pending-reasons", "overview"
+_REASONS_KEY, _OVERVIEW_KEY = "why-pending", "overview"  # keys of the per-revision cache
 # NVIDIA's mig-parted default config (Apache-2.0), shipped for the named layouts the MIG form offers
 MIG_PARTED_DEFAULTS = Path(__file__).resolve().parent / "samples" / "mig-parted-config-default.yaml"
-_ADMIN_OPS = {"add-node", "remove-node", "add-queue", "remove-queue", "set-quota"}
+_ADMIN_OPS = {"add-node", "remove-node", "add-queue", "remove-queue", "set-quota", "repair-node"}
 # What a plan may only do with an admin, whichever op does it (`restore`, which undo and import are made of,
 # can do any of them): add or remove a node, change a queue, or change a node's inventory facts.
 _NODE_FACTS = ("platform", "shape", "cpus", "memory_gib", "rdma", "labels", "nvlink", "vsphere")
@@ -496,10 +496,12 @@ class Service:
             make_rows = listing.rows
             assert make_rows is not None
             rows = list(make_rows(view))
-            if kind == "jobs" and reasons:
-                why = self.pending_reasons()
+            if kind == "jobs":
+                why = self.pending_reasons() if reasons else {}
+                requests: dict[str, str] = {}  # 100,000 rows repeat a few dozen request texts: keep one each
                 for row in rows:
                     row["REASON"] = why.get(row["NAME"], "-")
+                    row["REQUEST"] = requests.setdefault(row["REQUEST"], row["REQUEST"])
         if name is not None:
             rows = [r for r in rows if str(r.get(listing.key)) == name]
             if not rows:
@@ -688,11 +690,17 @@ class Service:
         if self._reasons is not None and self._reasons[0] == revision:
             return self._reasons[1]
         cached = self.store.derived(_REASONS_KEY, revision) if self.store is not None else None
-        if cached is None:
-            cached = self._compute_reasons()
+        if cached is not None:
+            # stored as the distinct reasons and each job's index into them: ~100,000 pending jobs share a
+            # few hundred reasons, and this form loads in a fraction of the memory
+            distinct = [(str(code), str(summary)) for code, summary in cached["distinct"]]
+            why = {job: distinct[i] for job, i in cached["by_job"].items()}
+        else:
+            why = self._compute_reasons()
             if self.store is not None and self.state.revision == revision:
-                self.store.save_derived(_REASONS_KEY, revision, cached)
-        why = {job: (str(code), str(summary)) for job, (code, summary) in cached.items()}
+                index: dict[tuple[str, str], int] = {}
+                by_job = {job: index.setdefault(reason, len(index)) for job, reason in why.items()}
+                self.store.save_derived(_REASONS_KEY, revision, {"distinct": list(index), "by_job": by_job})
         self._reasons = (revision, why)
         return why
 
@@ -700,8 +708,11 @@ class Service:
         if not any(j.status in ("pending", "preempted") for j in self.state.jobs.values()):
             return {}
         cycle = self.schedule()
-        reasons = {name: (e.reason, e.summary) for name, e in cycle.explanations.items()}
-        reasons.update({name: ("schedulable", "schedulable: the next cycle places it") for name in cycle.bound})
+        distinct: dict[tuple[str, str], tuple[str, str]] = {}  # one tuple per distinct reason, not per job
+        reasons = {name: distinct.setdefault((e.reason, e.summary), (e.reason, e.summary))
+                   for name, e in cycle.explanations.items()}
+        schedulable = ("schedulable", "schedulable: the next cycle places it")
+        reasons.update({name: schedulable for name in cycle.bound})
         return reasons
 
     # importing and exporting --------------------------------------------------------------------
