@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -187,7 +187,9 @@ class Table:
     listing: Listing
     revision: int
     rows: list[Row]
-    specs: list[Any] | None = None  # each row's full object (nodes, jobs, queues) when asked for
+    # each row's full object (nodes, jobs, queues) when asked for: made per row as it is written, so 100,000
+    # of them are never all in memory at once
+    spec_of: Callable[[Row], Any] | None = None
 
     def columns(self, wide: bool = False) -> tuple[str, ...]:
         return self.listing.columns + (self.listing.wide if wide else ())
@@ -508,16 +510,17 @@ class Service:
                 raise InputError([Diagnostic(f"{listing.kind} {name!r} not found")])
         if selector:
             rows = self._select(kind, listing, rows, parse_selector(selector))
-        full: list[Any] | None = None
+        spec_of: Callable[[Row], Any] | None = None
         if specs:
             tables: dict[str, Any] = {} if view is None else {"nodes": view.node, "jobs": view.job,
                                                              "queues": view.queue}
             lookup = tables.get(kind)
-            full = []
-            for row in rows:
+
+            def spec_of(row: Row) -> Any:
                 entity = lookup(row["NAME"]) if lookup is not None else None
-                full.append(entity.model_dump(mode="json", exclude_none=True) if entity is not None else None)
-        return Table(kind, listing, revision, rows, full)
+                return entity.model_dump(mode="json", exclude_none=True) if entity is not None else None
+
+        return Table(kind, listing, revision, rows, spec_of)
 
     def _select(self, kind: str, listing: Listing, rows: list[Row], terms: tuple[Term, ...]) -> list[Row]:
         """Rows a selector picks: node labels on listings of node things, else the row's columns."""

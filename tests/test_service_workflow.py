@@ -118,8 +118,9 @@ def test_listing_is_typed_and_carries_its_revision(state_dir: Path) -> None:
     table = service.get("nodes")
     assert table.revision == 0 and table.kind == "nodes" and len(table.rows) == 12
     assert table.columns()[0] == "NAME" and "LABELS" in table.columns(wide=True)
-    assert table.specs is None
-    assert service.get("nodes", specs=True).specs is not None
+    assert table.spec_of is None
+    spec_of = service.get("nodes", specs=True).spec_of
+    assert spec_of is not None and spec_of(table.rows[0])["shape"] == "BM.GPU.H100.8"
 
 
 @pytest.mark.parametrize(("selector", "expected"), [

@@ -58,10 +58,10 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
     elif fmt == "name":
         output.names(kind, (str(r[table.listing.key]) for r in table.rows))
     else:
-        specs = table.specs or [None] * len(table.rows)
-        data = {"kind": f"{kind}-list", "revision": table.revision,
-                "items": [_json_item(kind, r, s) for r, s in zip(table.rows, specs, strict=True)]}
-        (output.as_json if fmt == "json" else output.as_yaml)(data)
+        spec_of = table.spec_of
+        items = (_json_item(kind, r, spec_of(r) if spec_of is not None else None) for r in table.rows)
+        head = {"kind": f"{kind}-list", "revision": table.revision}
+        (output.json_list if fmt == "json" else output.yaml_list)(head, "items", items)
     return ExitCode.OK
 
 
