@@ -200,7 +200,7 @@ class RowTable(ScrollView, can_focus=True):
 
     # drawing -------------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.scrollable_content_region.width  # less the vertical bar, so a cut cell shows its …
         fitted = fit_columns(self.columns, self._natural, width)
         base = self.rich_style
         if y == 0:
@@ -244,6 +244,7 @@ class RowTable(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, len(self.shown) + 1)
+        self.call_after_refresh(self._scroll_cursor_into_view)  # a smaller window must not hide the cursor row
 
     # moving --------------------------------------------------------------------------------------
     def _move_to(self, position: int) -> None:
