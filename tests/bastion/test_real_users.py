@@ -178,6 +178,15 @@ def test_a_viewer_reads_and_watches_live(shared: Shared) -> None:
     assert [i["actor"] for i in json.loads(out)["items"]][-1] == shared.op1
 
 
+def test_a_viewers_console_opens_read_only(shared: Shared) -> None:
+    shot = shared.bastion.home(shared.view) / f"{shared.state.name}.svg"
+    code, _, err = shared.gpuadmin(shared.view, "--as-role", "admin", "tui", "--screenshot", str(shot),
+                                   "--width", "80", "--height", "24", env=SPOOF)
+    assert code == 0, err
+    text = shot.read_text(encoding="utf-8").replace("&#160;", " ")
+    assert "role viewer" in text and "READ-ONLY" in text and "GPUs by use" in text
+
+
 def test_without_its_wal_files_a_viewer_is_told_why_and_an_operator_puts_them_back(shared: Shared) -> None:
     for suffix in ("-wal", "-shm"):
         (shared.state / f"state.db{suffix}").unlink()
