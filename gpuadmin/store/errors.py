@@ -25,7 +25,7 @@ class StateCorrupt(StoreError):
 
 
 class StateReadOnly(StoreError):
-    """The OS does not let this user write the state (a viewer's read-only access): exit 4."""
+    """The OS does not let this user write (or read) the state — file modes, not roles: exit 4."""
 
     exit_code = ExitCode.NOT_PERMITTED
     label = "not permitted"

@@ -116,8 +116,12 @@ def role_ceiling(identity: Identity, state_dir: Path | None, *, system_file: Pat
     if identity.uid == 0:
         return RoleDecision("admin", "root", "root")
     state_dir = Path(state_dir)
-    if not state_dir.exists():
+    try:
+        os.stat(state_dir)
+    except FileNotFoundError:
         return RoleDecision("admin", "a new state: its creator owns it", "owner")
+    except OSError:  # there, but not ours to look into: the roles decide (reading it will fail anyway)
+        pass
     if is_personal(state_dir, identity.uid):
         return RoleDecision("admin", f"{identity.name} owns this personal state", "owner")
     roles, source = load_roles(state_dir, system_file=system_file)
@@ -139,7 +143,7 @@ def mapped_role(roles: RolesFile, identity: Identity) -> tuple[Role, str]:
 def load_roles(state_dir: Path | None, *, system_file: Path | None = None) -> tuple[RolesFile, str]:
     """The roles that apply to a state, and where they come from (a path, or "built-in default")."""
     system_file = SYSTEM_ROLES_FILE if system_file is None else system_file
-    if state_dir is not None:
+    if state_dir is not None and os.access(state_dir, os.X_OK):  # else: no way into the state at all
         own = Path(state_dir) / STATE_ROLES_NAME
         try:
             owner = os.stat(state_dir).st_uid

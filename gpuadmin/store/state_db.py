@@ -37,6 +37,7 @@ from gpuadmin.store.errors import (
     StateCorrupt,
     StateExists,
     StateMissing,
+    StateReadOnly,
     StoreError,
 )
 from gpuadmin.store.identity import Identity, login_identity, origin
@@ -190,10 +191,18 @@ class Store:
     def open(cls, state_dir: Path, *, busy_timeout: float = BUSY_TIMEOUT_S) -> Store:
         state_dir = Path(state_dir)
         path = state_dir / DB_NAME
+        try:
+            os.stat(path)
+        except PermissionError:
+            raise StateReadOnly(f"{state_dir}: you may not read this state (ask its admins for access)") from None
+        except OSError:
+            pass
         if not path.is_file():
             raise StateMissing(
                 f"no gpuadmin state in {state_dir} (create one with `gpuadmin init --from INVENTORY.yaml`)"
             )
+        if not os.access(path, os.R_OK):
+            raise StateReadOnly(f"{state_dir}: you may not read this state (ask its admins for access)")
         writable = os.access(path, os.W_OK)
         conn = _connect(path, busy_timeout, create=False, readonly=not writable)
         try:
@@ -223,7 +232,10 @@ class Store:
         into place, so a crash during `create` leaves no state or a whole one.
         """
         state_dir = Path(state_dir)
-        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # a shared one was made by `init --shared`
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # a shared one was made by `init --shared`
+        except PermissionError as exc:
+            raise StateReadOnly(f"{state_dir}: you may not create a state here ({exc.strerror})") from None
         who = actor if actor is not None else login_identity()
         path = state_dir / DB_NAME
         with _write_lock(state_dir, who, command):

@@ -187,6 +187,20 @@ def test_a_viewers_console_opens_read_only(shared: Shared) -> None:
     assert "role viewer" in text and "READ-ONLY" in text and "GPUs by use" in text
 
 
+def test_with_no_others_only_the_group_gets_in(people: People) -> None:
+    from gpuadmin.cli.main import run
+
+    state = people.bastion.base / "state-no-others"
+    assert run(["--state", str(state), "init", "--from", str(SAMPLE), "--shared", "--group", people.ops,
+                "--no-others"]) == 0
+    assert stat.S_IMODE(state.stat().st_mode) == 0o2770
+    assert stat.S_IMODE((state / "state.db").stat().st_mode) == 0o660
+    outsider = people.bastion.run(people.view, "--state", str(state), "get", "nodes")
+    assert outsider.code == 4 and "you may not read this state" in outsider.err, outsider.err
+    member = people.bastion.run(people.op1, "--state", str(state), "get", "nodes", "-o", "name")
+    assert member.code == 0 and "node/gpu-h100-01" in member.out, member.err
+
+
 def test_without_its_wal_files_a_viewer_is_told_why_and_an_operator_puts_them_back(shared: Shared) -> None:
     for suffix in ("-wal", "-shm"):
         (shared.state / f"state.db{suffix}").unlink()
