@@ -201,6 +201,23 @@ def test_with_no_others_only_the_group_gets_in(people: People) -> None:
     assert member.code == 0 and "node/gpu-h100-01" in member.out, member.err
 
 
+def test_a_personal_state_is_its_owners_with_no_set_up(people: People) -> None:
+    """A user outside every gpuadmin group makes a state in their own home: they are its admin, as before."""
+    user, state = people.view, people.bastion.home(people.view) / "state"
+    quota = people.bastion.home(people.view) / "quota.yaml"
+    done = people.bastion.run(user, "--state", str(state), "init", "--from", str(SAMPLE))
+    assert done.code == 0, done.err
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700 and stat.S_IMODE((state / "state.db").stat().st_mode) == 0o600
+    quota.write_text(QUOTA)
+    quota.chmod(0o644)
+    who = people.bastion.run(user, "--state", str(state), "whoami", "-o", "json").json()
+    assert (who["role"], who["roles_from"], who["shared"]) == ("admin", "owner", False), who
+    done = people.bastion.run(user, "--state", str(state), "apply", "-f", str(quota), "--yes")
+    assert done.code == 0, done.err
+    other = people.bastion.run(people.op1, "--state", str(state), "get", "nodes")
+    assert other.code == 4 and "you may not read this state" in other.err, other.err
+
+
 def test_without_its_wal_files_a_viewer_is_told_why_and_an_operator_puts_them_back(shared: Shared) -> None:
     for suffix in ("-wal", "-shm"):
         (shared.state / f"state.db{suffix}").unlink()
