@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
@@ -261,6 +262,16 @@ class RowTable(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor, animate=False, immediate=True)
         elif self.cursor >= top + visible:
             self.scroll_to(y=self.cursor - visible + 1, animate=False, immediate=True)
+
+    def on_click(self, event: events.Click) -> None:
+        """The mouse works but is never needed: a click puts the cursor on a row, a second click opens it."""
+        position = self.scroll_offset.y + event.y - 1
+        if event.y == 0 or not 0 <= position < len(self.shown):
+            return
+        if position == self.cursor and event.chain >= 2:
+            self.action_choose()
+        else:
+            self._move_to(position)
 
     def action_cursor(self, step: int) -> None:
         self._move_to(self.cursor + step)
