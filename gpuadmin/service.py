@@ -95,9 +95,7 @@ class Refused(GpuadminError):
         self.plan = plan
 
     def lines(self) -> list[str]:
-        return ["gpuadmin: refused by the rules:", *violation_lines([
-            {"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint}
-            for v in self.plan.violations])]
+        return ["gpuadmin: refused by the rules:", *violation_lines(self.plan.to_json()["violations"])]
 
 
 class NotConfirmed(GpuadminError):

@@ -111,6 +111,15 @@ class Uncordon(StrictModel):
     node: Name
 
 
+class RepairNode(StrictModel):
+    """Bring a `down` node back after its repair (admin only); `note` records what was done (an RMA number)."""
+
+    op: Literal["repair-node"]
+    node: Name
+    note: str
+    state: Literal["ready", "cordoned"] = "ready"
+
+
 class Drain(StrictModel):
     """Cordon, and evict the preemptible jobs; non-preemptible ones block the plan."""
 
@@ -202,6 +211,7 @@ Change = Annotated[
     | DetachVm
     | Cordon
     | Uncordon
+    | RepairNode
     | Drain
     | SubmitJob
     | CancelJob
@@ -240,6 +250,7 @@ __all__ = [
     "RemoveNode",
     "RemoveQueue",
     "RemoveVgpu",
+    "RepairNode",
     "Restore",
     "SetDeviceGroups",
     "SetMig",

@@ -33,6 +33,8 @@ CHANGE_CHECKS: dict[str, str] = {
     "change.fields": "A change's fields fit its operation (e.g. replicas only with time-sliced).",
     "change.job-status": "Only pending or preempted jobs are bound; only running jobs are preempted.",
     "change.in-use": "A queue with jobs or a node with running jobs is not removed.",
+    "change.node-down": "A down node is not cordoned, drained or uncordoned: only repair-node (admin) brings it "
+                        "back, recording the repair; repair-node applies only to a down node.",
     "mig.layout-fits": "A set-mig layout with starts omitted has at least one valid placement.",
     "vgpu.mode": "vGPUs are assigned only to GPUs in vgpu mode.",
 }
@@ -86,9 +88,10 @@ class Plan:
     violations: list[Violation]
     diff: list[EntityDiff]
     effects: Effects
-    commands: dict[str, list[str]]  # node → shell lines it would run
+    commands: dict[str, list[str]]  # node → shell lines it would run (none for a refused plan)
     hash: str
     view: View
+    caused_by: dict[int, int] = field(default_factory=dict)  # violation index → the violation it follows from
 
     @property
     def allowed(self) -> bool:
@@ -124,8 +127,9 @@ class Plan:
             "base_revision": self.base_revision,
             "hash": self.hash,
             "changes": [c.model_dump(mode="json", exclude_none=True) for c in self.changes],
-            "violations": [{"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint}
-                           for v in self.violations],
+            "violations": [{"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint,
+                            **({"caused_by": self.caused_by[i]} if i in self.caused_by else {})}
+                           for i, v in enumerate(self.violations)],
             "diff": [d.to_json() for d in self.diff],
             "effects": self.effects.to_json(),
             "commands": self.commands,
@@ -185,6 +189,12 @@ def _set_mig(view: View, c: ch.SetMig, touched: Touched) -> None:
     model = get_catalog().model(gpu.model)
     instances = list(c.instances)
     if model is not None and model.mig_capable and any(i.start is None for i in instances):
+        unknown = [i.profile for i in instances if model.mig_profile(i.profile) is None]
+        if unknown:  # a typo is a typo, starts given or not: the same rule, with the model's profiles
+            raise ChangeRefused("mig.profile-exists", gpu_target(c.node, c.gpu),
+                                f"{gpu.model} GPU {gpu.index} on {node.name}: MIG profile {unknown[0]!r} does not "
+                                f"exist on {model.name}",
+                                f"profiles of {model.name}: {', '.join(p.name for p in model.mig_profiles)}")
         chosen = place(model, [(i.profile, i.start) for i in instances])
         if chosen is None:
             raise ChangeRefused("mig.layout-fits", gpu_target(c.node, c.gpu),
@@ -329,6 +339,28 @@ def _set_state(view: View, name: str, state: str, touched: Touched) -> None:
     touched.nodes.add(name)
 
 
+def _change_state(view: View, name: str, state: str, op: str, touched: Touched) -> None:
+    """cordon, uncordon and drain move a node between ready, cordoned and draining; never out of `down`."""
+    node = _node(view, name)
+    if node.state == "down":
+        raise ChangeRefused("change.node-down", node_target(name),
+                            f"node {name} is down; {op} does not bring a down node back",
+                            f"after the repair, record it: op: repair-node, node: {name}, note: WHAT WAS DONE "
+                            "(needs an admin)")
+    _set_state(view, name, state, touched)
+
+
+def _repair(view: View, c: ch.RepairNode, touched: Touched) -> None:
+    node = _node(view, c.node)
+    if node.state != "down":
+        raise ChangeRefused("change.node-down", node_target(c.node),
+                            f"node {c.node} is {node.state}, not down; repair-node is for a down node",
+                            "use uncordon for a cordoned node")
+    if not c.note.strip():
+        raise ChangeRefused("change.fields", node_target(c.node), "repair-node needs a note: what was repaired")
+    _set_state(view, c.node, c.state, touched)
+
+
 def _evict(view: View, job: Job, touched: Touched) -> None:
     view.put_job(job.name, job.model_copy(update={"status": "preempted", "placement": []}))
     touched.jobs.add(job.name)
@@ -344,7 +376,7 @@ def _running_on(view: View, node: Node) -> list[Job]:
 
 def _drain(view: View, c: ch.Drain, touched: Touched) -> None:
     node = _node(view, c.node)
-    _set_state(view, c.node, "draining", touched)
+    _change_state(view, c.node, "draining", "drain", touched)
     for job in _running_on(view, node):
         if job.preemptible:
             _evict(view, job, touched)
@@ -458,8 +490,9 @@ _HANDLERS: dict[type[BaseModel], Callable[[View, Any, Touched], None]] = {
     ch.RemoveVgpu: _remove_vgpu,
     ch.AttachVm: _attach_vm,
     ch.DetachVm: _detach_vm,
-    ch.Cordon: lambda v, c, t: _set_state(v, c.node, "cordoned", t),
-    ch.Uncordon: lambda v, c, t: _set_state(v, c.node, "ready", t),
+    ch.Cordon: lambda v, c, t: _change_state(v, c.node, "cordoned", "cordon", t),
+    ch.Uncordon: lambda v, c, t: _change_state(v, c.node, "ready", "uncordon", t),
+    ch.RepairNode: _repair,
     ch.Drain: _drain,
     ch.SubmitJob: _submit,
     ch.CancelJob: _cancel,
@@ -521,13 +554,38 @@ def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
             refusals.append(refused.violation)
     violations = refusals + check(view, touched)
     diff = _diff(view)
-    commands = node_commands(view, diff)
+    commands = node_commands(view, diff) if not violations else {}  # nothing to run for a refused plan
     digest = hashlib.sha256(_canonical({
         "base_revision": state.revision,
         "changes": [c.model_dump(mode="json") for c in changes],
         "diff": [d.to_json() for d in diff],
     }).encode()).hexdigest()
-    return Plan(state.revision, list(changes), violations, diff, _effects(view), commands, digest, view)
+    return Plan(state.revision, list(changes), violations, diff, _effects(view), commands, digest, view,
+                follow_ons(state, violations))
+
+
+# A violation of one of these is a cause: on the same target, or on the jobs that held the GPU it hits, the
+# violations that come after it follow from it (a typo'd profile, then the layout rules that cannot judge it;
+# a repartition that destroys held slices, then each holder's placement rules).
+_ROOT_RULES = ("change.", "mig.profile-exists", "mig.model-supports", "mig.repartition-evicts", "mode.change-evicts")
+
+
+def follow_ons(state: ClusterState, violations: Sequence[Violation]) -> dict[int, int]:
+    """violation index → the index of the violation it follows from."""
+    roots: dict[str, int] = {}  # target → the root violation on it (or on the GPU its job held)
+    out: dict[int, int] = {}
+    for i, v in enumerate(violations):
+        root = roots.get(v.target)
+        if root is not None:
+            out[i] = root
+            continue
+        if v.rule.startswith(_ROOT_RULES):
+            roots[v.target] = i
+            parts = v.target.split("/")
+            if len(parts) == 4 and parts[0] == "node" and parts[2] == "gpu" and parts[3].isdigit():
+                for holder in state.holders.get((parts[1], int(parts[3])), ()):
+                    roots.setdefault(job_target(holder), i)
+    return out
 
 
 def inverse(diffs: Iterable[EntityDiff]) -> list[ch.Change]:

@@ -49,12 +49,27 @@ def _show(value: Any) -> str:
 
 
 def violation_lines(violations: list[dict[str, Any]]) -> list[str]:
-    out = []
-    for v in violations:
-        line = f"  ✗ [{v['rule']}] {safe(v['target'])}: {safe(v['message'])}"
+    """Each violation with its rule id; one that follows from another (`caused_by`) is listed under it."""
+    under: dict[int, list[int]] = {}
+    for i, v in enumerate(violations):
+        if v.get("caused_by") is not None:
+            under.setdefault(int(v["caused_by"]), []).append(i)
+
+    def one(v: dict[str, Any], indent: str, mark: str) -> str:
+        line = f"{indent}{mark} [{v['rule']}] {safe(v['target'])}: {safe(v['message'])}"
         if v.get("hint"):
-            line += f"\n      hint: {safe(v['hint'])}"
-        out.append(line)
+            line += f"\n{indent}    hint: {safe(v['hint'])}"
+        return line
+
+    out = []
+    for i, v in enumerate(violations):
+        if v.get("caused_by") is not None:
+            continue
+        out.append(one(v, "  ", "✗"))
+        follow = under.get(i, [])
+        if follow:
+            out.append(f"      which also breaks ({len(follow)}):")
+            out += [one(violations[j], "        ", "-") for j in follow]
     return out
 
 
@@ -68,21 +83,21 @@ def plan_text(data: dict[str, Any]) -> str:
         lines.append("Violations:")
         lines += violation_lines(data["violations"])
     if data["diff"]:
-        lines.append("Diff:")
+        lines.append("Diff:" if data["allowed"] else "Diff (refused: nothing is applied):")
         for d in data["diff"]:
             sign = {"add": "+", "remove": "-", "modify": "~"}[d["action"]]
             lines.append(f"  {sign} {d['kind']}/{safe(d['name'])}")
             if d["action"] == "modify":
                 for path, old, new in field_changes(d["before"], d["after"]):
                     lines.append(f"      {safe(path)}: {_show(old)} -> {_show(new)}")
-    else:
+    elif data["allowed"]:
         lines.append("No changes: the state already matches.")
     effects = {k: v for k, v in data["effects"].items() if v}
     if effects:
         lines.append("Effects:")
         for key, names in effects.items():
             lines.append(f"  {key}: {', '.join(safe(n) for n in names)}")
-    if data["commands"]:
+    if data["commands"] and data["allowed"]:
         lines.append("Node commands:")
         for node, cmds in data["commands"].items():
             lines.append(f"  {safe(node)}:")

@@ -39,9 +39,15 @@ def cycle_text(data: dict[str, Any]) -> str:
 def explanation_text(data: dict[str, Any]) -> str:
     lines = [f"job {safe(data['job'])} (queue {safe(data['queue'])}): {data['status']}"]
     if data["status"] in ("pending", "preempted"):
+        if data.get("nodes"):
+            lines.append(f"  nodes: {safe(data['nodes'])}")
         lines.append(f"  reason: {data['reason']}: {safe(data['message'])}")
         if data.get("remedy"):
             lines.append(f"  remedy: {safe(data['remedy'])}")
+        elif data["reason"] not in ("fits-now",):
+            lines.append("  remedy: none that would make it fit now")
+        if data.get("as_of", "now") != "now":
+            lines.append(f"  figures: {safe(data['as_of'])}")
         if data.get("queue_position") is not None:
             ahead = ", ".join(safe(a) for a in data.get("ahead", []))
             more = data.get("ahead_count", 0) - len(data.get("ahead", []))

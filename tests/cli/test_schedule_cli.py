@@ -21,7 +21,7 @@ def test_dry_run_places_what_fits_and_explains_the_rest(state: Path) -> None:
         assert item["reason"] and item["message"], item
     reasons = {item["job"]: item for item in data["pending"]}
     assert reasons["gpt-pretrain-405b"]["reason"] == "over-limit"
-    assert "repartition GPU" in (reasons["video-caption-serve"]["remedy"] or "")
+    assert "repartition gpu-h100-07/0 to" in (reasons["video-caption-serve"]["remedy"] or "")
     journal = json.loads(gpuadmin("--state", state, "get", "journal", "-o", "json").out)["items"]
     assert len(journal) == 1, "a dry run writes nothing"
 

@@ -34,6 +34,7 @@ REFUSALS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "change.in-use": ("oci", [{"op": "remove-node", "name": "gpu-h100-01"}]),
     "mig.layout-fits": ("oci", [{"op": "set-mig", "node": "gpu-h100-12", "gpu": 0,
                                  "instances": [{"profile": "4g.40gb"}, {"profile": "4g.40gb"}]}]),
+    "change.node-down": ("oci", [{"op": "repair-node", "node": "gpu-h100-01", "note": "not down"}]),
     "vgpu.mode": ("oci", [{"op": "assign-vgpu", "node": "gpu-h100-12", "gpu": 0, "vm": "x", "profile": "A40-4C"}]),
 }
 

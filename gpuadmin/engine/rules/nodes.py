@@ -92,7 +92,8 @@ def no_new_placements(view: View, name: str) -> Iterable[Violation]:
                 "node.no-new-placements",
                 job_target(name),
                 f"job {name} would be placed on node {slot.node} (GPU {slot.gpu}), which is {node.state}",
-                f"uncordon {slot.node} first, or place the job on a ready node",
+                ("place the job on a ready node; a down node comes back only with repair-node"
+                 if node.state == "down" else f"uncordon {slot.node} first, or place the job on a ready node"),
             )
 
 

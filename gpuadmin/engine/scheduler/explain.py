@@ -11,11 +11,13 @@ The figures describe the cluster as the cycle leaves it (after its own binds and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.mig import layouts_with
+from gpuadmin.engine.rules.device_groups import nvlink_domain
 from gpuadmin.engine.scheduler.cycle import Cycle
 from gpuadmin.engine.scheduler.fgd import unit_need, whole_fit
 from gpuadmin.engine.scheduler.filters import mig_profile_name, model_ok, node_ok, shape_unit_fits
@@ -43,11 +45,14 @@ class Explanation:
     cluster_position: int | None = None
     ahead: tuple[str, ...] = ()  # the first jobs ahead in the same queue
     ahead_count: int = 0
+    nodes: str | None = None  # kube-scheduler's summary: "0/12 nodes fit: 9 cordoned, 2 time-sliced only, ..."
+    as_of: str = "now"  # "now", or what the cycle did first when the figures are the cluster as it leaves it
+    remedy_changes: tuple[dict[str, Any], ...] = ()  # the change ops of the remedy, checked by planning them
 
     @property
     def summary(self) -> str:
-        """One line for the REASON column of `get jobs`."""
-        text = self.message
+        """One line for the REASON column of `get jobs`: the node summary, the nearest miss, the remedy."""
+        text = f"{self.nodes}; {self.message}" if self.nodes else self.message
         if self.remedy:
             text += f"; remedy: {self.remedy}"
         return text
@@ -67,8 +72,16 @@ class Explanation:
             "cluster_position": self.cluster_position,
             "ahead": list(self.ahead),
             "ahead_count": self.ahead_count,
+            "nodes": self.nodes,
+            "as_of": self.as_of,
+            "remedy_changes": list(self.remedy_changes),
             "summary": self.summary,
         }
+
+
+def _set_mig(node: str, gpu: int, layout: Any) -> tuple[dict[str, Any], ...]:
+    return ({"op": "set-mig", "node": node, "gpu": gpu,
+             "instances": [{"profile": p, "start": s} for p, s in layout]},)
 
 
 def _n(x: float) -> str:
@@ -86,6 +99,7 @@ class _Finding:
     details: dict[str, Any]
     remedy: str | None = None
     remedy_kind: str | None = None
+    changes: tuple[dict[str, Any], ...] = ()  # the remedy as change ops (empty: a remedy no plan can check)
 
 
 class Explainer:
@@ -93,7 +107,15 @@ class Explainer:
         self.cycle = cycle
         self.index = cycle.index
         self._shape_memo: dict[Shape, _Finding] = {}
-        self._repartition: dict[tuple[str, str], str | None] = {}
+        self._repartition: dict[tuple[str, str], tuple[str, tuple[dict[str, Any], ...]] | None] = {}
+        self._nodes_memo: dict[Shape, str] = {}
+        self._fit_memo: dict[Shape, int] = {}
+        bound, evicted = len(cycle.binds), len(cycle.victims)
+        self.as_of = "now" if not (bound or evicted) else (
+            "the cluster as this cycle leaves it, after it "
+            + " and ".join(w for w in (f"binds {_plural(bound, 'job')}" if bound else "",
+                                       f"preempts {_plural(evicted, 'job')}" if evicted else "") if w)
+            + ", not as it is now")
         self._positions: dict[str, tuple[int, int, list[str]]] = {}
         per_queue: dict[str, list[str]] = {}
         pending = [n for n in cycle.order if n not in cycle.binds]
@@ -136,6 +158,9 @@ class Explainer:
         qpos, cpos, ahead = self._positions.get(name, (None, None, []))
         ahead_count = (qpos - 1) if qpos is not None else 0
         named: tuple[str, ...] = tuple(finding.details.get("victims", ()))
+        shape = cycle.shapes.get(name)
+        nodes = self.nodes_summary(shape) if shape is not None and finding.reason not in (
+            "unknown-queue", "refused") else None
         return Explanation(
             name,
             job.queue,
@@ -150,6 +175,9 @@ class Explainer:
             cpos,
             tuple(ahead),
             ahead_count,
+            nodes,
+            self.as_of,
+            finding.changes,
         )
 
     # ---------------------------------------------------------------------------------------------- findings
@@ -168,6 +196,10 @@ class Explainer:
             violations = cycle.refused.get(job.name, [])
             text = "; ".join(f"{v.rule}: {v.message}" for v in violations) or "a rule refused its placement"
             return _Finding("refused", f"refused by the rules: {text}", {"rules": sorted({v.rule for v in violations})})
+        shape = cycle.shapes[job.name]
+        never = self._never_fits(shape)
+        if never is not None:
+            return never
         book = cycle.books[job.queue]
         cost = cycle.costs[job.name]
         lim = book.queue.limit
@@ -178,6 +210,9 @@ class Explainer:
                     f"the job needs {_n(cost.gpus)}"
                 )
                 details = {"used_gpus": book.used_gpus, "limit_gpus": lim.gpus, "needs_gpus": cost.gpus}
+                can_wait = cost.gpus <= lim.gpus + 1e-9
+                raised = lim.model_copy(update={"gpus": math.ceil(book.used_gpus + cost.gpus - 1e-9)})
+                to = f" to {raised.gpus} GPUs"
             else:
                 cap = lim.gpu_memory_gib or 0.0
                 msg = (
@@ -186,24 +221,47 @@ class Explainer:
                     f"the job needs {_n(cost.gib)} GiB"
                 )
                 details = {"used_gib": book.used_gib, "limit_gib": cap, "needs_gib": cost.gib}
+                can_wait = cost.gib <= cap + 1e-9
+                raised = lim.model_copy(update={"gpu_memory_gib": math.ceil(book.used_gib + cost.gib - 1e-9)})
+                to = f" to {_n(raised.gpu_memory_gib or 0)} GiB"
+            if not can_wait:  # waiting cannot help: the job alone is over the limit
+                msg += ", more than the limit itself: it cannot run until the limit is raised"
+            if not self._room(shape):  # no node has room now: a higher limit alone would not place it
+                msg += "; no node has room for it now either"
+                return _Finding("over-limit", msg, details,
+                                "wait for its queue's running jobs to finish" if can_wait else None,
+                                "wait" if can_wait else None)
             return _Finding(
                 "over-limit",
                 msg,
                 details,
-                f"raise queue {book.name}'s limit (set-quota) or wait for its jobs to finish",
+                f"raise queue {book.name}'s limit{to} (set-quota)"
+                + (", or wait for its running jobs to finish" if can_wait else ""),
                 "set-quota",
+                ({"op": "set-quota", "queue": book.name, "limit": raised.model_dump(exclude_none=True)},),
             )
         if not job.preemptible and book.nonpreemptible_over_quota(cost):
             quota = book.quota_gpus
+            if not self._room(shape):
+                return _Finding(
+                    "nonpreemptible-over-quota",
+                    f"non-preemptible: queue {book.name} runs {_n(book.used_np)} non-preemptible GPUs "
+                    f"of a deserved quota of {_n(quota)}; the job needs {_n(cost.gpus)} more; no node has room "
+                    "for it now either",
+                    {"used_nonpreemptible_gpus": book.used_np, "quota_gpus": quota, "needs_gpus": cost.gpus},
+                )
+            new_quota = book.queue.quota.model_copy(
+                update={"gpus": math.ceil(book.used_np + cost.gpus - 1e-9)})
             return _Finding(
                 "nonpreemptible-over-quota",
                 f"non-preemptible: queue {book.name} runs {_n(book.used_np)} non-preemptible GPUs "
                 f"of a deserved quota of {_n(quota)}; the job needs {_n(cost.gpus)} more",
                 {"used_nonpreemptible_gpus": book.used_np, "quota_gpus": quota, "needs_gpus": cost.gpus},
-                f"raise queue {book.name}'s quota (set-quota), or make the job preemptible",
+                f"raise queue {book.name}'s quota to {new_quota.gpus} GPUs (set-quota), or make the job "
+                "preemptible",
                 "set-quota",
+                ({"op": "set-quota", "queue": book.name, "quota": new_quota.model_dump(exclude_none=True)},),
             )
-        shape = cycle.shapes[job.name]
         finding = self._shape_memo.get(shape)
         if finding is None:
             finding = self._fit_finding(shape)
@@ -222,8 +280,120 @@ class Explainer:
                     {**finding.details, "victims": victims},
                     f"preempting {names} would make room (preempt-job)",
                     "preempt",
+                    tuple({"op": "preempt-job", "name": v} for v in victims),
                 )
         return finding
+
+    # ---------------------------------------------------------------------------------------------- never
+    def _never_fits(self, shape: Shape) -> _Finding | None:
+        """A request no node of the cluster could ever host as it is built (whatever runs, whatever its
+        state or its GPUs' modes): no amount of waiting helps."""
+        if shape.kind != "gpus":
+            return None
+        on = f" {shape.model}" if shape.model else ""
+        g, n = shape.gpus, shape.nodes
+        best = 0
+        per_net: dict[str, int] = {}
+        for nc in (*self.index.nodes, *self.index.blocked):
+            if shape.rdma and nc.network is None:
+                continue
+            domains: dict[int, int] = {}
+            for gpu in nc.node.gpus:
+                info = nc.gpus.get(gpu.index)
+                if info is not None and model_ok(shape, info.model):
+                    key = nvlink_domain(nc.node, gpu.index) if shape.nvlink and g >= 2 else 0
+                    domains[key] = domains.get(key, 0) + 1
+            most = max(domains.values(), default=0)
+            best = max(best, most)
+            if most >= g:
+                net = (nc.network or "") if shape.rdma else ""
+                per_net[net] = per_net.get(net, 0) + 1
+        found = max(per_net.values(), default=0)
+        if found >= n or best == 0:  # best 0: no such model or no RDMA node, said by its own reason
+            return None
+        where = "NVLink domain" if shape.nvlink and g >= 2 else "node"
+        if best < g:
+            message = (f"no {where} has {g}{on} GPUs (the largest has {best}): it can never run as requested; "
+                       f"resubmit it asking for at most {best} per {where}")
+        else:
+            message = (f"needs {n} nodes with {g}{on} GPUs{' on one RDMA network' if shape.rdma else ''}; "
+                       f"the cluster has {found}: it can never run as requested")
+        return _Finding("unsatisfiable", message, {"needs_gpus": g, "needs_nodes": n, "largest": best,
+                                                   "nodes_big_enough": found})
+
+    def nodes_summary(self, shape: Shape) -> str:
+        """kube-scheduler's "0/12 nodes are available: ..." for this shape: how many nodes fit it now,
+        and for the others each reason with its count."""
+        memo = self._nodes_memo.get(shape)
+        if memo is not None:
+            return memo
+        counts: dict[str, int] = {}
+        fit = 0
+        every = [*self.index.nodes, *self.index.blocked]
+        for nc in every:
+            why = self._node_misfit(nc, shape)
+            if why is None:
+                fit += 1
+            else:
+                counts[why] = counts.get(why, 0) + 1
+        text = f"{fit}/{len(every)} nodes fit"
+        if counts:
+            text += ": " + ", ".join(f"{c} {why}" for why, c in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+        self._nodes_memo[shape] = text
+        self._fit_memo[shape] = fit
+        return text
+
+    def _room(self, shape: Shape) -> bool:
+        """Whether enough nodes fit the shape now for a quota change alone to let it run."""
+        self.nodes_summary(shape)
+        return self._fit_memo[shape] >= shape.nodes
+
+    def _node_misfit(self, nc: NodeCap, shape: Shape) -> str | None:
+        """Why this one node cannot host the shape now (a reason class), or None where it can."""
+        if nc.node.state != "ready":
+            return nc.node.state
+        if shape.rdma and nc.network is None:
+            return "no RDMA"
+        infos = [i for i in nc.gpus.values() if model_ok(shape, i.model)]
+        if not infos:
+            return f"no {shape.model} GPUs" if shape.model else "no GPUs"
+        if shape.kind == "gpus":
+            g = shape.gpus
+            if len(infos) < g:
+                return f"fewer than {g} GPUs"
+            if whole_fit(nc.whole_part(), g, shape.nvlink, shape.model)[0]:
+                return None
+            if not any(i.domain is not None for i in infos):
+                modes = "/".join(sorted({i.mode for i in infos}))
+                return f"{modes} only (job {'is exclusive' if shape.exclusive else 'takes whole GPUs'})"
+            if shape.nvlink and g >= 2 and nc.free_whole(shape.model) >= g:
+                return f"no free NVLink domain of {g}"
+            return f"fewer than {g} free GPUs"
+        if shape.kind == "mig":
+            profiles = {mig_profile_name(i.model, shape.profile) for i in infos} - {None}
+            if not profiles:
+                return f"no {shape.profile} profile on its GPU models"
+            starts = [(i, st) for i in infos for st, p in i.instances.items() if p in profiles]
+            if not starts:
+                return f"no {shape.profile} instance carved"
+            if any(st not in i.units and not i.instance_holders.get(st) for i, st in starts):
+                return None
+            units = [i.units[st] for i, st in starts if st in i.units]
+            if shape.shared and any(shape_unit_fits(u.state(), shape) for u in units):
+                return None
+            if shape.exclusive and any(u.replicas_left > 0 for u in units):
+                return f"only time-sliced {shape.profile} instances left (job is exclusive)"
+            return f"{shape.profile} instances all held"
+        if shape.exclusive:
+            return "job is exclusive (a share of a GPU never is)"
+        units = [u for u in nc.ts_units if model_ok(shape, u.model)]
+        if not units:
+            return "no time-sliced GPU"
+        if any(shape_unit_fits(u.state(), shape) for u in units):
+            return None
+        if not any(u.replicas_left > 0 for u in units):
+            return "no replica left"
+        return "too little share left"
 
     def _models(self, shape: Shape) -> list[str]:
         return [shape.model] if shape.model else sorted(self.index.models_present)
@@ -274,6 +444,7 @@ class Explainer:
                     details,
                     f"uncordon {blocked.name}",
                     "uncordon",
+                    ({"op": "uncordon", "node": blocked.name},),
                 )
             shared = sum(
                 1
@@ -303,8 +474,10 @@ class Explainer:
         return _Finding("fragmentation", f"{free}{on} GPUs free, at most {best} on one node", details)
 
     def _blocked_fit(self, shape: Shape) -> NodeCap | None:
+        """A cordoned node the job would fit on. Never a down node (only a repair brings one back), nor a
+        draining one (it is being emptied on purpose)."""
         for nc in self.index.blocked:
-            if not node_ok(nc, shape):
+            if nc.node.state != "cordoned" or not node_ok(nc, shape):
                 continue
             if shape.kind == "gpus" and whole_fit(nc.whole_part(), shape.gpus, shape.nvlink, shape.model)[0]:
                 return nc
@@ -364,7 +537,8 @@ class Explainer:
                         held += 1
         p = mig_profile_name(models[0], shape.profile) or shape.profile
         details: dict[str, Any] = {"profile": p, "instances": exist, "held": held}
-        remedy = self._repartition_remedy(shape, models)
+        found = self._repartition_remedy(shape, models)
+        remedy, changes = found if found is not None else (None, ())
         kind = "repartition" if remedy else None
         if exist > held:
             return _Finding("fits-now", f"a free {p} instance exists; the next cycle binds it", details)
@@ -377,6 +551,7 @@ class Explainer:
                 details,
                 remedy,
                 kind,
+                changes,
             )
         blocked = self._blocked_fit(shape)
         if blocked is not None:
@@ -387,9 +562,11 @@ class Explainer:
                 details,
                 remedy or f"uncordon {blocked.name}",
                 kind or "uncordon",
+                changes or ({"op": "uncordon", "node": blocked.name},),
             )
         if exist == 0:
-            return _Finding("profile-not-carved", f"no {p} instance is carved on a ready node", details, remedy, kind)
+            return _Finding("profile-not-carved", f"no {p} instance is carved on a ready node", details, remedy, kind,
+                            changes)
         which = "held" if exist == 1 else ("both held" if exist == 2 else "all held")
         return _Finding(
             "profile-not-carved",
@@ -397,14 +574,15 @@ class Explainer:
             details,
             remedy,
             kind,
+            changes,
         )
 
-    def _repartition_remedy(self, shape: Shape, models: list[str]) -> str | None:
+    def _repartition_remedy(self, shape: Shape, models: list[str]) -> tuple[str, tuple[dict[str, Any], ...]] | None:
         key = (shape.model or "", shape.profile)
         if key in self._repartition:
             return self._repartition[key]
         catalog = get_catalog()
-        found: str | None = None
+        found: tuple[str, tuple[dict[str, Any], ...]] | None = None
         for full_pass in (False, True):
             for nc in self._ready(shape):
                 for gpu in sorted(nc.gpus):
@@ -424,14 +602,15 @@ class Explainer:
                         layouts = layouts_with(model, [prof], keep)
                         if layouts:
                             text = ", ".join(f"{p}@{s}" for p, s in layouts[0])
-                            found = f"repartition GPU {gpu} on node {nc.name} to {text} (no running job affected)"
+                            found = (f"repartition {nc.name}/{gpu} to {text} (no running job affected)",
+                                     _set_mig(nc.name, gpu, layouts[0]))
                     elif full_pass and info.mode == "full" and info.domain is not None and not info.holders:
                         layouts = layouts_with(model, [prof])
                         if layouts:
                             text = ", ".join(f"{p}@{s}" for p, s in layouts[0])
                             found = (
-                                f"repartition GPU {gpu} on node {nc.name} to {text} (enable MIG; "
-                                "no running job affected)"
+                                f"repartition {nc.name}/{gpu} to {text} (enable MIG; no running job affected)",
+                                _set_mig(nc.name, gpu, layouts[0]),
                             )
                     if found:
                         break
@@ -450,6 +629,7 @@ class Explainer:
             return _Finding("isolation", f"needs {desc}, but isolation: exclusive never shares a GPU", {})
         if not units:
             remedy = None
+            changes: tuple[dict[str, Any], ...] = ()
             for nc in self._ready(shape):
                 for gpu in sorted(nc.gpus):
                     info = nc.gpus[gpu]
@@ -459,7 +639,9 @@ class Explainer:
                         and not info.holders
                         and model_ok(shape, info.model)
                     ):
-                        remedy = f"set GPU {gpu} on node {nc.name} to time-sliced (no running job affected)"
+                        remedy = f"set {nc.name}/{gpu} to time-sliced, 4 replicas (no running job affected)"
+                        changes = ({"op": "set-mode", "node": nc.name, "gpu": gpu, "mode": "time-sliced",
+                                    "replicas": 4},)
                         break
                 if remedy:
                     break
@@ -469,6 +651,7 @@ class Explainer:
                 {"time_sliced_units": 0},
                 remedy,
                 "set-mode" if remedy else None,
+                changes,
             )
         with_replica = [(nc, u) for nc, u in units if u.replicas_left > 0]
         largest = max((u.residual for _, u in with_replica), default=0.0)
@@ -489,6 +672,7 @@ class Explainer:
                 details,
                 f"uncordon {blocked.name}",
                 "uncordon",
+                ({"op": "uncordon", "node": blocked.name},),
             )
         if not with_replica:
             return _Finding(
@@ -522,9 +706,47 @@ def explain_job(cycle: Cycle, name: str, remedies: bool = True) -> Explanation:
     return Explainer(cycle).explain(name, remedies=remedies)
 
 
-def explain(state: ClusterState, job_name: str, policy: str = "binpack") -> Explanation:
-    """Why `job_name` is pending (or where it runs), after one dry scheduling cycle over `state`."""
+def explain(state: ClusterState, job_name: str, policy: str = "binpack", check_remedy: bool = True) -> Explanation:
+    """Why `job_name` is pending (or where it runs), after one dry scheduling cycle over `state`.
+
+    A remedy is offered only when planning it works: its changes are planned on a copy of the state (the
+    rules must allow them) and a cycle on the result must bind the job; otherwise it is dropped and
+    `details.remedy_rejected` says why."""
     from gpuadmin.engine.scheduler.cycle import schedule
 
-    result = schedule(state, "spread" if policy == "spread" else "binpack")
-    return result.explanation(job_name)
+    pol: Literal["binpack", "spread"] = "spread" if policy == "spread" else "binpack"
+    result = schedule(state, pol)
+    found = result.explanation(job_name)
+    if not check_remedy or found.status != "pending" or not found.remedy:
+        return found
+    why = _remedy_fails(state, job_name, found.remedy_changes, pol) if found.remedy_changes else None
+    if found.remedy_changes and why is None:
+        return replace(found, details={**found.details, "remedy_checked": "planned: the rules allow it and a "
+                                       "cycle after it binds the job"})
+    if not found.remedy_changes and found.remedy_kind in (None, "wait"):
+        return found
+    return replace(found, remedy=None, remedy_kind=None, remedy_changes=(), victims=(),
+                   details={**{k: v for k, v in found.details.items() if k != "victims"},
+                            "remedy_rejected": f"{found.remedy}: {why or 'no change to check'}"})
+
+
+def _remedy_fails(state: ClusterState, job_name: str, changes: tuple[dict[str, Any], ...],
+                  policy: Literal["binpack", "spread"]) -> str | None:
+    """Why planning a remedy does not make the job fit (None: it does)."""
+    from gpuadmin.engine import changes as ch
+    from gpuadmin.engine.planner import plan
+    from gpuadmin.engine.scheduler.cycle import schedule
+
+    copy = ClusterState.from_inventory(state.to_inventory(), revision=state.revision)
+    the_plan = plan(copy, ch.CHANGE_LIST.validate_python(list(changes), strict=False))
+    if not the_plan.allowed:
+        return "refused by " + ", ".join(sorted({v.rule for v in the_plan.violations}))
+    copy.commit(the_plan.view)
+    # the job alone: other pending jobs (and those the remedy evicts) aside — they would compete for the room
+    # the remedy makes, and the question is whether it makes room for this job
+    inventory = copy.to_inventory()
+    alone = [j for j in inventory.jobs if j.name == job_name or j.status not in ("pending", "preempted")]
+    after = schedule(ClusterState.from_inventory(inventory.model_copy(update={"jobs": alone})), policy)
+    if job_name not in after.bound:
+        return "the job still does not fit after it"
+    return None

@@ -116,9 +116,13 @@ def test_cordoned_draining_and_down_nodes_take_nothing() -> None:
 
 
 def test_capacity_numbers() -> None:
-    state = cluster([node("n1", 5)], [job("a", gpus=8)])
+    busy = job("r", gpus=3, preemptible=False, placement=[{"node": "n1", "gpu": i} for i in range(3)])
+    state = cluster([node("n1", 8)], [busy, job("a", gpus=8)])
     exp = run(state).explanations["a"]
     assert (exp.reason, exp.message) == ("capacity", "needs 8 GPUs, 5 free")
+    # a node of 5 GPUs can never hold 8: that is not a matter of capacity (issue 10, item 2)
+    never = run(cluster([node("n1", 5)], [job("a", gpus=8)])).explanations["a"]
+    assert never.reason == "unsatisfiable"
 
 
 # ------------------------------------------------------------------------------------------ gangs / RDMA
@@ -132,8 +136,9 @@ def test_gang_lands_on_one_rdma_network_whole() -> None:
 
 
 def test_incomplete_gang_binds_nothing() -> None:
-    nodes = [node("a1", 8, network="net-a"), node("b1", 8, network="net-b")]
-    result = run(cluster(nodes, [job("g", gpus=8, nodes=2, rdma=True)]))
+    nodes = [node("a1", 8, network="net-a"), node("b1", 8, network="net-b"), node("b2", 8, network="net-b")]
+    busy = job("r", gpus=1, preemptible=False, placement=[{"node": "b2", "gpu": 0}])
+    result = run(cluster(nodes, [busy, job("g", gpus=8, nodes=2, rdma=True)]))
     assert result.bound == []
     exp = result.explanations["g"]
     assert exp.reason == "gang-incomplete"
@@ -169,7 +174,7 @@ def test_profile_not_carved_with_repartition_remedy() -> None:
     assert exp.message == "no free 3g.40gb instance; 2 exist, both held"
     assert exp.details == {"profile": "3g.40gb", "instances": 2, "held": 2}
     # GPU 1 keeps the held 4g.40gb@0; the idle 1g.10gb@4 makes way for 3g.40gb@4
-    assert exp.remedy == "repartition GPU 1 on node n1 to 4g.40gb@0, 3g.40gb@4 (no running job affected)"
+    assert exp.remedy == "repartition n1/1 to 4g.40gb@0, 3g.40gb@4 (no running job affected)"
     assert exp.remedy_kind == "repartition"
 
 
@@ -243,7 +248,7 @@ def test_no_time_sliced_gpu_remedy() -> None:
     result = run(cluster([node("n1", 1)], [job("f", fraction=0.25)]))
     exp = result.explanations["f"]
     assert exp.message == "needs 0.25 of a time-sliced GPU; no ready node has a time-sliced GPU"
-    assert exp.remedy == "set GPU 0 on node n1 to time-sliced (no running job affected)"
+    assert exp.remedy == "set n1/0 to time-sliced, 4 replicas (no running job affected)"
 
 
 # ------------------------------------------------------------------------------------------ quota

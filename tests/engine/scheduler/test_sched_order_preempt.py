@@ -132,7 +132,8 @@ def test_explain_names_the_preemptions_that_would_make_room() -> None:
     assert exp.message == "needs 8 GPUs, 0 free"
     assert exp.victims == ("b-train",)
     assert exp.remedy == "preempting b-train would make room (preempt-job)"
-    assert exp.summary == "needs 8 GPUs, 0 free; remedy: preempting b-train would make room (preempt-job)"
+    assert exp.summary == ("0/1 nodes fit: 1 fewer than 8 free GPUs; needs 8 GPUs, 0 free; "
+                           "remedy: preempting b-train would make room (preempt-job)")
     data = exp.to_json()
     assert data["reason"] == "capacity" and data["victims"] == ["b-train"] and data["queue_position"] == 1
 
