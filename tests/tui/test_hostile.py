@@ -252,3 +252,26 @@ async def test_plan_review_and_journal_of_a_hostile_node(hostile_state: Path) ->
         assert_literal(app, "node/[@click=app.quit]x", "state: ready -> cordoned")
         await click_every(pilot, app, "[@click=app.quit]")
     assert app.return_code is None  # never quit by a click
+
+
+async def test_forms_over_hostile_names(hostile_state: Path) -> None:
+    """The edit forms show the names they offer or start from literally: a VM choice, a device group's name in
+    a field's value (its OSC bytes drawn as pictures, ␛ and ␇, one cell each), a MIG form's title."""
+    app = make_app(Service(state_dir=hostile_state), view="nodes")
+    async with app.run_test(size=(160, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await press(pilot, "G", "D")  # device groups of `[/`
+        assert_literal(app, "device groups of [/", "[bold]dg:0,1 \u241b]0;pwned\u2407dg:2,3")
+        field = app.screen.query_one("#field-groups")
+        assert field.value == "[bold]dg:0,1 \x1b]0;pwned\x07dg:2,3"  # the value is kept as it is
+        await press(pilot, "escape", "a")  # attach a VM: the VMs and device groups as choices
+        await press(pilot, "enter")  # open the VM list
+        assert_literal(app, "[@click=app.quit]vm", r"\x1b[2J\x1b[31mvm")
+        await click_every(pilot, app, "[@click=app.quit]vm", most=1)  # picks it: a choice, not an action
+        await press(pilot, "escape", "escape")
+        await press(pilot, "3", "g", "down", "down", "m")  # the MIG form of `[@click=app.quit]x`/2
+        assert_literal(app, "repartition MIG: [@click=app.quit]x/2")
+        await click_every(pilot, app, "[@click=app.quit]")
+        await press(pilot, "escape")
+        assert isinstance(app.screen, ListingScreen) and app.is_running
+    assert Service(state_dir=hostile_state).revision() == 0

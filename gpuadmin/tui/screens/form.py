@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, Static
 
 from gpuadmin.render.text import safe
+from gpuadmin.tui.widgets.prompt import SafeInput
 
 Kind = Literal["text", "int", "float", "choice", "bool"]
 Items = list[dict[str, Any]]
@@ -96,8 +97,8 @@ class FormScreen(ModalScreen[Items | None]):
                                  allow_blank=not spec.required or not spec.default, id=f"field-{spec.name}",
                                  compact=True)
                 else:
-                    yield Input(value=spec.default, placeholder=spec.help, id=f"field-{spec.name}",
-                                compact=True)
+                    yield SafeInput(value=spec.default, placeholder=spec.help, id=f"field-{spec.name}",
+                                    compact=True)
             yield Static("", id="form-error")
             yield Static(Text("Enter on the last field or ctrl+o: plan it; Esc: cancel"), classes="form-note")
 

@@ -21,7 +21,17 @@ def _picture(char: str) -> str:
     return chr(0x2400 + code) if code < 0x20 else "\u2421" if code == 0x7F else "\ufffd"
 
 
-class Prompt(Input):
+class SafeInput(Input):
+    """An Input whose value may hold data (a filter from a queue's name, a form's default from the state): a
+    control byte in it is drawn as a picture of itself, one cell for one character so the cursor stays in
+    place, and never reaches the terminal. The value itself is kept as it is."""
+
+    @property
+    def _value(self) -> Text:
+        return Text(_UNSAFE.sub(lambda m: _picture(m.group()), self.value), no_wrap=True, overflow="ignore", end="")
+
+
+class Prompt(SafeInput):
     """Hidden until `:` or `/`; Enter posts `Prompt.Done`, Esc cancels. Up/down walk the command history."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -57,13 +67,6 @@ class Prompt(Input):
         # at once, not on the next idle (Widget.focus): keys typed right after `:` must land here
         self.screen.set_focus(self)
         self.cursor_position = len(value)  # `/` on a filtered view: edit the filter at its end, not before it
-
-    @property
-    def _value(self) -> Text:
-        """The value as drawn. A filter can hold a control byte (Enter on a queue named with one): it is drawn
-        as a picture of itself, one cell for one character so the cursor stays in place, and never reaches the
-        terminal."""
-        return Text(_UNSAFE.sub(lambda m: _picture(m.group()), self.value), no_wrap=True, overflow="ignore", end="")
 
     def close(self) -> None:
         self.display = False
