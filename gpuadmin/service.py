@@ -244,6 +244,8 @@ def check_state(state: ClusterState) -> list[Violation]:
 
 
 class Service:
+    lock_wait: float = 5.0  # seconds `apply` waits for another writer's lock before it gives up (exit 3)
+
     def __init__(self, *, state_dir: Path | None = None, inventory: Path | None = None,
                  role: Role | None = None, command: str = "gpuadmin") -> None:
         """`role` can only lower the role the login identity has on the state (`roles.role_ceiling`)."""
@@ -326,17 +328,20 @@ class Service:
             self.state.commit(the_plan.view)
             return ApplyResult(the_plan, self.state.revision)
         try:
-            with self.store.write_lock(login_identity(), self.command):
+            with self.store.write_lock(login_identity(), self.command, timeout=self.lock_wait):
                 current = self.store.revision()
-                if current != the_plan.base_revision:
-                    self._record(the_plan, "stale", f"plan is for revision {the_plan.base_revision}, "
-                                 f"state is at {current}", intent)
-                    raise Conflict(f"stale plan: it was made at revision {the_plan.base_revision}, the state "
-                                   f"is now at revision {current}; plan again")
+                rebased = current != the_plan.base_revision
+                if rebased:
+                    self._rebase_or_refuse(the_plan, current, expected_hash, intent)
                 if self._state is None or self._state.revision != current:
                     self._state = None
                 fresh = plan(self.state, the_plan.changes)
                 check_action(self.role, "apply", fresh.changes, fresh.diff)
+                if rebased and _what(fresh) != _what(the_plan):
+                    message = (f"stale plan: it was made at revision {the_plan.base_revision}; at revision "
+                               f"{current} the same changes do something else; plan again")
+                    self._record(fresh, "stale", message, intent)
+                    raise Conflict(message)
                 if expected_hash is not None and fresh.hash != expected_hash:
                     self._record(fresh, "stale", "saved plan no longer matches", intent)
                     raise Conflict("the saved plan no longer matches what these changes do now; plan again")
@@ -351,8 +356,26 @@ class Service:
                 self.state.commit(fresh.view)
                 return ApplyResult(fresh, revision)
         except LockHeld as held:
-            self._record(the_plan, "lock-held", str(held), intent)
-            raise Conflict(str(held)) from held
+            message = f"{held} (waited {self.lock_wait:g} s for it; --wait SECONDS waits longer)"
+            self._record(the_plan, "lock-held", message, intent)
+            raise Conflict(message) from held
+
+    def _rebase_or_refuse(self, the_plan: Plan, current: int, expected_hash: str | None,
+                          intent: Intent | None) -> None:
+        """A plan whose base revision moved may still apply: when nothing it changes was changed since (the
+        caller then re-plans it on the current state, the rules re-checked). A saved plan (`expected_hash`)
+        or one whose entities another apply changed is stale (exit 3)."""
+        assert self.store is not None
+        _, moved = self.store.changed_since(the_plan.base_revision)
+        clash = sorted({(d.kind, d.name) for d in the_plan.diff} & moved)
+        if expected_hash is None and not clash:
+            return
+        why = (f"; since then {', '.join(f'{k}/{n}' for k, n in clash[:3])}"
+               f"{f' and {len(clash) - 3} more' if len(clash) > 3 else ''} changed" if clash else "")
+        message = (f"stale plan: it was made at revision {the_plan.base_revision}, the state is now at revision "
+                   f"{current}{why}; plan again")
+        self._record(the_plan, "stale", message, intent)
+        raise Conflict(message)
 
     def submit(self, the_plan: Plan, *, confirmed: bool | str = False, expected_hash: str | None = None,
                intent: Intent | None = None) -> ApplyResult | None:
@@ -748,6 +771,11 @@ class Service:
         if kind == "queues":
             return adapters.export_queues(list(self.state.queues.values()), fmt=options.get("fmt", "all"))
         raise InputError([Diagnostic(f"unknown export {kind!r}")])
+
+
+def _what(the_plan: Plan) -> list[tuple[str, str, Any]]:
+    """What a plan does, whatever revision it was made at: each entity it changes and what it becomes."""
+    return sorted(((d.kind, d.name, json.dumps(d.after, sort_keys=True)) for d in the_plan.diff))
 
 
 def _standalone_plan(inventory: Inventory, violations: list[Violation]) -> Plan:

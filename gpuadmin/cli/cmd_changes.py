@@ -92,6 +92,7 @@ def _apply(args: argparse.Namespace, ctx: Context) -> int:
 
     check_action(ctx.role, "apply")  # before the state is opened, locked or journaled
     service = ctx.service()
+    service.lock_wait = args.wait
     if args.plan is not None:
         plan, expected_hash = service.plan_saved(args.plan)
         return submit(service, plan, yes=args.yes, fmt=args.output, expected_hash=expected_hash)
@@ -104,10 +105,16 @@ def _reverse(args: argparse.Namespace, ctx: Context) -> int:
 
     check_action(ctx.role, "undo")
     service = ctx.service()
+    service.lock_wait = args.wait
     reversal = service.undo(args.to) if args.command == "undo" else service.redo()
     sys.stderr.write(f"gpuadmin: {reversal.description}\n")
     return submit(service, reversal.plan, yes=args.yes, fmt=args.output, intent=reversal.intent,
                   verb="undone" if args.command == "undo" else "redone")
+
+
+def add_wait(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wait", type=float, default=5.0, metavar="SECONDS",
+                        help="wait up to SECONDS for another writer's lock before giving up with exit 3 (default 5)")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -126,6 +133,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     source.add_argument("-f", "--file", type=Path, metavar="CHANGES.yaml")
     source.add_argument("--plan", type=Path, metavar="PLAN.json", help="a plan saved by `plan --save`")
     apply.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    add_wait(apply)
     apply.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     apply.set_defaults(func=_apply)
 
@@ -134,5 +142,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     redo = parser("redo", "apply again what the latest undo reverted")
     for reverse in (undo, redo):
         reverse.add_argument("--yes", action="store_true")
+        add_wait(reverse)
         reverse.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
         reverse.set_defaults(func=_reverse)

@@ -21,6 +21,7 @@ def _schedule(args: argparse.Namespace, ctx: Context) -> int:
     if not args.dry_run:
         check_action(ctx.role, "schedule")
     service = ctx.service()
+    service.lock_wait = args.wait
     result = service.schedule(args.policy)
     revision = None
     if not args.dry_run and result.changes:
@@ -50,10 +51,13 @@ def _explain(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from gpuadmin.cli.cmd_changes import add_wait
+
     sched = sub.add_parser("schedule", help="run one scheduling cycle: bind and preempt jobs, as a plan")
     sched.add_argument("--dry-run", action="store_true", help="show the plan; apply nothing")
     sched.add_argument("--policy", choices=("binpack", "spread"), default="binpack")
     sched.add_argument("--yes", action="store_true")
+    add_wait(sched)
     sched.add_argument("-o", "--output", choices=("text", "json"), default="text")
     sched.set_defaults(func=_schedule)
 
