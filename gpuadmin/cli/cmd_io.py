@@ -68,6 +68,20 @@ def _import(args: argparse.Namespace, ctx: Context) -> int:
     return ExitCode.OK
 
 
+def _nothing_to_export(kind: str, data: Any) -> str | None:
+    """Why an export came out empty (said on stderr; the empty document still goes to stdout), else None."""
+    if kind == "device-plugin" and isinstance(data, dict) and not data.get("data"):
+        return "no Kubernetes node with GPUs in this state (device-plugin configs are per Kubernetes node)"
+    if kind == "labels" and not data:
+        return "no Kubernetes node with GPUs in this state (labels select per-node configs)"
+    if kind == "mig-parted" and isinstance(data, dict) and not any(
+            k != "all-disabled" for k in data.get("mig-configs") or {}):
+        return "no node with MIG-capable GPUs in this state"
+    if kind == "pods" and not data:
+        return "no running or pending job to write a pod for"
+    return None
+
+
 def _export(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
 
@@ -80,12 +94,13 @@ def _export(args: argparse.Namespace, ctx: Context) -> int:
         options["fmt"] = args.format
     data = service.export(args.kind, **options)
     _warn(warnings)
+    nothing = _nothing_to_export(args.kind, data)
+    if nothing:
+        sys.stderr.write(f"gpuadmin: export {args.kind}: nothing to export: {nothing}\n")
     if isinstance(data, str):
         sys.stdout.write(data)
     elif isinstance(data, list) and args.output == "yaml":
-        import yaml
-
-        sys.stdout.write(yaml.dump_all(data, Dumper=yaml.CSafeDumper, sort_keys=False))
+        output.yaml_documents(data)
     else:
         (output.as_json if args.output == "json" else output.as_yaml)(data)
     return ExitCode.OK

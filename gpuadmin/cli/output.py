@@ -75,9 +75,25 @@ def yaml_list(head: dict[str, Any], key: str, items: Iterable[Any], out: TextIO 
         out.write(f"{key}: []\n")
 
 
+class _BlockDumper(yaml.CSafeDumper):
+    """Multi-line strings as block scalars (`|-`), as NVIDIA's own ConfigMap examples write a config."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_BlockDumper.add_representer(str, _str)
+
+
 def as_yaml(data: Any, out: TextIO | None = None) -> None:
-    (out or sys.stdout).write(yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True,
-                        default_flow_style=False))
+    (out or sys.stdout).write(yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True,
+                                        default_flow_style=False))
+
+
+def yaml_documents(items: list[Any], out: TextIO | None = None) -> None:
+    (out or sys.stdout).write(yaml.dump_all(items, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True,
+                                            default_flow_style=False))
 
 
 def names(kind: str, values: Iterable[str], out: TextIO | None = None) -> None:
