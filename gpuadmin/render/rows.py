@@ -234,12 +234,13 @@ def journal_row(entry: Any) -> Row:
         "ID": entry.id, "NAME": str(entry.id), "REVISION": entry.revision, "BASE": entry.base_revision,
         "AT": entry.at, "ACTOR": entry.actor, "ORIGIN": entry.origin or "local", "VERDICT": entry.verdict,
         "OUTCOME": entry.outcome, "CHANGES": " ".join(f"{op}x{n}" if n > 1 else op for op, n in ops.items()),
-        "MESSAGE": entry.message or "",
+        "MESSAGE": entry.message or "", "COMMAND": entry.command or "-",
+        "DIFF": ", ".join(f"{d.get('kind')}/{d.get('name')}" for d in entry.diff or ()) or "-",
     }
 
 
 JOURNAL = Listing("entry", ("ID", "REVISION", "AT", "ACTOR", "ORIGIN", "OUTCOME", "CHANGES"),
-                  ("BASE", "VERDICT", "MESSAGE"), None, key="ID")
+                  ("BASE", "VERDICT", "COMMAND", "DIFF", "MESSAGE"), None, key="ID")
 
 
 LISTINGS: dict[str, Listing] = {
