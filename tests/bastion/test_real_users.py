@@ -276,7 +276,8 @@ def test_the_write_lock_names_its_holder(shared: Shared) -> None:
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held", holder.stderr.read() if holder.poll() else ""
-        code, _, err = shared.gpuadmin(shared.op2, "apply", "-f", shared.changes("cordon", CORDON), "--yes")
+        code, _, err = shared.gpuadmin(shared.op2, "apply", "-f", shared.changes("cordon", CORDON), "--yes",
+                                       "--wait", "0.2")
         assert code == 3, err
         assert f"state is locked by {shared.op1} (pid {_child_pid(holder.pid)} on {socket.gethostname()}, " \
                "gpuadmin hold-for-test, since" in err, err
