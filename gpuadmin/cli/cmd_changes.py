@@ -40,10 +40,15 @@ def show(plan: Plan, fmt: str) -> None:
     elif fmt == "yaml":
         output.as_yaml(plan.to_json())
     else:
-        sys.stdout.write(plan_text(plan.to_json()))
+        from gpuadmin.cli import style
+
+        sys.stdout.write(style.plan(plan_text(plan.to_json())))
 
 
 def _plan(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.cli import style
+
+    style.configure(ctx.color)
     service = ctx.service()
     plan = service.plan(service.load_changes(args.file))
     show(plan, args.output)
@@ -91,6 +96,9 @@ def _apply(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.service import check_action
 
     check_action(ctx.role, "apply")  # before the state is opened, locked or journaled
+    from gpuadmin.cli import style
+
+    style.configure(ctx.color)
     service = ctx.service()
     service.lock_wait = args.wait
     if args.plan is not None:

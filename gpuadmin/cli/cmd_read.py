@@ -54,7 +54,10 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
                               specs=fmt in ("json", "yaml"))
     kind = table.listing.kind
     if fmt in ("table", "wide"):
-        output.table(table.rows, table.columns(wide=fmt == "wide"))
+        from gpuadmin.cli import style
+
+        style.configure(ctx.color)
+        output.table(table.rows, table.columns(wide=fmt == "wide"), width=style.terminal_width())
     elif fmt == "name":
         output.names(kind, (str(r[table.listing.key]) for r in table.rows))
     else:

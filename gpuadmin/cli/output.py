@@ -22,16 +22,62 @@ def _cell(value: Any) -> str:
     return safe(value)
 
 
-def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: TextIO | None = None) -> None:
-    """Plain aligned columns (no markup, no colour: a name is printed exactly, escapes made visible)."""
+MIN_WIDTH = 8  # a truncated column keeps at least this much (or its header)
+
+
+def fit(widths: list[int], columns: Sequence[str], width: int) -> list[int]:
+    """Column widths that fit `width`: the lowest-priority columns (the rightmost) are truncated first, down to
+    MIN_WIDTH or their header; then dropped (width 0) from the right, the first column always kept."""
+    widths = list(widths)
+
+    def total() -> int:
+        shown = [w for w in widths if w]
+        return sum(shown) + 2 * (len(shown) - 1)
+
+    for i in range(len(widths) - 1, -1, -1):
+        over = total() - width
+        if over <= 0:
+            return widths
+        widths[i] = max(min(widths[i], max(len(columns[i]), MIN_WIDTH)), widths[i] - over)
+    for i in range(len(widths) - 1, 0, -1):
+        if total() <= width:
+            break
+        widths[i] = 0
+    return widths
+
+
+def _clip(text: str, w: int) -> str:
+    return text if len(text) <= w else text[: w - 1] + "…"
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: TextIO | None = None,
+          width: int | None = None) -> None:
+    """Aligned columns; a name is printed exactly, escapes made visible. On a terminal (`width`), the
+    lowest-priority (rightmost) columns are truncated with `…`, then dropped, so that no line wraps; status words
+    are coloured when colour is on (the word is always there: never colour alone). Piped output is whole and
+    plain."""
+    from gpuadmin.cli import style
+
     out = out or sys.stdout
     widths = [len(c) for c in columns]
     for r in rows:  # two passes instead of holding every cell: 100,000 rows stay cheap
         for i, c in enumerate(columns):
             widths[i] = max(widths[i], len(_cell(r.get(c))))
-    out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n")
+    if width is not None:
+        widths = fit(widths, columns, width)
+    paint = style.enabled()
+
+    def line(values: Iterable[str], colour: bool) -> str:
+        parts = []
+        for v, w in zip(values, widths, strict=True):
+            if w:
+                shown = _clip(v, w)
+                parts.append((style.word(shown) if colour else shown) + " " * (w - len(shown)))
+        return "  ".join(parts).rstrip() + "\n"
+
+    out.write(line(columns, False))
     for r in rows:
-        out.write("  ".join(_cell(r.get(c)).ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n")
+        out.write(line((_cell(r.get(c)) for c in columns), paint))
 
 
 def as_json(data: Any, out: TextIO | None = None) -> None:
@@ -62,14 +108,14 @@ def _indent(text: str, spaces: int, first: bool = False) -> str:
 def yaml_list(head: dict[str, Any], key: str, items: Iterable[Any], out: TextIO | None = None) -> None:
     """`as_yaml({**head, key: list(items)})`, written item by item (see `json_list`)."""
     out = out or sys.stdout
-    out.write(yaml.dump(head, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True,
+    out.write(yaml.dump(head, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True,
                         default_flow_style=False))
     first = True
     for item in items:
         if first:
             out.write(f"{key}:\n")
             first = False
-        out.write(yaml.dump([item], Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True,
+        out.write(yaml.dump([item], Dumper=_BlockDumper, sort_keys=False, allow_unicode=True,
                             default_flow_style=False))
     if first:
         out.write(f"{key}: []\n")
@@ -79,7 +125,7 @@ class _BlockDumper(yaml.CSafeDumper):
     """Multi-line strings as block scalars (`|-`), as NVIDIA's own ConfigMap examples write a config."""
 
 
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+def _str(dumper: _BlockDumper, value: str) -> yaml.Node:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
 
