@@ -25,6 +25,7 @@ from tests.tui.tuikit import (
     shown,
     static_text,
     status_line,
+    wait_for,
 )
 
 RUNNING = ["llm-pretrain-70b", "vit-h-pretrain", "fss-loader-bench", "llama3-8b-serve", "reranker-serve",
@@ -131,8 +132,7 @@ async def test_filter_topology_and_a_bad_one_changes_nothing(state_dir) -> None:
         # the state moves (another console applies): the view redraws with its filter, it does not crash
         other = Service(state_dir=state_dir)
         other.submit(other.plan(other.build_changes([{"op": "cordon", "node": "gpu-h100-02"}])), confirmed=True)
-        await pilot.pause(1.3)  # the live watch polls every second
-        await settle(pilot)
+        await wait_for(pilot, lambda: "rev 1" in header(app))  # the live watch polls every second
         assert app.is_running and isinstance(app.screen, TopologyScreen)
         lines = static_text(app, "#topology").splitlines()
         assert [line for line in lines if not line.startswith(" ")] == [

@@ -7,6 +7,8 @@ notifications the app raised, and the screen's text as a terminal would show it 
 from __future__ import annotations
 
 import io
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,17 @@ async def settle(pilot: Pilot[Any]) -> None:
             break
         await app.workers.wait_for_complete(running)
     await pilot.pause()
+
+
+async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Let the console run until `condition` holds (the live watch polls once a second; a loaded machine may
+    take longer); fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await pilot.pause(0.1)
+        await settle(pilot)
+    await settle(pilot)  # and what the change started (a view's reload) is done
 
 
 async def press(pilot: Pilot[Any], *keys: str) -> None:
