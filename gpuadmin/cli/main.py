@@ -89,7 +89,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_schedule, cmd_tui, cmd_validate, cmd_whoami
+    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_schedule, cmd_tui, cmd_validate, cmd_whoami, examples
 
     parser = _Parser(prog="gpuadmin", description="Terminal admin console for GPU clusters.", epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io, cmd_whoami):
         module.register(sub)
+    examples.add_examples(sub)  # an example and the exit codes in every command's --help
     return parser
 
 
