@@ -18,8 +18,22 @@ Use = Literal["free", "partly used", "full"]
 USES: tuple[Use, ...] = ("free", "partly used", "full")
 
 
+def vm_holders(node: Node, gpu: Gpu) -> list[str]:
+    """The VMs that hold this GPU: by passthrough (the GPU's `vm`, a VM's `gpus`), through an attached device
+    group, or by a vGPU on it."""
+    names = [gpu.vm] if gpu.vm else []
+    groups = {g.name: g.gpus for g in node.device_groups}
+    for vm in node.vms:
+        if gpu.index in (vm.gpus or ()) or (vm.device_group and gpu.index in groups.get(vm.device_group, ())):
+            names.append(vm.name)
+    names += [v.vm for v in gpu.vgpus or ()]
+    return sorted(set(names))
+
+
 def gpu_use(view: View, node: Node, gpu: Gpu) -> Use:
     holders = view.holders(node.name, gpu.index)
+    if gpu.mode != "vgpu" and vm_holders(node, gpu):  # a VM holds the whole GPU
+        return "full"
     if gpu.mode == "mig":
         instances = gpu.mig or ()
         model = get_catalog().model(gpu.model)
@@ -32,7 +46,13 @@ def gpu_use(view: View, node: Node, gpu: Gpu) -> Use:
         all_held = all(i.start in held for i in instances)
         return "full" if all_held and model is not None and carved >= model.memory_slices else "partly used"
     if gpu.mode == "vgpu":
-        return "partly used" if gpu.vgpus else "free"
+        if not gpu.vgpus:
+            return "free"
+        model = get_catalog().model(gpu.model)
+        board = model.vgpu_framebuffer_mib if model is not None else None
+        sizes = [t.framebuffer_mib for v in gpu.vgpus
+                 if model is not None and (t := model.vgpu_type(v.profile)) is not None]
+        return "full" if board and len(sizes) == len(gpu.vgpus) and sum(sizes) >= board else "partly used"
     if gpu.mode == "passthrough":
         return "full" if gpu.vm else "free"
     if not holders:
@@ -85,4 +105,4 @@ def cluster_overview(view: View, reason_codes: dict[str, str] | None) -> dict[st
     }
 
 
-__all__ = ["USES", "cluster_overview", "gpu_use"]
+__all__ = ["USES", "cluster_overview", "gpu_use", "vm_holders"]

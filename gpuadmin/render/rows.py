@@ -14,6 +14,7 @@ from typing import Any
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue
+from gpuadmin.render.overview import gpu_use, vm_holders
 
 Row = dict[str, Any]
 
@@ -42,11 +43,13 @@ def gpu_busy(view: View, node: Node, gpu: Gpu) -> bool:
 
 
 def node_row(view: View, node: Node) -> Row:
-    used = sum(1 for g in node.gpus if gpu_busy(view, node, g))
+    uses = Counter(gpu_use(view, node, g) for g in node.gpus)
     rdma = f"{node.rdma.nics}x{node.rdma.gbps}G {node.rdma.network}" if node.rdma else "-"
     return {
         "NAME": node.name, "PLATFORM": node.platform, "STATE": node.state, "GPUS": len(node.gpus),
-        "USED": used, "FREE": len(node.gpus) - used, "MODELS": _models(node), "MODES": _mode_summary(node),
+        "FREE": uses["free"], "PARTLY_USED": uses["partly used"], "FULL": uses["full"],
+        "USED": len(node.gpus) - uses["free"],  # any part held (the console's column)
+        "MODELS": _models(node), "MODES": _mode_summary(node),
         "RDMA": rdma, "SHAPE": node.shape or "-", "CPUS": node.cpus, "MEMORY_GIB": node.memory_gib,
         "NVLINK": node.nvlink_kind, "LABELS": ",".join(f"{k}={v}" for k, v in sorted(node.labels.items())),
     }
@@ -74,10 +77,10 @@ def _layout(gpu: Gpu) -> str:
 
 def gpu_row(view: View, node: Node, gpu: Gpu) -> Row:
     model = get_catalog().model(gpu.model)
-    holders = sorted(view.holders(node.name, gpu.index))
+    holders = sorted(view.holders(node.name, gpu.index)) + [f"vm:{vm}" for vm in vm_holders(node, gpu)]
     return {
         "NODE": node.name, "GPU": gpu.index, "MODEL": gpu.model, "MODE": gpu.mode, "LAYOUT": _layout(gpu),
-        "HOLDERS": ",".join(holders) or "-", "NAME": f"{node.name}/{gpu.index}",
+        "USE": gpu_use(view, node, gpu), "HOLDERS": ",".join(holders) or "-", "NAME": f"{node.name}/{gpu.index}",
         "MEMORY_MIB": model.memory_mib if model else (gpu.not_in_catalog.memory_mib if gpu.not_in_catalog else None),
         "NODE_STATE": node.state,
     }
@@ -91,29 +94,58 @@ def _slices(view: View, node: Node, gpu: Gpu) -> Iterator[Row]:
                                           for s in j.placement)]
 
     base = {"NODE": node.name, "GPU": gpu.index, "MODEL": gpu.model}
+    model = get_catalog().model(gpu.model)
+    memory_gib = (model.memory_mib / 1024) if model is not None else None
+    vms = vm_holders(node, gpu)
+
+    def held(jobs: list[Job], size: float, gib: float | None) -> float:
+        """The GPUs these holders hold of a slice of `size` GPUs (and `gib` of memory): a fraction its
+        fraction, a memory request its share of the memory, anything else the whole slice."""
+        total = 0.0
+        for j in jobs:
+            if j.request.fraction is not None:
+                total += j.request.fraction * size
+            elif j.request.gpu_memory_gib is not None and gib:
+                total += min(1.0, j.request.gpu_memory_gib / gib) * size
+            else:
+                total += size
+        return round(min(total, size), 3)
+
+    def row(slice_: str, size: float, used: float, replicas: str, holders: list[str], name: str) -> Row:
+        return {**base, "SLICE": slice_, "SIZE_GPUS": round(size, 3), "HELD_GPUS": used, "REPLICAS": replicas,
+                "SHARE": replicas, "HOLDERS": ",".join(holders) or "-", "NAME": name}
+
     if gpu.mode == "mig":
         for inst in gpu.mig or ():
             jobs = on(inst.start)
             kind = f"mig {inst.profile}@{inst.start}" + (
                 f" [{', '.join(inst.compute_instances or ())}]" if inst.split else "")
-            share = f"{len(jobs)}/{inst.replicas}" if inst.replicas else ("1/1" if jobs else "0/1")
-            yield {**base, "SLICE": kind, "SHARE": share, "HOLDERS": ",".join(j.name for j in jobs) or "-",
-                   "NAME": f"{node.name}/{gpu.index}/mig{inst.start}"}
+            prof = model.mig_profile(inst.profile) if model is not None else None
+            size = prof.compute_slices / model.compute_slices if prof is not None and model and \
+                model.compute_slices else 0.0
+            gib = (prof.memory_gib if prof is not None and prof.memory_gib is not None else
+                   (memory_gib or 0) * prof.memory_slices / model.memory_slices
+                   if prof is not None and model is not None and model.memory_slices else None)
+            replicas = f"{len(jobs)}/{inst.replicas}" if inst.replicas else ("1/1" if jobs else "0/1")
+            yield row(kind, size, held(jobs, size, gib), replicas, [j.name for j in jobs],
+                      f"{node.name}/{gpu.index}/mig{inst.start}")
     elif gpu.mode == "time-sliced":
         jobs = on(None)
-        yield {**base, "SLICE": f"time-sliced x{gpu.replicas}", "SHARE": f"{len(jobs)}/{gpu.replicas}",
-               "HOLDERS": ",".join(j.name for j in jobs) or "-", "NAME": f"{node.name}/{gpu.index}"}
+        yield row(f"time-sliced x{gpu.replicas}", 1.0, held(jobs, 1.0, memory_gib), f"{len(jobs)}/{gpu.replicas}",
+                  [j.name for j in jobs], f"{node.name}/{gpu.index}")
     elif gpu.mode == "vgpu":
         for i, v in enumerate(gpu.vgpus or ()):
-            yield {**base, "SLICE": f"vgpu {v.profile}", "SHARE": "1/1", "HOLDERS": f"vm:{v.vm}",
-                   "NAME": f"{node.name}/{gpu.index}/vgpu{i}"}
-    elif gpu.mode == "passthrough":
-        yield {**base, "SLICE": "passthrough", "SHARE": "1/1" if gpu.vm else "0/1",
-               "HOLDERS": f"vm:{gpu.vm}" if gpu.vm else "-", "NAME": f"{node.name}/{gpu.index}"}
+            vtype = model.vgpu_type(v.profile) if model is not None else None
+            board = model.vgpu_framebuffer_mib if model is not None else None
+            size = round(vtype.framebuffer_mib / board, 3) if vtype is not None and board else 0.0
+            yield row(f"vgpu {v.profile}", size, size, "1/1", [f"vm:{v.vm}"], f"{node.name}/{gpu.index}/vgpu{i}")
+    elif gpu.mode == "passthrough" or vms:
+        yield row("passthrough" if gpu.mode == "passthrough" else "whole", 1.0, 1.0 if vms else 0.0,
+                  "1/1" if vms else "0/1", [f"vm:{vm}" for vm in vms], f"{node.name}/{gpu.index}")
     else:
         jobs = on(None)
-        yield {**base, "SLICE": "whole", "SHARE": "1/1" if jobs else "0/1",
-               "HOLDERS": ",".join(j.name for j in jobs) or "-", "NAME": f"{node.name}/{gpu.index}"}
+        yield row("whole", 1.0, 1.0 if jobs else 0.0, "1/1" if jobs else "0/1", [j.name for j in jobs],
+                  f"{node.name}/{gpu.index}")
 
 
 def _group_rows(view: View) -> Iterator[Row]:
@@ -191,12 +223,16 @@ def _fmt_res(gpus: float | None, mem: float | None) -> str:
 def queue_row(view: View, queue: Queue) -> Row:
     used = view.queue_usage(queue.name)
     quota = queue.quota.gpus or 0
+    limit = queue.limit
     return {
-        "NAME": queue.name, "QUOTA": _fmt_res(queue.quota.gpus, queue.quota.gpu_memory_gib),
-        "LIMIT": _fmt_res(queue.limit.gpus, queue.limit.gpu_memory_gib) if queue.limit else "-",
-        "USED_GPUS": round(used.gpus, 3), "BORROWED_GPUS": round(max(0.0, used.gpus - quota), 3),
+        "NAME": queue.name, "QUOTA_GPUS": queue.quota.gpus, "LIMIT_GPUS": limit.gpus if limit else None,
+        "USED_GPUS": round(used.gpus, 2), "BORROWED_GPUS": round(max(0.0, used.gpus - quota), 2),
+        "QUOTA_GIB": queue.quota.gpu_memory_gib, "LIMIT_GIB": limit.gpu_memory_gib if limit else None,
         "USED_GIB": round(used.gpu_memory_gib, 1), "WEIGHT": queue.over_quota_weight,
         "PRIORITY": queue.priority,
+        # both resources in one string, for the console's quota bars
+        "QUOTA": _fmt_res(queue.quota.gpus, queue.quota.gpu_memory_gib),
+        "LIMIT": _fmt_res(limit.gpus, limit.gpu_memory_gib) if limit else "-",
     }
 
 
@@ -244,14 +280,15 @@ JOURNAL = Listing("entry", ("ID", "REVISION", "AT", "ACTOR", "ORIGIN", "OUTCOME"
 
 
 LISTINGS: dict[str, Listing] = {
-    "nodes": Listing("node", ("NAME", "PLATFORM", "STATE", "GPUS", "USED", "MODES", "RDMA"),
+    "nodes": Listing("node", ("NAME", "PLATFORM", "STATE", "GPUS", "FREE", "PARTLY_USED", "FULL", "MODES", "RDMA"),
                      ("MODELS", "SHAPE", "CPUS", "MEMORY_GIB", "NVLINK", "LABELS"), _node_rows),
-    "gpus": Listing("gpu", ("NODE", "GPU", "MODEL", "MODE", "LAYOUT", "HOLDERS"), ("MEMORY_MIB", "NODE_STATE"),
-                    _gpu_rows),
-    "slices": Listing("slice", ("NODE", "GPU", "SLICE", "SHARE", "HOLDERS"), ("MODEL",), _slice_rows),
+    "gpus": Listing("gpu", ("NODE", "GPU", "MODEL", "MODE", "LAYOUT", "USE", "HOLDERS"),
+                    ("MEMORY_MIB", "NODE_STATE"), _gpu_rows),
+    "slices": Listing("slice", ("NODE", "GPU", "SLICE", "SIZE_GPUS", "HELD_GPUS", "REPLICAS", "HOLDERS"),
+                      ("MODEL",), _slice_rows),
     "groups": Listing("group", ("NODE", "NAME", "SIZE", "GPUS", "VM"), ("NVLINK",), _group_rows),
     "jobs": Listing("job", ("NAME", "QUEUE", "STATUS", "REQUEST", "PLACEMENT", "REASON"),
                     ("PRIORITY", "PREEMPTIBLE"), _job_rows),
-    "queues": Listing("queue", ("NAME", "QUOTA", "LIMIT", "USED_GPUS", "BORROWED_GPUS"),
-                      ("USED_GIB", "WEIGHT", "PRIORITY"), _queue_rows),
+    "queues": Listing("queue", ("NAME", "QUOTA_GPUS", "LIMIT_GPUS", "USED_GPUS", "BORROWED_GPUS"),
+                      ("QUOTA_GIB", "LIMIT_GIB", "USED_GIB", "WEIGHT", "PRIORITY"), _queue_rows),
 }
