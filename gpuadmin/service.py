@@ -775,7 +775,7 @@ class Service:
 
 def _what(the_plan: Plan) -> list[tuple[str, str, Any]]:
     """What a plan does, whatever revision it was made at: each entity it changes and what it becomes."""
-    return sorted(((d.kind, d.name, json.dumps(d.after, sort_keys=True)) for d in the_plan.diff))
+    return sorted((d.kind, d.name, json.dumps(d.after, sort_keys=True)) for d in the_plan.diff)
 
 
 def _standalone_plan(inventory: Inventory, violations: list[Violation]) -> Plan:

@@ -223,6 +223,17 @@ class Slot(StrictModel):
     gpu: NonNegInt
     mig_start: NonNegInt | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_place(cls, value: object) -> object:
+        """A slot may be written as a place: `NODE/GPU` or `NODE/GPU/PROFILE@START` (gpuadmin.model.places)."""
+        if isinstance(value, str):
+            from gpuadmin.model.places import parse_place
+
+            node, gpu, _, start = parse_place(value)
+            return {"node": node, "gpu": gpu, "mig_start": start}
+        return value
+
 
 class Job(StrictModel):
     name: Name

@@ -47,7 +47,7 @@ def describe_gpu(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
     return {
         "kind": "gpu", "name": f"{node.name}/{gpu.index}", "summary": {k.lower(): v for k, v in row.items()},
         "spec": gpu.model_dump(mode="json", exclude_none=True),
-        "holders": [{"job": j.name, "request": describe_request(j), "placement": placement_text(j)}
+        "holders": [{"job": j.name, "request": describe_request(j), "placement": placement_text(j, view)}
                     for j in holders if j is not None],
         "model": model_facts(model) if model is not None else _not_in_catalog(gpu),
     }

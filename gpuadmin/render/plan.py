@@ -11,9 +11,21 @@ def _flat_dict(value: Any) -> bool:
     return isinstance(value, dict) and not any(isinstance(v, dict | list) for v in value.values())
 
 
+def _item(item: dict[str, Any]) -> str:
+    if "profile" in item and "start" in item:  # a MIG instance: PROFILE@START
+        rest = [str(v) for k, v in item.items() if k not in ("profile", "start") and v is not None]
+        return f"{item['profile']}@{item['start'] if item['start'] is not None else '?'}" + (
+            f"({','.join(rest)})" if rest else "")
+    if "node" in item and "gpu" in item:  # a slot: NODE/GPU or NODE/GPU/@START (gpuadmin.model.places)
+        return f"{item['node']}/{item['gpu']}" + (f"/@{item['mig_start']}" if item.get("mig_start") is not None
+                                                  else "")
+    return "/".join(str(v) for v in item.values() if v is not None)
+
+
 def _compact(items: list[dict[str, Any]]) -> str:
-    """A list of flat mappings on one line: slots as `node/gpu[/start]`, MIG instances as `profile/start`."""
-    return " ".join("/".join(str(v) for v in item.values() if v is not None) for item in items)
+    """A list of flat mappings on one line: slots as places (`node/gpu`, `node/gpu/@start`), MIG instances as
+    `profile@start`, vGPUs as `vm/profile`."""
+    return " ".join(_item(item) for item in items)
 
 
 _COMPACT = {"placement", "mig", "vgpus"}  # short lists shown on one line in a diff

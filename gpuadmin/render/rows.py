@@ -14,6 +14,7 @@ from typing import Any
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue
+from gpuadmin.model.places import slice_place
 from gpuadmin.render.overview import gpu_use, vm_holders
 
 Row = dict[str, Any]
@@ -128,7 +129,7 @@ def _slices(view: View, node: Node, gpu: Gpu) -> Iterator[Row]:
                    if prof is not None and model is not None and model.memory_slices else None)
             replicas = f"{len(jobs)}/{inst.replicas}" if inst.replicas else ("1/1" if jobs else "0/1")
             yield row(kind, size, held(jobs, size, gib), replicas, [j.name for j in jobs],
-                      f"{node.name}/{gpu.index}/mig{inst.start}")
+                      slice_place(node.name, gpu.index, inst.start, inst.profile))
     elif gpu.mode == "time-sliced":
         jobs = on(None)
         yield row(f"time-sliced x{gpu.replicas}", 1.0, held(jobs, 1.0, memory_gib), f"{len(jobs)}/{gpu.replicas}",
@@ -188,8 +189,8 @@ def _ranges(indexes: list[int]) -> str:
     return ",".join(f"{a}-{b}" if a != b else f"{a}" for a, b in runs)
 
 
-def placement_text(job: Job) -> str:
-    """`node/0-7,node2/0-7` for whole GPUs; `node/1/mig4` for MIG instances."""
+def placement_text(job: Job, view: View | None = None) -> str:
+    """`node/0-7,node2/0-7` for whole GPUs; `node/1/3g.40gb@4` for MIG instances (gpuadmin.model.places)."""
     whole: dict[str, list[int]] = {}
     parts: list[str] = []
     for s in job.placement:
@@ -199,7 +200,10 @@ def placement_text(job: Job) -> str:
                 parts.append(s.node)
             whole[s.node].append(s.gpu)
         else:
-            parts.append(f"{s.node}/{s.gpu}/mig{s.mig_start}")
+            node = view.node(s.node) if view is not None else None
+            gpu = node.gpu(s.gpu) if node is not None else None
+            found = [i.profile for i in (gpu.mig or ()) if i.start == s.mig_start] if gpu is not None else []
+            parts.append(slice_place(s.node, s.gpu, s.mig_start, found[0] if found else None))
     return ",".join(f"{p}/{_ranges(whole[p])}" if p in whole else p for p in parts)
 
 
@@ -207,7 +211,7 @@ def job_row(view: View, job: Job, reason: str | None = None) -> Row:
     return {
         "NAME": job.name, "QUEUE": job.queue, "STATUS": job.status, "REQUEST": describe_request(job),
         "PRIORITY": job.priority, "PREEMPTIBLE": job.preemptible,
-        "PLACEMENT": placement_text(job) or "-", "REASON": reason or "-",
+        "PLACEMENT": placement_text(job, view) or "-", "REASON": reason or "-",
     }
 
 

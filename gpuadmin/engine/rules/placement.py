@@ -15,6 +15,7 @@ from gpuadmin.engine.rules.device_groups import nvlink_domain
 from gpuadmin.engine.rules.nodes import EPSILON, base_slots, gpu_at, holder_jobs, model_of, names, slots_on
 from gpuadmin.engine.state import GpuKey, View
 from gpuadmin.model import Gpu, Job, MigInstance, Node, Slot
+from gpuadmin.model.places import slice_place
 
 SliceKind = Literal["whole", "replica", "instance", "instance-replica", "unusable"]
 
@@ -88,8 +89,17 @@ def _running(view: View, name: str) -> Job | None:
     return job if job is not None and job.status == "running" else None
 
 
-def _slot_text(slot: Slot) -> str:
-    return f"{slot.node}/gpu/{slot.gpu}" + (f"@{slot.mig_start}" if slot.mig_start is not None else "")
+def _slot_text(slot: Slot, view: View | None = None) -> str:
+    """The slot as a place (`node/gpu/profile@start`): the instance's profile from the view, else the base."""
+    profile = None
+    if slot.mig_start is not None and view is not None:
+        for node in (view.node(slot.node), view.base.nodes.get(slot.node)):
+            gpu = node.gpu(slot.gpu) if node is not None else None
+            found = [i.profile for i in (gpu.mig or ()) if i.start == slot.mig_start] if gpu is not None else []
+            if found:
+                profile = found[0]
+                break
+    return slice_place(slot.node, slot.gpu, slot.mig_start, profile)
 
 
 @rule(
@@ -123,7 +133,7 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
         yield Violation(
             "placement.slot-exists",
             job_target(name),
-            f"job {name} holds {_slot_text(slot)}, but {problem}",
+            f"job {name} holds {_slot_text(slot, view)}, but {problem}",
             hint,
         )
 
@@ -151,7 +161,7 @@ def slot_free(view: View, name: str) -> Iterable[Violation]:
             yield Violation(
                 "placement.slot-free",
                 job_target(name),
-                f"job {name} lists {_slot_text(slot)} twice",
+                f"job {name} lists {_slot_text(slot, view)} twice",
                 "list each slice once",
             )
             continue
@@ -180,7 +190,7 @@ def slot_free(view: View, name: str) -> Iterable[Violation]:
                     "placement.slot-free",
                     job_target(name),
                     f"job {name} holds {found.describe(slot)}, which job {other.name} also holds "
-                    f"({_slot_text(theirs)}); {why}",
+                    f"({_slot_text(theirs, view)}); {why}",
                     "choose a free slice; `gpuadmin get slices` shows the holders",
                 )
 
@@ -254,7 +264,7 @@ def matches_request(view: View, name: str) -> Iterable[Violation]:
                 yield Violation(
                     "placement.matches-request",
                     target,
-                    f"job {name} requests model {req.model} but holds {_slot_text(slot)}, a "
+                    f"job {name} requests model {req.model} but holds {_slot_text(slot, view)}, a "
                     f"{found.gpu.model}",
                     f"place it on a {req.model}",
                 )

@@ -26,6 +26,7 @@ from gpuadmin.engine.scheduler.preempt import find_eviction
 from gpuadmin.engine.scheduler.shape import Shape
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Job
+from gpuadmin.model.places import slice_place
 
 AHEAD_SHOWN = 5
 
@@ -77,6 +78,13 @@ class Explanation:
             "remedy_changes": list(self.remedy_changes),
             "summary": self.summary,
         }
+
+
+def _place(state: ClusterState, node_name: str, gpu_index: int, start: int | None) -> str:
+    node = state.nodes.get(node_name)
+    gpu = node.gpu(gpu_index) if node is not None else None
+    found = [i.profile for i in (gpu.mig or ()) if i.start == start] if gpu is not None and start is not None else []
+    return slice_place(node_name, gpu_index, start, found[0] if found else None)
 
 
 def _set_mig(node: str, gpu: int, layout: Any) -> tuple[dict[str, Any], ...]:
@@ -132,9 +140,7 @@ class Explainer:
         if job is None:
             raise KeyError(f"job {name!r} does not exist")
         if job.status == "running":
-            where = ", ".join(
-                f"{s.node}/gpu/{s.gpu}" + (f"@{s.mig_start}" if s.mig_start is not None else "") for s in job.placement
-            )
+            where = ", ".join(_place(cycle.state, s.node, s.gpu, s.mig_start) for s in job.placement)
             return Explanation(name, job.queue, "running", "running", f"running on {where}")
         if job.status == "completed":
             return Explanation(name, job.queue, "completed", "completed", "completed")

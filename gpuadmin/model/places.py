@@ -1,0 +1,36 @@
+"""One notation for places, everywhere (listings, diffs, violation messages, explanations, JSON, input):
+
+* a GPU:           `NODE/GPU`                 e.g. `gpu-h100-07/0`
+* a MIG instance:  `NODE/GPU/PROFILE@START`   e.g. `gpu-h100-07/0/3g.40gb@4` (`NODE/GPU/@START` where the
+  profile is not known, e.g. a slot whose GPU no longer has that instance)
+
+A job's placement slot may be written this way in an inventory or a change file (`placement:
+["gpu-h100-07/0/3g.40gb@4"]`); it is stored as `{node, gpu, mig_start}`. Violation *targets* are entity
+addresses (`node/NAME/gpu/N`, `job/NAME`), the keys the rules are scoped by, not places.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PLACE = re.compile(r"^(?P<node>[^/\s]+)/(?P<gpu>\d+)(?:/(?P<profile>[^/@\s]*)@(?P<start>\d+))?$")
+
+
+def gpu_place(node: str, gpu: int) -> str:
+    return f"{node}/{gpu}"
+
+
+def slice_place(node: str, gpu: int, start: int | None = None, profile: str | None = None) -> str:
+    if start is None:
+        return gpu_place(node, gpu)
+    return f"{node}/{gpu}/{profile or ''}@{start}"
+
+
+def parse_place(text: str) -> tuple[str, int, str | None, int | None]:
+    """(node, gpu, profile, start) of `NODE/GPU` or `NODE/GPU/PROFILE@START`; ValueError otherwise."""
+    found = _PLACE.match(text.strip())
+    if found is None:
+        raise ValueError(f"{text!r} is not a place: write NODE/GPU or NODE/GPU/PROFILE@START "
+                         "(e.g. gpu-h100-07/0/3g.40gb@4)")
+    start = found["start"]
+    return found["node"], int(found["gpu"]), found["profile"] or None, int(start) if start is not None else None
