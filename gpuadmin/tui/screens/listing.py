@@ -13,6 +13,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.timer import Timer
 from textual.widgets import Static
 
 from gpuadmin.errors import GpuadminError, InputError
@@ -79,6 +80,7 @@ class ListingScreen(ViewScreen):
         self._labels: dict[str, dict[str, str]] = {}
         self._table: Table | None = None
         self._reasons_shown = True
+        self._unmark_timer: Timer | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Static("", id="status")
@@ -192,7 +194,9 @@ class ListingScreen(ViewScreen):
         grid = self.query_one(RowTable)
         grid.changed = {name for kind, name in moved.touched}
         super().state_moved(moved)
-        self.set_timer(2.0, self._unmark)
+        if self._unmark_timer is not None:  # an earlier apply's timer must not clear this apply's marks early
+            self._unmark_timer.stop()
+        self._unmark_timer = self.set_timer(2.0, self._unmark)
 
     def _unmark(self) -> None:
         grid = self.query_one(RowTable)
