@@ -35,8 +35,8 @@ def test_listings_explanations_and_json_use_the_notation() -> None:
 
 def test_diffs_and_violations_use_the_notation(tmp_path: Path) -> None:
     change = tmp_path / "c.yaml"
-    change.write_text("changes: [{op: set-mig, node: gpu-h100-07, gpu: 0, instances: [{profile: 7g.80gb, start: 0}]}]\n",
-                      encoding="utf-8")
+    change.write_text("changes: [{op: set-mig, node: gpu-h100-07, gpu: 0, "
+                      "instances: [{profile: 7g.80gb, start: 0}]}]\n", encoding="utf-8")
     out = gpuadmin("--inventory", OCI, "plan", "-f", change).out
     assert "gpus[0].mig: 2g.20gb@0 1g.10gb@2 1g.10gb@3 3g.40gb@4 -> 7g.80gb@0" in out
     assert "holds gpu-h100-07/0/3g.40gb@4," in out
