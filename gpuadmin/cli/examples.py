@@ -4,6 +4,7 @@ give itself: `plan`, `apply`, `undo`, `redo`, `tui` carry their own)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 READ = "exit codes: 0 done; 2 bad input or usage (a name not found, a bad selector); 4 not permitted"
 EXAMPLES: dict[str, str] = {
@@ -33,7 +34,7 @@ EXAMPLES: dict[str, str] = {
 }
 
 
-def add_examples(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_examples(sub: argparse._SubParsersAction[Any]) -> None:
     """Give every command without an epilog its example and exit codes (subcommands of `import` too)."""
     for name, parser in sub.choices.items():
         if parser.epilog is None and name in EXAMPLES:
