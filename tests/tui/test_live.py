@@ -118,7 +118,7 @@ async def test_a_console_and_a_script_applying_at_once_lose_nothing(state_dir: P
         assert table is grid(app)
         assert not [n for n in notes(app) if n[0] == "error"]
     entries = Service(state_dir=state_dir).journal()[1:]
-    assert sorted(e.revision for e in entries if e.outcome == "applied") == [1, 2]
+    assert sorted(e.revision or 0 for e in entries if e.outcome == "applied") == [1, 2]
     assert [e.outcome for e in entries] == ["applied", "applied"]
     service = Service(state_dir=state_dir)
     assert service.state.queues["interns"].quota.gpus == 3
