@@ -130,7 +130,9 @@ class RowTable(ScrollView, can_focus=True):
         self.shown: list[int] = []  # indexes into rows: filtered, then sorted
         self.cursor = 0
         self.marked: set[str] = set()
-        self.changed: set[str] = set()  # rows another apply just touched, drawn marked for a moment
+        # names another apply just touched (a row's key, or its NODE: an apply names nodes, not their GPUs),
+        # drawn marked for a moment
+        self.changed: set[str] = set()
         self.sort_column: str | None = None
         self.sort_reverse = False
         self._predicate: Callable[[Row], bool] | None = None
@@ -217,7 +219,7 @@ class RowTable(ScrollView, can_focus=True):
         key = str(self.rows[index].get(self.key))
         style = base
         gutter = "  "
-        if key in self.changed:
+        if key in self.changed or self.rows[index].get("NODE") in self.changed:  # a GPU's or slice's node
             style += self.get_component_rich_style("rowtable--changed")
             gutter = "~ "
         if key in self.marked:
