@@ -118,6 +118,10 @@ class Explainer:
         self._repartition: dict[tuple[str, str], tuple[str, tuple[dict[str, Any], ...]] | None] = {}
         self._nodes_memo: dict[Shape, str] = {}
         self._fit_memo: dict[Shape, int] = {}
+        self._never_memo: dict[Shape, _Finding | None] = {}
+        self._groups: list[tuple[NodeCap, int]] | None = None
+        self._caps: list[tuple[tuple[Any, ...], int]] | None = None
+        self._node_count = 0
         bound, evicted = len(cycle.binds), len(cycle.victims)
         self.as_of = "now" if not (bound or evicted) else (
             "the cluster as this cycle leaves it, after it "
@@ -293,27 +297,31 @@ class Explainer:
     # ---------------------------------------------------------------------------------------------- never
     def _never_fits(self, shape: Shape) -> _Finding | None:
         """A request no node of the cluster could ever host as it is built (whatever runs, whatever its
-        state or its GPUs' modes): no amount of waiting helps."""
+        state or its GPUs' modes): no amount of waiting helps. Memoised per shape."""
         if shape.kind != "gpus":
             return None
+        if shape in self._never_memo:
+            return self._never_memo[shape]
+        found = self._never_fits_uncached(shape)
+        self._never_memo[shape] = found
+        return found
+
+    def _never_fits_uncached(self, shape: Shape) -> _Finding | None:
         on = f" {shape.model}" if shape.model else ""
         g, n = shape.gpus, shape.nodes
         best = 0
         per_net: dict[str, int] = {}
-        for nc in (*self.index.nodes, *self.index.blocked):
-            if shape.rdma and nc.network is None:
+        for (network, per_model, per_domain), many in self._capacities():
+            if shape.rdma and network is None:
                 continue
-            domains: dict[int, int] = {}
-            for gpu in nc.node.gpus:
-                info = nc.gpus.get(gpu.index)
-                if info is not None and model_ok(shape, info.model):
-                    key = nvlink_domain(nc.node, gpu.index) if shape.nvlink and g >= 2 else 0
-                    domains[key] = domains.get(key, 0) + 1
-            most = max(domains.values(), default=0)
+            if shape.nvlink and g >= 2:
+                most = max((c for (m, _), c in per_domain if model_ok(shape, m)), default=0)
+            else:
+                most = sum(c for m, c in per_model if model_ok(shape, m))
             best = max(best, most)
             if most >= g:
-                net = (nc.network or "") if shape.rdma else ""
-                per_net[net] = per_net.get(net, 0) + 1
+                net = (network or "") if shape.rdma else ""
+                per_net[net] = per_net.get(net, 0) + many
         found = max(per_net.values(), default=0)
         if found >= n or best == 0:  # best 0: no such model or no RDMA node, said by its own reason
             return None
@@ -327,6 +335,26 @@ class Explainer:
         return _Finding("unsatisfiable", message, {"needs_gpus": g, "needs_nodes": n, "largest": best,
                                                    "nodes_big_enough": found})
 
+    def _capacities(self) -> list[tuple[tuple[Any, ...], int]]:
+        """Each node's GPUs by model and by (model, NVLink domain), whatever their state or mode, grouped:
+        what no waiting changes (computed once per cycle)."""
+        if self._caps is None:
+            caps: dict[tuple[Any, ...], int] = {}
+            for nc in (*self.index.nodes, *self.index.blocked):
+                per_model: dict[str, int] = {}
+                per_domain: dict[tuple[str, int], int] = {}
+                for gpu in nc.node.gpus:
+                    info = nc.gpus.get(gpu.index)
+                    if info is None:
+                        continue
+                    per_model[info.model] = per_model.get(info.model, 0) + 1
+                    key = (info.model, nvlink_domain(nc.node, gpu.index))
+                    per_domain[key] = per_domain.get(key, 0) + 1
+                cap = (nc.network, tuple(sorted(per_model.items())), tuple(sorted(per_domain.items())))
+                caps[cap] = caps.get(cap, 0) + 1
+            self._caps = list(caps.items())
+        return self._caps
+
     def nodes_summary(self, shape: Shape) -> str:
         """kube-scheduler's "0/12 nodes are available: ..." for this shape: how many nodes fit it now,
         and for the others each reason with its count."""
@@ -335,19 +363,44 @@ class Explainer:
             return memo
         counts: dict[str, int] = {}
         fit = 0
-        every = [*self.index.nodes, *self.index.blocked]
-        for nc in every:
+        for nc, many in self._node_groups():
             why = self._node_misfit(nc, shape)
             if why is None:
-                fit += 1
+                fit += many
             else:
-                counts[why] = counts.get(why, 0) + 1
-        text = f"{fit}/{len(every)} nodes fit"
+                counts[why] = counts.get(why, 0) + many
+        text = f"{fit}/{self._node_count} nodes fit"
         if counts:
             text += ": " + ", ".join(f"{c} {why}" for why, c in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
         self._nodes_memo[shape] = text
         self._fit_memo[shape] = fit
         return text
+
+    def _node_groups(self) -> list[tuple[NodeCap, int]]:
+        """Nodes that look the same to every shape (state, RDMA, GPUs and their free parts), one of each with
+        its count: a summary costs one look per distinct node, not one per node (computed once per cycle)."""
+        if self._groups is None:
+            groups: dict[tuple[Any, ...], list[Any]] = {}
+            for nc in (*self.index.nodes, *self.index.blocked):
+                key = (
+                    nc.node.state,
+                    nc.network is None,
+                    tuple(sorted((i.model, i.mode, i.domain is not None,
+                                  tuple(sorted(i.instances.items())),
+                                  tuple(sorted(s for s, h in i.instance_holders.items() if h)),
+                                  tuple(sorted(k for k in i.units if k is not None))) for i in nc.gpus.values())),
+                    nc.whole_part(),
+                    nc.mig_part(),
+                    nc.ts_part(),
+                )
+                entry = groups.get(key)
+                if entry is None:
+                    groups[key] = [nc, 1]
+                else:
+                    entry[1] += 1
+            self._groups = [(nc, many) for nc, many in groups.values()]
+            self._node_count = sum(many for _, many in self._groups)
+        return self._groups
 
     def _room(self, shape: Shape) -> bool:
         """Whether enough nodes fit the shape now for a quota change alone to let it run."""

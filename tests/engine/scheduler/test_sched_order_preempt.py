@@ -141,7 +141,7 @@ def test_explain_names_the_preemptions_that_would_make_room() -> None:
 def test_explain_running_and_bound_jobs() -> None:
     jobs = [job("r", gpus=1, placement=placed_on("r", [0])), job("p", gpus=1)]
     state = cluster([node("n1", 2)], jobs)
-    assert explain(state, "r").message == "running on n1/gpu/0"
+    assert explain(state, "r").message == "running on n1/0"
     exp = explain(state, "p")
     assert exp.status == "schedulable" and exp.message == "this cycle binds it on n1"
 
