@@ -21,7 +21,7 @@ from gpuadmin.engine import changes as ch
 from gpuadmin.engine.commands import node_commands
 from gpuadmin.engine.mig import place
 from gpuadmin.engine.rules import Touched, Violation, check
-from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target
+from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target, target_of
 from gpuadmin.engine.state import ClusterState, EntityKind, View
 from gpuadmin.model import Gpu, Job, Node, Queue, VGpu
 
@@ -581,9 +581,9 @@ def follow_ons(state: ClusterState, violations: Sequence[Violation]) -> dict[int
             continue
         if v.rule.startswith(_ROOT_RULES):
             roots[v.target] = i
-            parts = v.target.split("/")
-            if len(parts) == 4 and parts[0] == "node" and parts[2] == "gpu" and parts[3].isdigit():
-                for holder in state.holders.get((parts[1], int(parts[3])), ()):
+            kind, node, gpu = target_of(v.target)
+            if kind == "gpu" and gpu is not None:
+                for holder in state.holders.get((node, gpu), ()):
                     roots.setdefault(job_target(holder), i)
     return out
 

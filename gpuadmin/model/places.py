@@ -5,8 +5,8 @@
   profile is not known, e.g. a slot whose GPU no longer has that instance)
 
 A job's placement slot may be written this way in an inventory or a change file (`placement:
-["gpu-h100-07/0/3g.40gb@4"]`); it is stored as `{node, gpu, mig_start}`. Violation *targets* are entity
-addresses (`node/NAME/gpu/N`, `job/NAME`), the keys the rules are scoped by, not places.
+["gpu-h100-07/0/3g.40gb@4"]`); it is stored as `{node, gpu, mig_start}`. A violation about a GPU names it
+the same way (`gpu-h100-07/0`); other targets keep their kind (`node/NAME`, `job/NAME`, `queue/NAME`).
 """
 
 from __future__ import annotations

@@ -54,3 +54,13 @@ def test_a_slot_is_accepted_as_a_place(tmp_path: Path) -> None:
                    encoding="utf-8")
     refused = gpuadmin("--inventory", OCI, "plan", "-f", bad)
     assert refused.code == 2 and "not a place" in refused.err
+
+
+def test_a_violation_names_its_gpu_by_its_place(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("changes: [{op: set-mig, node: gpu-h100-12, gpu: 3, instances: [{profile: 9g.99gb}]}]\n",
+                   encoding="utf-8")
+    result = gpuadmin("--inventory", SAMPLES / "oci-h100.yaml", "plan", "-f", bad, "-o", "json")
+    assert result.code == 1
+    targets = {v["target"] for v in json.loads(result.out)["violations"]}
+    assert targets == {"gpu-h100-12/3"}, targets

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gpuadmin.engine.state import GpuKey, View, job_gpu_keys
+from gpuadmin.model.places import gpu_place
 
 Scope = Literal["node", "gpu", "job", "queue"]
 
@@ -29,7 +30,20 @@ def node_target(node: str) -> str:
 
 
 def gpu_target(node: str, gpu: int) -> str:
-    return f"node/{node}/gpu/{gpu}"
+    """A GPU is addressed by its place, `NODE/GPU`, the one notation of listings, diffs and input."""
+    return gpu_place(node, gpu)
+
+
+def target_of(target: str) -> tuple[str, str, int | None]:
+    """(kind, name, gpu index) of a violation target: `job/NAME`, `node/NAME`, `queue/NAME`, or a GPU's
+    place `NODE/GPU` (kind "gpu", name the node)."""
+    kind, _, name = target.partition("/")
+    if kind in ("job", "node", "queue") and name:
+        return kind, name, None
+    node, _, index = target.rpartition("/")
+    if node and index.isdigit():
+        return "gpu", node, int(index)
+    return "", target, None
 
 
 def job_target(job: str) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import Plan, plan
-from gpuadmin.engine.rules.base import Violation
+from gpuadmin.engine.rules.base import Violation, target_of
 from gpuadmin.engine.scheduler.fgd import WholePart, Workload, classes_from_shapes
 from gpuadmin.engine.scheduler.filters import WholePlan, mig_profile_name, node_ok, plan_gpus
 from gpuadmin.engine.scheduler.index import (
@@ -565,13 +565,13 @@ class Cycle:
     def _drop_refused(self, violations: list[Violation]) -> None:
         drop: set[str] = set()
         for v in violations:
-            parts = v.target.split("/")
-            if parts[0] == "job" and parts[1] in self.binds:
-                drop.add(parts[1])
-            elif parts[0] == "node":
-                drop |= {n for n, slots in self.binds.items() if any(s.node == parts[1] for s in slots)}
-            elif parts[0] == "queue":
-                drop |= {n for n in self.binds if self.state.jobs[n].queue == parts[1]}
+            kind, name, _ = target_of(v.target)
+            if kind == "job" and name in self.binds:
+                drop.add(name)
+            elif kind in ("node", "gpu"):
+                drop |= {n for n, slots in self.binds.items() if any(s.node == name for s in slots)}
+            elif kind == "queue":
+                drop |= {n for n in self.binds if self.state.jobs[n].queue == name}
         if not drop:  # a violation we cannot attribute: bind nothing rather than something refused
             drop = set(self.binds)
         for name in drop:

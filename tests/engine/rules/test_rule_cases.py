@@ -104,13 +104,13 @@ CASES: list[Case] = [
                 "gpus": [{"index": 0, "model": "A10", "mode": "mig", "mig": [{"profile": "1g.6gb"}]}],
             }
         ),
-        "node/k8s2/gpu/0",
+        "k8s2/0",
     ),
     Case(
         "mig.model-supports-mig",
         "MIG on a GPU marked not_in_catalog",
         lambda: S().gpu("bm5", 1, mode="mig", mig=mig(("1g.10gb", 0))),
-        "node/bm5/gpu/1",
+        "bm5/1",
     ),
     Case(
         "mig.compute-instances",
@@ -125,13 +125,13 @@ CASES: list[Case] = [
         "mig.compute-instances",
         "2c + 2c in a 3g GI",
         lambda: S().gpu("bm5", 0, mig=[split("3g.71gb", 0), split("3g.71gb", 4, "2c.3g.71gb", "2c.3g.71gb")]),
-        "node/bm5/gpu/0",
+        "bm5/0",
     ),
     Case(
         "mig.compute-instances",
         "a CI of another GI profile",
         lambda: S().gpu("bm5", 0, mig=[split("3g.71gb", 0, "3g.71gb"), split("3g.71gb", 4, "1c.4g.71gb")]),
-        "node/bm5/gpu/0",
+        "bm5/0",
     ),
     Case(
         "mig.compute-instances-kept",
@@ -147,13 +147,13 @@ CASES: list[Case] = [
         "mig.compute-instances-kept",
         "a layout that keeps the GI but drops its CIs",
         lambda: S().gpu("bm5", 0, mig=mig(("3g.71gb", 0), ("3g.71gb", 4))),
-        "node/bm5/gpu/0",
+        "bm5/0",
     ),
     Case(
         "mig.model-supports-mig",
         "model not in the catalog",
         lambda: S().gpu("bm1", 7, model="Z100", mode="mig", mig=mig(("1g.10gb", 0))),
-        "node/bm1/gpu/7",
+        "bm1/7",
     ),
     Case(
         "mig.profile-exists", "H100 profile", lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("1g.10gb", 0)))
@@ -162,7 +162,7 @@ CASES: list[Case] = [
         "mig.profile-exists",
         "A100-40GB profile on an H100",
         lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("1g.5gb", 0))),
-        "node/bm1/gpu/7",
+        "bm1/7",
     ),
     Case(
         "mig.placement-start",
@@ -173,13 +173,13 @@ CASES: list[Case] = [
         "mig.placement-start",
         "3g at 2",
         lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("3g.40gb", 2))),
-        "node/bm1/gpu/7",
+        "bm1/7",
     ),
     Case(
         "mig.placement-start",
         "4g at 4 (its only placement is 0)",
         lambda: S().gpu("k8s1", 1, mode="mig", replicas=None, mig=mig(("2g.12gb", 4))),
-        "node/k8s1/gpu/1",
+        "k8s1/1",
     ),
     Case(
         "mig.no-overlap",
@@ -195,7 +195,7 @@ CASES: list[Case] = [
         "mig.no-overlap",
         "3g@0 and 2g@2 share slices 2-3",
         lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("3g.40gb", 0), ("2g.20gb", 2))),
-        "node/bm1/gpu/7",
+        "bm1/7",
     ),
     Case(
         "mig.no-overlap",
@@ -203,7 +203,7 @@ CASES: list[Case] = [
         lambda: S().gpu(
             "bm1", 7, mode="mig", mig=mig(("3g.40gb", None), ("3g.40gb", None), ("1g.10gb", None))
         ),
-        "node/bm1/gpu/7",
+        "bm1/7",
     ),
     Case(
         "mig.compute-slices",
@@ -214,13 +214,13 @@ CASES: list[Case] = [
         "mig.compute-slices",
         "7g + 1g = 8 compute slices",
         lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("7g.80gb", 0), ("1g.10gb", 0))),
-        "node/bm1/gpu/7",
+        "bm1/7",
     ),
     Case(
         "mig.compute-slices",
         "A30: 4g + 1g = 5 of 4",
         lambda: S().gpu("k8s1", 1, mode="mig", replicas=None, mig=mig(("4g.24gb", 0), ("1g.6gb", 3))),
-        "node/k8s1/gpu/1",
+        "k8s1/1",
     ),
     Case(
         "mig.instance-cap",
@@ -231,7 +231,7 @@ CASES: list[Case] = [
         "mig.instance-cap",
         "two 1g.10gb+me (cap 1)",
         lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("1g.10gb+me", 0), ("1g.10gb+me", 1))),
-        "node/bm1/gpu/7",
+        "bm1/7",
     ),
     Case(
         "mig.single-media-extension",
@@ -244,7 +244,7 @@ CASES: list[Case] = [
         "mig.single-media-extension",
         "A30 2g+me and 1g+me",
         lambda: S().gpu("k8s1", 1, mode="mig", replicas=None, mig=mig(("2g.12gb+me", 0), ("1g.6gb+me", 3))),
-        "node/k8s1/gpu/1",
+        "k8s1/1",
     ),
     Case(
         "mig.repartition-evicts",
@@ -260,13 +260,13 @@ CASES: list[Case] = [
         "mig.repartition-evicts",
         "repartition destroys infer's 2g@0",
         lambda: S().gpu("bm1", 2, mig=mig(("3g.40gb", 0), ("3g.40gb", 4))),
-        "node/bm1/gpu/2",
+        "bm1/2",
     ),
     Case(
         "mig.repartition-evicts",
         "leaving MIG under a running job",
         lambda: S().gpu("bm1", 4, mode="full", mig=None),
-        "node/bm1/gpu/4",
+        "bm1/4",
     ),
     # ---------------------------------------- modes
     Case(
@@ -274,7 +274,7 @@ CASES: list[Case] = [
         "time-sliced with replicas",
         lambda: S().gpu("bm1", 7, mode="time-sliced", replicas=4),
     ),
-    Case("mode.fields-match", "full with replicas", lambda: S().gpu("bm1", 7, replicas=4), "node/bm1/gpu/7"),
+    Case("mode.fields-match", "full with replicas", lambda: S().gpu("bm1", 7, replicas=4), "bm1/7"),
     Case(
         "mode.vsphere-only",
         "time-slicing on bare metal",
@@ -284,24 +284,24 @@ CASES: list[Case] = [
         "mode.vsphere-only",
         "passthrough on bare metal",
         lambda: S().gpu("bm4", 0, mode="passthrough"),
-        "node/bm4/gpu/0",
+        "bm4/0",
     ),
     Case("mode.mig-not-whole", "whole job on a full GPU", lambda: S().bind("wait", ("bm1", 7))),
     Case(
-        "mode.mig-not-whole", "whole job on a MIG GPU", lambda: S().bind("wait", ("bm1", 2)), "node/bm1/gpu/2"
+        "mode.mig-not-whole", "whole job on a MIG GPU", lambda: S().bind("wait", ("bm1", 2)), "bm1/2"
     ),
     Case("mode.time-slice-replicas", "2 replicas", lambda: S().gpu("bm4", 1, mode="time-sliced", replicas=2)),
     Case(
         "mode.time-slice-replicas",
         "1 replica",
         lambda: S().gpu("bm4", 1, mode="time-sliced", replicas=1),
-        "node/bm4/gpu/1",
+        "bm4/1",
     ),
     Case(
         "mode.time-slice-replicas",
         "MIG instance with 1 replica",
         lambda: S().gpu("bm1", 7, mode="mig", mig=mig(("7g.80gb", 0, 1))),
-        "node/bm1/gpu/7",
+        "bm1/7",
     ),
     Case(
         "mode.one-sharing-strategy-per-node",
@@ -333,7 +333,7 @@ CASES: list[Case] = [
         "mode.change-evicts",
         "held GPU to time-slicing",
         lambda: S().gpu("bm1", 0, mode="time-sliced", replicas=4),
-        "node/bm1/gpu/0",
+        "bm1/0",
     ),
     # ---------------------------------------- vGPU
     Case(
@@ -353,13 +353,13 @@ CASES: list[Case] = [
             vm=None,
             vgpus=vgpus(("vdi-01", "A40-8C")),
         ),
-        "node/esx2/gpu/3",
+        "esx2/3",
     ),
     Case(
         "vgpu.profile-exists",
         "an A100 type on an A40",
         lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A100-8C"))),
-        "node/esx2/gpu/0",
+        "esx2/0",
     ),
     Case(
         "vgpu.framebuffer",
@@ -372,7 +372,7 @@ CASES: list[Case] = [
         "vgpu.framebuffer",
         "48 + 8 GB on an A40",
         lambda: S().gpu("esx2", 1, vgpus=vgpus(("vdi-01", "A40-48C"), ("vdi-02", "A40-8C"))),
-        "node/esx2/gpu/1",
+        "esx2/1",
     ),
     Case(
         "vgpu.equal-size",
@@ -383,19 +383,19 @@ CASES: list[Case] = [
         "vgpu.equal-size",
         "mixed sizes on 8.0U1",
         lambda: S().gpu("esx1", 5, vgpus=vgpus(("dev-01", "A100DX-40C"), ("dev-02", "A100DX-20C"))),
-        "node/esx1/gpu/5",
+        "esx1/5",
     ),
     Case(
         "vgpu.equal-size",
         "9 × A40-6C, equal-size maximum 8",
         lambda: S().gpu("esx2", 0, vgpus=vgpus(*[("vdi-02", "A40-6C")] * 8, ("vdi-01", "A40-6C"))),
-        "node/esx2/gpu/0",
+        "esx2/0",
     ),
     Case(
         "vgpu.equal-size",
         "5 × A40-8C in mixed-size mode, maximum 4",
         lambda: S().gpu("esx2", 1, vgpus=vgpus(*[("vdi-02", "A40-8C")] * 5, ("vdi-01", "A40-4C"))),
-        "node/esx2/gpu/1",
+        "esx2/1",
     ),
     Case(
         "vgpu.equal-size",
@@ -416,7 +416,7 @@ CASES: list[Case] = [
                 "vms": [{"name": "a", "hardware_version": 20}, {"name": "b", "hardware_version": 20}],
             }
         ),
-        "node/esx8/gpu/0",
+        "esx8/0",
     ),
     Case(
         "vgpu.max-per-vm",
@@ -466,7 +466,7 @@ CASES: list[Case] = [
         "vgpu.mig-backed-needs-mig",
         "MIG-backed next to time-sliced",
         lambda: S().gpu("esx2", 2, vgpus=vgpus(("ml-01", "A100-3-20C"), ("ml-01", "A100-20C"))),
-        "node/esx2/gpu/2",
+        "esx2/2",
     ),
     Case(
         "vgpu.mig-backed-needs-mig",
@@ -474,7 +474,7 @@ CASES: list[Case] = [
         lambda: S().gpu(
             "esx2", 2, vgpus=vgpus(("ml-01", "A100-3-20C"), ("ml-01", "A100-3-20C"), ("ml-01", "A100-2-10C"))
         ),
-        "node/esx2/gpu/2",
+        "esx2/2",
     ),
     # ---------------------------------------- vSphere
     Case(
@@ -851,7 +851,7 @@ CASES: list[Case] = [
         "placement.no-oversubscription",
         "fractions add up to 1.25",
         lambda: S().submit(running("nb3", [("bm1", 3)], fraction=0.75)),
-        "node/bm1/gpu/3",
+        "bm1/3",
     ),
     Case(
         "placement.no-oversubscription",
@@ -862,13 +862,13 @@ CASES: list[Case] = [
             .submit(running("b", [("bm1", 3)], fraction=0.1))
             .submit(running("c", [("bm1", 3)], fraction=0.1))
         ),
-        "node/bm1/gpu/3",
+        "bm1/3",
     ),
     Case(
         "placement.no-oversubscription",
         "90 GiB on an 80 GB GPU",
         lambda: S().submit(running("m", [("bm1", 3)], gpu_memory_gib=70)),
-        "node/bm1/gpu/3",
+        "bm1/3",
     ),
     Case(
         "placement.no-oversubscription",
@@ -878,7 +878,7 @@ CASES: list[Case] = [
             .submit(running("a", [("bm1", 4, 0)], fraction=0.1))
             .submit(running("b", [("bm1", 4, 0)], fraction=0.1))
         ),
-        "node/bm1/gpu/4",
+        "bm1/4",
     ),
     # ---------------------------------------- nodes
     Case("node.no-new-placements", "cordon keeps running jobs", lambda: S().node("bm2", state="cordoned")),
@@ -925,13 +925,13 @@ CASES: list[Case] = [
         "node.gpu-model-known",
         "a model name the catalog does not know",
         lambda: S().gpu("bm2", 7, model="H100-SXM5-80G"),
-        "node/bm2/gpu/7",
+        "bm2/7",
     ),
     Case(
         "node.gpu-model-known",
         "a catalog model marked not_in_catalog",
         lambda: S().gpu("bm2", 7, not_in_catalog=NotInCatalog(memory_mib=81559)),
-        "node/bm2/gpu/7",
+        "bm2/7",
     ),
     # ---------------------------------------- quota
     Case(

@@ -30,7 +30,7 @@ _FAMILIES = {
 
 _SCOPE = {
     "node": "node (`node/NAME`)",
-    "gpu": "GPU (`node/NAME/gpu/INDEX`)",
+    "gpu": "GPU (`NODE/INDEX`, its place)",
     "job": "job (`job/NAME`)",
     "queue": "queue (`queue/NAME`)",
 }
