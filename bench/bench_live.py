@@ -3,7 +3,8 @@
 A console runs headless (Textual's pilot) on a state; a separate `gpuadmin apply` process cordons a node.
 Timed: the apply process itself (the baseline, in the same run), and from the apply process's exit (its
 commit is a little earlier) to the console's header showing the new revision. The console checks the revision
-twice a second (WATCH_SECONDS), so expect a quarter of a second and the view's re-read on average. Medians over --runs applies.
+twice a second (WATCH_SECONDS): expect a quarter of a second plus the view's re-read on average.
+Medians over --runs applies.
 
     .venv/bin/python -m bench.bench_live [--nodes 1024 --jobs 10000] [--runs 7]
 """
