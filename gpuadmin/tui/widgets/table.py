@@ -153,37 +153,40 @@ class RowTable(ScrollView, can_focus=True):
         self._reshape(keep=current)
 
     def set_filter(self, predicate: Callable[[Row], bool] | None) -> None:
-        current = self.current_key()
         self._predicate = predicate
-        self._reshape(keep=current)
+        self._reshape(keep_index=self._current_index())
 
-    def _reshape(self, keep: str | None = None) -> None:
-        """Filter and sort. Above BACKGROUND_ROWS rows this runs in a worker thread, so a keystroke never waits
+    def _current_index(self) -> int | None:
+        return self.shown[min(self.cursor, len(self.shown) - 1)] if self.shown else None
+
+    def _reshape(self, keep: str | None = None, keep_index: int | None = None) -> None:
+        """Filter, sort and find where the cursor's row went (by its key after new data, by its index after
+        a filter or sort). Above BACKGROUND_ROWS rows this runs in a worker thread, so a keystroke never waits
         for it; the rows shown until then are the previous ones."""
-        rows, predicate = self.rows, self._predicate
+        rows, predicate, key = self.rows, self._predicate, self.key
         column = self.sort_column if self.sort_column in self.columns else None
         reverse = self.sort_reverse
+
+        def order() -> tuple[list[int], int]:
+            shown = _order(rows, predicate, column, reverse)
+            return shown, _position(rows, shown, key, keep, keep_index)
+
         if len(rows) <= BACKGROUND_ROWS:
-            self._show(_order(rows, predicate, column, reverse), keep)
+            self._show(*order())
             return
         self.busy = True
 
         def work() -> None:
-            shown = _order(rows, predicate, column, reverse)
+            shown, cursor = order()
             if rows is self.rows:  # still the data it was asked about
-                self.app.call_from_thread(self._show, shown, keep)
+                self.app.call_from_thread(self._show, shown, cursor)
 
         self.run_worker(work, thread=True, exclusive=True, group="reshape")
 
-    def _show(self, shown: list[int], keep: str | None) -> None:
+    def _show(self, shown: list[int], cursor: int) -> None:
         self.busy = False
         self.shown = shown
-        self.cursor = 0
-        if keep is not None:
-            for position, i in enumerate(shown):
-                if str(self.rows[i].get(self.key)) == keep:
-                    self.cursor = position
-                    break
+        self.cursor = cursor
         self.virtual_size = Size(self.size.width, len(self.shown) + 1)
         self._scroll_cursor_into_view()
         self.refresh()
@@ -308,14 +311,28 @@ class RowTable(ScrollView, can_focus=True):
             elif names:
                 self.sort_column = names[0]
             self.sort_reverse = False
-        self._reshape(keep=self.current_key())
+        self._reshape(keep_index=self._current_index())
 
     def sort_by(self, column: str, reverse: bool = False) -> bool:
         if column not in self.columns:
             return False
         self.sort_column, self.sort_reverse = column, reverse
-        self._reshape(keep=self.current_key())
+        self._reshape(keep_index=self._current_index())
         return True
+
+
+def _position(rows: list[Row], shown: list[int], key: str, keep: str | None, keep_index: int | None) -> int:
+    """Where the cursor's row is in `shown` (0 if it is gone): by index (a C-speed search), else by key."""
+    if keep_index is not None:
+        try:
+            return shown.index(keep_index)
+        except ValueError:
+            return 0
+    if keep is not None:
+        for position, i in enumerate(shown):
+            if str(rows[i].get(key)) == keep:
+                return position
+    return 0
 
 
 def _order(rows: list[Row], predicate: Callable[[Row], bool] | None, column: str | None,
