@@ -9,18 +9,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from gpuadmin.render.text import safe
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return safe(value)
-
+from gpuadmin.render.text import cell_text, safe
 
 MIN_WIDTH = 8  # a truncated column keeps at least this much (or its header)
 
@@ -62,7 +51,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: TextIO | 
     widths = [len(c) for c in columns]
     for r in rows:  # two passes instead of holding every cell: 100,000 rows stay cheap
         for i, c in enumerate(columns):
-            widths[i] = max(widths[i], len(_cell(r.get(c))))
+            widths[i] = max(widths[i], len(cell_text(r.get(c))))
     if width is not None:
         widths = fit(widths, columns, width)
     paint = style.enabled()
@@ -77,7 +66,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: TextIO | 
 
     out.write(line(columns, False))
     for r in rows:
-        out.write(line((_cell(r.get(c)) for c in columns), paint))
+        out.write(line((cell_text(r.get(c)) for c in columns), paint))
 
 
 def as_json(data: Any, out: TextIO | None = None) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpuadmin.model.diagnostics import Diagnostic, InputError
+from gpuadmin.render.text import cell_text
 
 Op = Literal["=", "!=", "in", "notin", "exists", "!exists"]
 Row = Mapping[str, Any]
@@ -54,13 +55,10 @@ def column_name(key: str) -> str:
 
 
 def _cell_text(value: Any) -> str | None:
+    """The value a selector compares: the cell's text unescaped (names match as written), None when empty."""
     if value is None or value == "-" or value == "":
         return None
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+    return str(value) if not isinstance(value, bool | float) else cell_text(value)
 
 
 def _lookup(key: str, row: Row, labels: Labels) -> str | None:

@@ -25,23 +25,13 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gpuadmin.render.text import safe
+from gpuadmin.render.text import cell_text
 
 Row = dict[str, Any]
 BACKGROUND_ROWS = 5_000  # above this, filter and sort run in a worker thread
 WIDTH_SAMPLE = 2_000  # rows read to size the columns
 MAX_CELL = 48  # a column is never wider than this; longer text ends in an ellipsis
 GUTTER = 2  # "> " or "* " before each row
-
-
-def cell_text(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return safe(value)
 
 
 def shorten(text: str, width: int) -> str:
@@ -355,4 +345,4 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     return (1, str(value).casefold())
 
 
-__all__ = ["Fitted", "RowTable", "cell_text", "fit_columns", "shorten"]
+__all__ = ["Fitted", "RowTable", "fit_columns", "shorten"]
