@@ -28,3 +28,4 @@ async def test_a_click_on_the_header_moves_nothing(cluster: Service) -> None:
         table = grid(app)
         await pilot.click(RowTable, offset=(4, 0))
         assert table.cursor == 0
+
