@@ -126,8 +126,10 @@ class GpuadminApp(App[int]):
         from gpuadmin.tui.widgets.prompt import Prompt
         from gpuadmin.tui.widgets.table import RowTable
 
-        return [binding for owner in (cls, RowTable, Listing, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen)
-                for binding in owner.BINDINGS if isinstance(binding, Binding) and binding.id]
+        owners = (cls, RowTable, Listing, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
+                  MigFormScreen, ProgressScreen)
+        return [binding for owner in owners for binding in owner.BINDINGS
+                if isinstance(binding, Binding) and binding.id]
 
     @classmethod
     def binding_ids(cls) -> set[str]:
