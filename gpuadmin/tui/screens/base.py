@@ -8,13 +8,14 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from gpuadmin.errors import GpuadminError
+from gpuadmin.tui.session import Session, error_lines
 from gpuadmin.tui.widgets.header import HeaderBar
 from gpuadmin.tui.widgets.prompt import Prompt
 
 if TYPE_CHECKING:
     from gpuadmin.service import Moved
     from gpuadmin.tui.app import GpuadminApp
-    from gpuadmin.tui.session import Session
 
 
 class ViewScreen(Screen[None]):
@@ -23,6 +24,8 @@ class ViewScreen(Screen[None]):
 
     view_name = ""  # the `:` alias that opens it
     title_text = ""
+    filter_text = ""  # what `/` filtered this view by ("" for none)
+    stale = False  # another apply moved the state while the view was not shown: re-read when it is
 
     @property
     def gpuadmin(self) -> GpuadminApp:
@@ -60,20 +63,33 @@ class ViewScreen(Screen[None]):
         if self.stale:
             self.load()
 
-    stale = False
-
     def crumb(self) -> str:
         return self.title_text or self.view_name
 
     def update_header(self) -> None:
-        console = self.session
+        session = self.session
         crumbs = [s.crumb() for s in self.app.screen_stack if isinstance(s, ViewScreen)]
-        self.query_one(HeaderBar).show(cluster=console.cluster, revision=console.revision, role=console.role,
-                                       readonly=console.readonly, persisted=console.persisted,
+        self.query_one(HeaderBar).show(cluster=session.cluster, revision=session.revision, role=session.role,
+                                       readonly=session.readonly, persisted=session.persisted,
                                        crumbs=crumbs or [self.crumb()])
 
     def load(self) -> None:
-        """(Re)read this view's data from the service."""
+        """(Re)read this view's data, in a worker thread: a large state never holds up a key."""
+        self.stale = False
+        self.run_worker(self._read_reporting, thread=True, exclusive=True, group="read")
+
+    def _read_reporting(self) -> None:
+        try:
+            self.read()
+        except GpuadminError as failed:
+            self.app.call_from_thread(self.read_failed, error_lines(failed))
+
+    def read(self) -> None:
+        """Read this view's data from the service (in the worker) and hand it to the screen with
+        `self.app.call_from_thread`."""
+
+    def read_failed(self, message: str) -> None:
+        self.notify(message, severity="error", markup=False)
 
     def state_moved(self, moved: Moved) -> None:
         """Another console or a script applied: reload if shown, else on the next resume."""

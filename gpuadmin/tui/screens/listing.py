@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from textual.widgets import Static
 
-from gpuadmin.errors import GpuadminError, InputError
+from gpuadmin.errors import InputError
 from gpuadmin.render.selector import compile_filter
 from gpuadmin.render.text import safe
 from gpuadmin.service import Moved, Table
@@ -76,7 +75,6 @@ class ListingScreen(ViewScreen):
         super().__init__(name=kind)
         self.kind = kind
         self.view_name = kind
-        self.filter_text = ""
         self._labels: dict[str, dict[str, str]] = {}
         self._table: Table | None = None
         self._reasons_shown = True
@@ -93,23 +91,15 @@ class ListingScreen(ViewScreen):
     def crumb(self) -> str:
         return self.kind + (f" /{self.filter_text}" if self.filter_text else "")
 
-    def load(self) -> None:
-        self.stale = False
-        self._read(reasons=self.kind != "jobs" or self.session.call(self.session.service.reasons_ready))
-
-    @work(thread=True, exclusive=True, group="listing")
-    def _read(self, reasons: bool) -> None:
-        try:
-            table = self.session.table(self.kind, reasons=reasons)
-            labels = (self.session.call(self.session.service.labels_by_node)
-                      if self.kind in NODE_THINGS else {})
-        except GpuadminError as failed:
-            self.app.call_from_thread(self.notify, error_lines(failed), severity="error", markup=False)
-            return
-        rows = console_rows(self.kind, table.rows)
-        self.app.call_from_thread(self._show, table, rows, labels, reasons)
-        if not reasons:
-            self._read(reasons=True)
+    def read(self) -> None:
+        """The rows at once; for jobs, the REASON column follows when the service has it (a dry-run cycle,
+        run once per revision)."""
+        service = self.session.service
+        reasons = self.kind != "jobs" or self.session.call(service.reasons_ready)
+        labels = self.session.call(service.labels_by_node) if self.kind in NODE_THINGS else {}
+        for with_reasons in (reasons,) if reasons else (False, True):
+            table = self.session.table(self.kind, reasons=with_reasons)
+            self.app.call_from_thread(self._show, table, console_rows(self.kind, table.rows), labels, with_reasons)
 
     def _show(self, table: Table, rows: list[dict[str, Any]], labels: dict[str, dict[str, str]],
               reasons: bool) -> None:

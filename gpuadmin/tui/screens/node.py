@@ -6,15 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuadmin.errors import GpuadminError
 from gpuadmin.tui.draw import node_lines, unwrapped
 from gpuadmin.tui.screens.base import ViewScreen
-from gpuadmin.tui.session import error_lines
 
 
 class NodeScreen(ViewScreen):
@@ -36,23 +33,14 @@ class NodeScreen(ViewScreen):
         super().on_mount()
         self.query_one("#node-scroll").focus()
 
-    def load(self) -> None:
-        self.stale = False
-        self._read()
-
-    @work(thread=True, exclusive=True, group="node")
-    def _read(self) -> None:
-        try:
-            board = self.session.call(lambda: self.session.service.node_board(self.node))
-        except GpuadminError as failed:
-            self.app.call_from_thread(self._failed, error_lines(failed))
-            return
+    def read(self) -> None:
+        board = self.session.call(lambda: self.session.service.node_board(self.node))
         self.app.call_from_thread(self._show, board)
 
-    def _failed(self, message: str) -> None:
+    def read_failed(self, message: str) -> None:
         """Say it in the body too: a node that is not there must not look like one still loading."""
         self.query_one("#node", Static).update(Text(message))
-        self.notify(message, severity="error", markup=False)
+        super().read_failed(message)
 
     def _show(self, board: dict[str, Any]) -> None:
         self._board = board

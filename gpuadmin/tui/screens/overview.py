@@ -10,16 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuadmin.errors import GpuadminError
 from gpuadmin.render.text import safe
 from gpuadmin.tui.draw import use_bar
 from gpuadmin.tui.screens.base import ViewScreen
-from gpuadmin.tui.session import error_lines
 
 # which view each section opens with Enter, by its first letter key
 SECTION_VIEWS = {"gpus": "gpus", "nodes": "nodes", "jobs": "jobs", "queues": "queues"}
@@ -76,22 +73,13 @@ class OverviewScreen(ViewScreen):
         super().on_mount()
         self.query_one("#overview-scroll").focus()
 
-    def load(self) -> None:
-        self.stale = False
-        self._read()
-
-    @work(thread=True, exclusive=True, group="overview")
-    def _read(self) -> None:
+    def read(self) -> None:
+        """The counts at once; the pending jobs by reason when the service has them (a dry-run cycle)."""
         service = self.session.service
-        try:
-            ready = self.session.call(service.reasons_ready)
-            data = self.session.call(lambda: service.overview(reasons=ready))
-            self.app.call_from_thread(self._show, data)
-            if not ready:
-                data = self.session.call(lambda: service.overview(reasons=True))
-                self.app.call_from_thread(self._show, data)
-        except GpuadminError as failed:
-            self.app.call_from_thread(self.notify, error_lines(failed), severity="error", markup=False)
+        ready = self.session.call(service.reasons_ready)
+        self.app.call_from_thread(self._show, self.session.call(lambda: service.overview(reasons=ready)))
+        if not ready:
+            self.app.call_from_thread(self._show, self.session.call(service.overview))
 
     def _show(self, data: dict[str, Any]) -> None:
         self.query_one("#overview", Static).update(overview_text(data, self.size.width))

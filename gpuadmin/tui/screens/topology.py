@@ -6,16 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuadmin.errors import GpuadminError
 from gpuadmin.render.selector import compile_filter
 from gpuadmin.tui.draw import topology_lines, unwrapped
 from gpuadmin.tui.screens.base import ViewScreen
-from gpuadmin.tui.session import error_lines
 
 COLUMNS = ["NAME", "STATE", "PLATFORM", "NVLINK"]  # what `/` can name here
 
@@ -26,7 +23,6 @@ class TopologyScreen(ViewScreen):
     def __init__(self) -> None:
         super().__init__()
         self._boards: list[dict[str, Any]] = []
-        self.filter_text = ""
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="topology-scroll"):
@@ -36,18 +32,8 @@ class TopologyScreen(ViewScreen):
         super().on_mount()
         self.query_one("#topology-scroll").focus()
 
-    def load(self) -> None:
-        self.stale = False
-        self._read()
-
-    @work(thread=True, exclusive=True, group="topology")
-    def _read(self) -> None:
-        try:
-            boards = self.session.call(self.session.service.boards)
-        except GpuadminError as failed:
-            self.app.call_from_thread(self.notify, error_lines(failed), severity="error", markup=False)
-            return
-        self.app.call_from_thread(self._show, boards)
+    def read(self) -> None:
+        self.app.call_from_thread(self._show, self.session.call(self.session.service.boards))
 
     def _show(self, boards: list[dict[str, Any]]) -> None:
         self._boards = boards
