@@ -39,7 +39,6 @@ from gpuadmin.store import (
     dump_inventory,
     load_inventory,
     load_model_file,
-    load_yaml_file,
     login_identity,
 )
 from gpuadmin.store.changes_io import load_changes
@@ -82,6 +81,11 @@ class Conflict(GpuadminError):
 
     exit_code = ExitCode.CONFLICT
     label = "conflict"
+
+
+class Stale(Conflict):
+    """The plan was made on a state that has since moved under it (exit 3): plan again. A front end can
+    re-plan and show it again; a held lock (plain `Conflict`) is a different matter."""
 
 
 class Refused(GpuadminError):
@@ -199,9 +203,6 @@ class Moved:
 
     revision: int
     touched: set[tuple[str, str]] = field(default_factory=set)
-
-    def kinds(self) -> set[str]:
-        return {kind for kind, _ in self.touched}
 
 
 Intent = dict[str, Any]  # journaled with an undo or redo: {"undoes": [entry ids]} or {"redoes": entry id}
@@ -341,10 +342,10 @@ class Service:
                     message = (f"stale plan: it was made at revision {the_plan.base_revision}; at revision "
                                f"{current} the same changes do something else; plan again")
                     self._record(fresh, "stale", message, intent)
-                    raise Conflict(message)
+                    raise Stale(message)
                 if expected_hash is not None and fresh.hash != expected_hash:
                     self._record(fresh, "stale", "saved plan no longer matches", intent)
-                    raise Conflict("the saved plan no longer matches what these changes do now; plan again")
+                    raise Stale("the saved plan no longer matches what these changes do now; plan again")
                 if not fresh.allowed:
                     self._record(fresh, "refused", f"{len(fresh.violations)} violation(s)", intent)
                     raise Refused(fresh)
@@ -352,7 +353,7 @@ class Service:
                 try:
                     revision = self.store.commit(fresh.base_revision, fresh.view, entry)
                 except StaleRevision as stale:
-                    raise Conflict(str(stale)) from stale
+                    raise Stale(str(stale)) from stale
                 self.state.commit(fresh.view)
                 return ApplyResult(fresh, revision)
         except LockHeld as held:
@@ -375,7 +376,7 @@ class Service:
         message = (f"stale plan: it was made at revision {the_plan.base_revision}, the state is now at revision "
                    f"{current}{why}; plan again")
         self._record(the_plan, "stale", message, intent)
-        raise Conflict(message)
+        raise Stale(message)
 
     def submit(self, the_plan: Plan, *, confirmed: bool | str = False, expected_hash: str | None = None,
                intent: Intent | None = None) -> ApplyResult | None:
@@ -408,7 +409,7 @@ class Service:
             message = (f"stale plan: it was made at revision {saved.base_revision}, the state is now at revision "
                        f"{current}; plan again")
             self._record(fresh, "stale", message)
-            raise Conflict(message)
+            raise Stale(message)
         return fresh, saved.hash
 
     def _entry(self, the_plan: Plan, verdict: Verdict, outcome: Outcome, message: str,
@@ -423,10 +424,6 @@ class Service:
         if self.store is not None:
             verdict: Verdict = "allowed" if the_plan.allowed else "refused"
             self.store.record(self._entry(the_plan, verdict, outcome, message, intent))
-
-    def record_refusal(self, the_plan: Plan) -> None:
-        """Journal a plan that was refused by the rules at `apply` time."""
-        self._record(the_plan, "refused", f"{len(the_plan.violations)} violation(s)")
 
     def undo(self, to_revision: int | None = None) -> Reversal:
         """The inverse of the latest change not yet undone (successive undos walk back through history), or
@@ -470,11 +467,9 @@ class Service:
             raise InputError([Diagnostic("undo and redo need a state directory (--state), not --inventory")])
         done: list[JournalEntry] = []
         undone: list[JournalEntry] = []
-        by_id: dict[int, JournalEntry] = {}
         for entry in self.store.journal():
             if entry.outcome != "applied" or entry.id is None:
                 continue
-            by_id[entry.id] = entry
             intent = (entry.plan or {}).get("intent") or {}
             if "undoes" in intent:
                 gone = set(intent["undoes"])
@@ -483,8 +478,6 @@ class Service:
             elif "redoes" in intent:
                 undone = [e for e in undone if e.id != intent["redoes"]]
                 done.append(entry)
-            elif entry.base_revision == entry.revision:  # not a change (never happens; kept out)
-                continue
             else:
                 done.append(entry)
                 undone = []
@@ -647,6 +640,7 @@ class Service:
     def mig_free_starts(self, node_name: str, gpu_index: int, layout: Sequence[tuple[str, int]],
                         profile: str) -> list[int]:
         """Where one more `profile` instance fits beside `layout` on this GPU: what the form offers next."""
+        check_action(self.role, "read")
         _, _, model = self._mig_capable(node_name, gpu_index)
         return free_starts(model, [(p, int(start)) for p, start in layout], profile)
 
@@ -674,7 +668,7 @@ class Service:
             out["gpus"] = [g.index for g in node.gpus]
             types: dict[str, list[str]] = {}
             for gpu in node.gpus:
-                model = get_catalog().model(gpu.model)
+                model = catalog.model(gpu.model)
                 if model is not None:
                     types.setdefault(gpu.model, [v.name for v in model.vgpu_types])
             out["vgpu_types"] = types
@@ -817,7 +811,7 @@ def read_saved_plan(path: Path) -> SavedPlan:
 
 __all__ = [
     "ApplyResult", "Confirmation", "Conflict", "Moved", "NotConfirmed", "NotPermitted", "Plan", "Refused", "Reversal",
-    "Role", "SavedPlan", "SchedulePlan", "Service", "Table", "check_action", "confirmation",
-    "load_model_file", "load_yaml_file",  # the located YAML readers, for the console's settings files
+    "Role", "SavedPlan", "SchedulePlan", "Service", "Stale", "Table", "check_action", "confirmation",
+    "load_model_file",  # the located YAML reader, for the console's settings files
     "read_saved_plan",
 ]

@@ -18,8 +18,8 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
-from gpuadmin.errors import GpuadminError, InputError
-from gpuadmin.service import Conflict, Plan, SchedulePlan, Service, confirmation
+from gpuadmin.errors import Diagnostic, GpuadminError, InputError
+from gpuadmin.service import Moved, Plan, SchedulePlan, Service, Stale, confirmation
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
@@ -34,6 +34,8 @@ from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.session import Session, error_lines
 from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
+from gpuadmin.tui.widgets.prompt import Prompt
+from gpuadmin.tui.widgets.table import RowTable
 
 # view -> (its `:` aliases, its digit key, a line for help)
 VIEWS: dict[str, tuple[tuple[str, ...], str, str]] = {
@@ -122,11 +124,7 @@ class GpuadminApp(App[int]):
     @classmethod
     def all_bindings(cls) -> list[Binding]:
         """Every binding of the console with an id: the app's, the table's, the prompt's, the pop-ups'."""
-        from gpuadmin.tui.screens.listing import ListingScreen as Listing
-        from gpuadmin.tui.widgets.prompt import Prompt
-        from gpuadmin.tui.widgets.table import RowTable
-
-        owners = (cls, RowTable, Listing, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
+        owners = (cls, RowTable, ListingScreen, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
                   MigFormScreen, ProgressScreen)
         return [binding for owner in owners for binding in owner.BINDINGS
                 if isinstance(binding, Binding) and binding.id]
@@ -149,7 +147,7 @@ class GpuadminApp(App[int]):
         if moved is not None:
             self.call_from_thread(self._moved, moved)
 
-    def _moved(self, moved: Any) -> None:
+    def _moved(self, moved: Moved) -> None:
         for screen in list(self.live):
             screen.state_moved(moved)
 
@@ -212,15 +210,10 @@ class GpuadminApp(App[int]):
             self._describe("entry", str(row["ID"]), "text")
 
     def action_prompt(self, mode: str) -> None:
-        from gpuadmin.tui.widgets.prompt import Prompt
-
         if isinstance(self.screen, ViewScreen):
-            value = self.screen.filter_text if mode == "filter" and hasattr(self.screen, "filter_text") else ""
-            self.screen.query_one(Prompt).open(mode, value)
+            self.screen.query_one(Prompt).open(mode, self.screen.filter_text if mode == "filter" else "")
 
-    def on_prompt_done(self, event: Any) -> None:
-        from gpuadmin.tui.widgets.prompt import Prompt
-
+    def on_prompt_done(self, event: Prompt.Done) -> None:
         screen = self.screen
         if not isinstance(screen, ViewScreen):
             return
@@ -286,11 +279,9 @@ class GpuadminApp(App[int]):
     def _describe(self, kind: str, name: str, fmt: str) -> None:
         try:
             data = self.session.describe(kind, name)
-            if kind == "job":
+            if kind == "job" and data["summary"]["status"] in ("pending", "preempted"):  # why it waits
                 service = self.session.service
-                explained = self.session.call(lambda: service.explain(name).to_json())
-                if explained.get("status") != "running":
-                    data["pending"] = explained
+                data["pending"] = self.session.call(lambda: service.explain(name).to_json())
         except GpuadminError as failed:
             self.notify(error_lines(failed), severity="error", markup=False)
             return
@@ -365,8 +356,6 @@ class GpuadminApp(App[int]):
         selected = self._selected_node()
         names = [selected] if selected is not None else []
         if isinstance(screen, ListingScreen) and screen.kind == "nodes":
-            from gpuadmin.tui.widgets.table import RowTable
-
             names = [str(r["NAME"]) for r in screen.query_one(RowTable).marked_rows()] or names
         if names:
             self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names])
@@ -404,8 +393,8 @@ class GpuadminApp(App[int]):
                 return
             try:
                 result = self.session.call(lambda: service.submit(plan, confirmed=answer, intent=intent))
-            except Conflict as stale:
-                if replan is None or "stale" not in str(stale):
+            except Stale as stale:
+                if replan is None:
                     self.notify(error_lines(stale), title="conflict", severity="error", markup=False)
                     return
                 self.session.call(service.refresh)
@@ -439,8 +428,6 @@ class GpuadminApp(App[int]):
         return path
 
 
-def _unknown_theme(name: str, available: dict[str, Any]) -> Any:
-    from gpuadmin.errors import Diagnostic
-
+def _unknown_theme(name: str, available: dict[str, Any]) -> Diagnostic:
     ours = ", ".join(sorted(n for n in available if n.startswith("gpuadmin")))
     return Diagnostic(f"unknown theme {name!r}; gpuadmin's: {ours} (Textual's own also work)")
