@@ -13,10 +13,7 @@ from typing import Any
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, Node
-
-
-def _holders_on(view: View, node: Node, gpu: Gpu) -> list[Job]:
-    return [j for j in (view.job(n) for n in sorted(view.holders(node.name, gpu.index))) if j is not None]
+from gpuadmin.render.overview import holders_by_slice
 
 
 def _share(job: Job) -> float:
@@ -26,7 +23,7 @@ def _share(job: Job) -> float:
 
 def gpu_board(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
     model = get_catalog().model(gpu.model)
-    holders = _holders_on(view, node, gpu)
+    by_slice = holders_by_slice(view, node, gpu)
     board: dict[str, Any] = {
         "index": gpu.index, "model": gpu.model, "mode": gpu.mode,
         "memory_slices": model.memory_slices if model else 0,
@@ -37,9 +34,7 @@ def gpu_board(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
     if gpu.mode == "mig":
         for inst in gpu.mig or ():
             profile = model.mig_profile(inst.profile) if model else None
-            on = [j.name for j in holders
-                  if any(s.node == node.name and s.gpu == gpu.index and s.mig_start == inst.start
-                         for s in j.placement)]
+            on = [j.name for j in by_slice.get(inst.start, ())]
             board["instances"].append({
                 "profile": inst.profile, "start": inst.start,
                 "memory_slices": profile.memory_slices if profile else 1,
@@ -50,7 +45,7 @@ def gpu_board(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
         board["vgpus"] = [{"vm": v.vm, "profile": v.profile} for v in gpu.vgpus or ()]
     else:
         board["replicas"] = gpu.replicas
-        board["holders"] = [{"job": j.name, "share": _share(j)} for j in holders]
+        board["holders"] = [{"job": j.name, "share": _share(j)} for j in by_slice.get(None, ())]
     return board
 
 

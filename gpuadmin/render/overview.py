@@ -12,10 +12,23 @@ from typing import Any, Literal
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
-from gpuadmin.model import Gpu, Node
+from gpuadmin.model import Gpu, Job, Node
 
 Use = Literal["free", "partly used", "full"]
 USES: tuple[Use, ...] = ("free", "partly used", "full")
+
+
+def holders_by_slice(view: View, node: Node, gpu: Gpu) -> dict[int | None, list[Job]]:
+    """The running jobs on this GPU, by the slice they hold: a MIG instance's start, or None for the whole GPU
+    or a shared replica. Jobs in name order."""
+    out: dict[int | None, list[Job]] = {}
+    for name in sorted(view.holders(node.name, gpu.index)):
+        job = view.job(name)
+        if job is None:
+            continue
+        for start in {s.mig_start for s in job.placement if s.node == node.name and s.gpu == gpu.index}:
+            out.setdefault(start, []).append(job)
+    return out
 
 
 def vm_holders(node: Node, gpu: Gpu) -> list[str]:
@@ -37,8 +50,7 @@ def gpu_use(view: View, node: Node, gpu: Gpu) -> Use:
     if gpu.mode == "mig":
         instances = gpu.mig or ()
         model = get_catalog().model(gpu.model)
-        held = {s.mig_start for name in holders if (job := view.job(name)) is not None
-                for s in job.placement if s.node == node.name and s.gpu == gpu.index}
+        held = set(holders_by_slice(view, node, gpu))
         if not held:
             return "free"
         carved = sum(p.memory_slices for i in instances

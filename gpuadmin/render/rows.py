@@ -15,7 +15,7 @@ from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue
 from gpuadmin.model.places import slice_place
-from gpuadmin.render.overview import gpu_use, vm_holders
+from gpuadmin.render.overview import gpu_use, holders_by_slice, vm_holders
 
 Row = dict[str, Any]
 
@@ -37,10 +37,6 @@ def _mode_summary(node: Node) -> str:
 def _models(node: Node) -> str:
     counts = Counter(g.model for g in node.gpus)
     return ",".join(f"{n}x{model}" for model, n in sorted(counts.items()))
-
-
-def gpu_busy(view: View, node: Node, gpu: Gpu) -> bool:
-    return bool(view.holders(node.name, gpu.index)) or bool(gpu.vgpus) or gpu.vm is not None
 
 
 def node_row(view: View, node: Node) -> Row:
@@ -88,11 +84,10 @@ def gpu_row(view: View, node: Node, gpu: Gpu) -> Row:
 
 
 def _slices(view: View, node: Node, gpu: Gpu) -> Iterator[Row]:
-    holders = [j for j in (view.job(n) for n in sorted(view.holders(node.name, gpu.index))) if j is not None]
+    by_slice = holders_by_slice(view, node, gpu)
 
     def on(mig_start: int | None) -> list[Job]:
-        return [j for j in holders if any(s.node == node.name and s.gpu == gpu.index and s.mig_start == mig_start
-                                          for s in j.placement)]
+        return by_slice.get(mig_start, [])
 
     base = {"NODE": node.name, "GPU": gpu.index, "MODEL": gpu.model}
     model = get_catalog().model(gpu.model)
