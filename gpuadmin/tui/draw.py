@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from gpuadmin.render.text import safe
@@ -18,13 +19,23 @@ HELD = "reverse"
 FREE = "dim"
 
 
-def _fit(text: str, width: int) -> str:
-    text = safe(text)
+def shorten(text: str, width: int) -> str:
+    """`text` in exactly `width` terminal cells: padded, or cut with an ellipsis (wide characters counted)."""
     if width <= 0:
         return ""
-    if len(text) > width:
-        return text[: max(0, width - 1)] + "…" if width > 1 else text[:width]
-    return text.ljust(width)
+    if cell_len(text) <= width:
+        return text + " " * (width - cell_len(text))
+    out, used = "", 0
+    for char in text:
+        if used + cell_len(char) > width - 1:
+            break
+        out += char
+        used += cell_len(char)
+    return out + "…" + " " * (width - 1 - used)
+
+
+def _fit(text: str, width: int) -> str:
+    return shorten(safe(text), width)
 
 
 def _segment(line: Text, text: str, width: int, style: str) -> None:
@@ -186,4 +197,4 @@ def use_bar(counts: dict[str, int], width: int) -> Text:
     return bar
 
 
-__all__ = ["gpu_lines", "node_lines", "quota_bar", "topology_lines", "unwrapped", "use_bar"]
+__all__ = ["gpu_lines", "node_lines", "quota_bar", "shorten", "topology_lines", "unwrapped", "use_bar"]

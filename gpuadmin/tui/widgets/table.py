@@ -26,26 +26,13 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from gpuadmin.render.text import cell_text
+from gpuadmin.tui.draw import shorten
 
 Row = dict[str, Any]
 BACKGROUND_ROWS = 5_000  # above this, filter and sort run in a worker thread
 WIDTH_SAMPLE = 2_000  # rows read to size the columns
 MAX_CELL = 48  # a column is never wider than this; longer text ends in an ellipsis
 GUTTER = 2  # "> " or "* " before each row
-
-
-def shorten(text: str, width: int) -> str:
-    if width <= 0:
-        return ""
-    if cell_len(text) <= width:
-        return text + " " * (width - cell_len(text))
-    out, used = "", 0
-    for char in text:
-        if used + cell_len(char) > width - 1:
-            break
-        out += char
-        used += cell_len(char)
-    return out + "…" + " " * (width - 1 - used)
 
 
 @dataclass(frozen=True)
@@ -357,4 +344,4 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     return (1, str(value).casefold())
 
 
-__all__ = ["Fitted", "RowTable", "fit_columns", "shorten"]
+__all__ = ["Fitted", "RowTable", "fit_columns"]
