@@ -33,3 +33,17 @@ def state(tmp_path: Path) -> Path:
     result = gpuadmin("--state", path, "init", "--from", SAMPLES / "oci-h100.yaml")
     assert result.code == 0, result.err
     return path
+
+
+def hold_lock(state: Path, command: str, seconds: float) -> subprocess.Popen[str]:
+    """Another process holding the state's write lock for `seconds`, as `command`; returns once it holds it."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path; from gpuadmin.store import Store, login_identity;"
+         "s = Store.open(Path(sys.argv[1]));"
+         "cm = s.write_lock(login_identity(), sys.argv[2]); cm.__enter__();"
+         "print('locked', flush=True); time.sleep(float(sys.argv[3])); cm.__exit__(None, None, None)",
+         str(state), command, str(seconds)],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder

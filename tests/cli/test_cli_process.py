@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.cli.clikit import ROOT, SAMPLES, gpuadmin
+from tests.cli.clikit import ROOT, SAMPLES, gpuadmin, hold_lock
 
 REPARTITION = ROOT / "docs/examples/repartition.yaml"
 
@@ -97,15 +97,8 @@ def test_saved_plan_applies_when_current(state: Path, tmp_path: Path) -> None:
 
 
 def test_lock_held_exit_3_names_holder(state: Path) -> None:
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from gpuadmin.store import Store, login_identity;"
-         "s = Store.open(Path(sys.argv[1]));"
-         "cm = s.write_lock(login_identity(), 'gpuadmin apply -f big.yaml'); cm.__enter__();"
-         "print('locked', flush=True); time.sleep(30)", str(state)],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    holder = hold_lock(state, "gpuadmin apply -f big.yaml", 30)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         blocked = gpuadmin("--state", state, "apply", "-f", REPARTITION, "--yes")
         assert blocked.code == 3
         assert f"pid {holder.pid}" in blocked.err and "gpuadmin apply -f big.yaml" in blocked.err

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from gpuadmin.service import Conflict, Refused, Service
-from tests.cli.clikit import ROOT, gpuadmin
+from tests.cli.clikit import ROOT, gpuadmin, hold_lock
 
 NODES = [f"gpu-h100-{i:02d}" for i in range(1, 9)]
 
@@ -72,30 +72,16 @@ def test_a_rule_that_now_fails_refuses(state: Path) -> None:
 
 
 def test_a_held_lock_is_waited_for(state: Path, tmp_path: Path) -> None:
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from gpuadmin.store import Store, login_identity;"
-         "s = Store.open(Path(sys.argv[1]));"
-         "cm = s.write_lock(login_identity(), 'gpuadmin apply -f slow.yaml'); cm.__enter__();"
-         "print('locked', flush=True); time.sleep(1.5); cm.__exit__(None, None, None)", str(state)],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    holder = hold_lock(state, "gpuadmin apply -f slow.yaml", 1.5)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         change = tmp_path / "c.yaml"
         change.write_text("changes: [{op: cordon, node: gpu-h100-05}]\n", encoding="utf-8")
         waited = gpuadmin("--state", state, "apply", "-f", change, "--yes", "--wait", "20")
         assert waited.code == 0, waited.err
     finally:
         holder.wait(timeout=30)
-    locked = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from gpuadmin.store import Store, login_identity;"
-         "s = Store.open(Path(sys.argv[1]));"
-         "cm = s.write_lock(login_identity(), 'gpuadmin apply -f big.yaml'); cm.__enter__();"
-         "print('locked', flush=True); time.sleep(30)", str(state)],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    locked = hold_lock(state, "gpuadmin apply -f big.yaml", 30)
     try:
-        assert locked.stdout is not None and locked.stdout.readline().strip() == "locked"
         change.write_text("changes: [{op: cordon, node: gpu-h100-04}]\n", encoding="utf-8")
         gave_up = gpuadmin("--state", state, "apply", "-f", change, "--yes", "--wait", "0.5")
         assert gave_up.code == 3 and "waited 0.5 s" in gave_up.err and "big.yaml" in gave_up.err
