@@ -229,7 +229,7 @@ def queue_row(view: View, queue: Queue) -> Row:
         "QUOTA_GIB": queue.quota.gpu_memory_gib, "LIMIT_GIB": limit.gpu_memory_gib if limit else None,
         "USED_GIB": round(used.gpu_memory_gib, 1), "WEIGHT": queue.over_quota_weight,
         "PRIORITY": queue.priority,
-        # both resources in one string, for the console's quota bars
+        # both resources in one cell, as the console's queue table shows them
         "QUOTA": _fmt_res(queue.quota.gpus, queue.quota.gpu_memory_gib),
         "LIMIT": _fmt_res(limit.gpus, limit.gpu_memory_gib) if limit else "-",
     }

@@ -172,27 +172,22 @@ def _preempt_job(session: Session, row: Row | None) -> Items:
     return [{"op": "preempt-job", "name": str(row["NAME"])}]
 
 
-def _gpus_of(text: str | None) -> dict[str, Any] | None:
-    """`"32 GPU"` (a listing's cell) or `32` -> {"gpus": 32}; empty -> None."""
-    if text is None or text == "" or text == "-":
-        return None
-    try:
-        return {"gpus": int(str(text).split()[0])}
-    except ValueError:
-        raise ValueError(f"a GPU count, not {text!r}") from None
+def _text(value: Any) -> str:
+    """A row's number as a form field's starting text ("" for none)."""
+    return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _quota(session: Session, row: Row | None) -> FormSpec:
     assert row is not None
     queue = str(row["NAME"])
     return FormSpec(f"queue {queue}", [
-        Field("quota", "deserved quota (GPUs)", default=str(row.get("QUOTA", "")).split(" ")[0]),
-        Field("limit", "limit (GPUs, with borrowing)", default=str(row.get("LIMIT", "-")).split(" ")[0],
+        Field("quota", "deserved quota (GPUs)", "int", default=_text(row.get("QUOTA_GPUS"))),
+        Field("limit", "limit (GPUs, with borrowing)", "int", default=_text(row.get("LIMIT_GPUS")),
               required=False),
         Field("weight", "over-quota weight", "float", default=str(row.get("WEIGHT", "")), required=False),
         Field("priority", "priority", "int", default=str(row.get("PRIORITY", "")), required=False),
-    ], lambda v: [{"op": "set-quota", "queue": queue, "quota": _gpus_of(v["quota"]),
-                   **({"limit": _gpus_of(v["limit"])} if v["limit"] not in (None, "-") else {}),
+    ], lambda v: [{"op": "set-quota", "queue": queue, "quota": {"gpus": v["quota"]},
+                   **({"limit": {"gpus": v["limit"]}} if v["limit"] is not None else {}),
                    **({"over_quota_weight": v["weight"]} if v["weight"] is not None else {}),
                    **({"priority": v["priority"]} if v["priority"] is not None else {})}])
 

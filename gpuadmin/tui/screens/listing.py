@@ -42,21 +42,12 @@ NODE_THINGS = {"nodes", "gpus", "slices"}
 BAR = 16
 
 
-def _gpus_of(text: str) -> float | None:
-    """`"32 GPU 100 GiB"` -> 32.0: the GPU figure of a quota or limit cell."""
-    parts = text.split()
-    if len(parts) >= 2 and parts[1] == "GPU":
-        return float(parts[0])
-    return None
-
-
 def console_rows(kind: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What the console adds to a listing's rows: the queue's quota bar, the slice's GPU name, the job's
     placement-or-reason."""
     if kind == "queues":
         for row in rows:
-            row["USE"] = quota_bar(float(row["USED_GPUS"]), _gpus_of(str(row["QUOTA"])),
-                                   _gpus_of(str(row["LIMIT"])), BAR)
+            row["USE"] = quota_bar(float(row["USED_GPUS"]), row["QUOTA_GPUS"], row["LIMIT_GPUS"], BAR)
     elif kind == "slices":
         for row in rows:
             row["GPU_NAME"] = f"{row['NODE']}/{row['GPU']}"
