@@ -9,7 +9,7 @@ shown next to its field and nothing is submitted.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from rich.text import Text
@@ -43,7 +43,6 @@ class FormSpec:
     fields: Sequence[Field]
     build: Callable[[dict[str, Any]], Items]  # values -> change items; ValueError names what is wrong
     note: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def read_value(spec: Field, raw: str) -> Any:
