@@ -58,8 +58,8 @@ def test_first_run_creates_the_default_state_and_says_so(tmp_path: Path) -> None
     assert again.code == 0 and "First run" not in again.err, "only the first run creates and says so"
 
 
-def test_bare_gpuadmin_is_the_console(tmp_path: Path) -> None:
-    """With no command, gpuadmin starts `tui`: shown here by its options reaching the console."""
+def test_an_unknown_theme_is_refused_naming_ours(tmp_path: Path) -> None:
+    """(Bare `gpuadmin`, with only global options, opening the console is driven in tests/e2e.)"""
     result = gpuadmin("tui", "--theme", "no-such-theme", env=_env(tmp_path))
     assert result.code == 2 and "unknown theme 'no-such-theme'" in result.err and "gpuadmin-dark" in result.err
 
