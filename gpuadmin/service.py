@@ -65,7 +65,7 @@ MIG_PARTED_DEFAULTS = Path(__file__).resolve().parent / "samples" / "mig-parted-
 _ADMIN_OPS = {"add-node", "remove-node", "add-queue", "remove-queue", "set-quota", "repair-node"}
 # What a plan may only do with an admin, whichever op does it (`restore`, which undo and import are made of,
 # can do any of them): add or remove a node, change a queue, or change a node's inventory facts.
-_NODE_FACTS = ("platform", "shape", "cpus", "memory_gib", "rdma", "labels", "nvlink", "vsphere")
+_NODE_FACTS = ("platform", "orchestrator", "shape", "cpus", "memory_gib", "rdma", "labels", "nvlink", "vsphere")
 _GPU_FACTS = ("index", "model", "not_in_catalog")
 
 

@@ -1,8 +1,8 @@
 """The k8s-device-plugin / GFD sharing config (`version: v1`) as a ConfigMap, and the per-node labels.
 
-One ConfigMap key per Kubernetes node with GPUs, `gpuadmin-<node>`, selected by the node label
-`nvidia.com/device-plugin.config`; `nvidia.com/mig.config` names the node's mig-parted config
-(`gpuadmin-<node>`, or `all-disabled` without MIG). Per node:
+One ConfigMap key per Kubernetes node with GPUs (`orchestrator: kubernetes`), `gpuadmin-<node>`, selected
+by the node label `nvidia.com/device-plugin.config`; `nvidia.com/mig.config` names the node's mig-parted
+config (`gpuadmin-<node>`, or `all-disabled` without MIG). Per node:
 
 - `flags.migStrategy`: `none` without MIG; `single` when every GPU is MIG with one and the same profile;
   else `mixed`;
@@ -106,7 +106,7 @@ def node_config(node: Node, warnings: list[str] | None = None) -> dict[str, Any]
 
 
 def _k8s_gpu_nodes(nodes: list[Node]) -> list[Node]:
-    return sorted((n for n in nodes if n.platform == "kubernetes" and n.gpus), key=lambda n: n.name)
+    return sorted((n for n in nodes if n.kubernetes and n.gpus), key=lambda n: n.name)
 
 
 def export_device_plugin(

@@ -1,4 +1,6 @@
-"""`kubectl get nodes -o json` (a v1 List of Nodes, or one Node) → Nodes of platform `kubernetes`.
+"""`kubectl get nodes -o json` (a v1 List of Nodes, or one Node) → Kubernetes nodes (`orchestrator:
+kubernetes`) on `platform: baremetal` — a Node object does not say whether the machine under the kubelet is
+bare metal; an ESXi host is never a Kubernetes node itself.
 
 Read from each Node: `metadata.name`, `metadata.labels` (kept as they are), `spec.unschedulable`
 (→ state `cordoned`), `status.capacity` cpu and memory, and the GPU Feature Discovery labels:
@@ -128,7 +130,8 @@ def _node(item: Any, index: int, file: str, warnings: list[str]) -> Node:
     gpus = _gpus(name, labels, where, file, warnings)
     return Node(
         name=name,
-        platform="kubernetes",
+        platform="baremetal",
+        orchestrator="kubernetes",
         labels=labels,
         state=state,
         gpus=gpus,

@@ -34,7 +34,7 @@ from gpuadmin.adapters._common import (
 )
 from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog, Rdma
-from gpuadmin.model.inventory import NvlinkKind, Platform
+from gpuadmin.model.inventory import NvlinkKind, Orchestrator, Platform
 
 _RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
 
@@ -192,6 +192,7 @@ def import_local(
     *,
     nvml: Any = None,
     platform: Platform = "baremetal",
+    orchestrator: Orchestrator = "none",
     sys_root: str | Path = "/sys",
     rdma_network: str | None = None,
 ) -> ImportResult:
@@ -257,6 +258,7 @@ def import_local(
     node = Node(
         name=node_name or socket.gethostname().split(".")[0],
         platform=platform,
+        orchestrator=orchestrator,
         cpus=cpus,
         memory_gib=memory_gib,
         rdma=rdma,

@@ -37,7 +37,7 @@ from gpuadmin.adapters._common import (
 from gpuadmin.catalog import GpuModel, get_catalog, normalize_pci_device_id
 from gpuadmin.engine.mig import compute_instance_problems
 from gpuadmin.model import Gpu, Node, NotInCatalog
-from gpuadmin.model.inventory import NvlinkKind, Platform
+from gpuadmin.model.inventory import NvlinkKind, Orchestrator, Platform
 
 MAX_BYTES = 64 * 1024 * 1024
 KNOWN_DTD_VERSIONS = (11, 12, 13)
@@ -361,7 +361,12 @@ def _nvlink(gpus: list[ET.Element]) -> NvlinkKind | None:
 
 
 def parse_nvidia_smi(
-    data: bytes | str, node_name: str, *, platform: Platform = "baremetal", file: str = "<nvidia-smi>"
+    data: bytes | str,
+    node_name: str,
+    *,
+    platform: Platform = "baremetal",
+    orchestrator: Orchestrator = "none",
+    file: str = "<nvidia-smi>",
 ) -> ImportResult:
     """`nvidia-smi -q -x` output as a Node named `node_name`; `InputError` with file:line on bad input."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -391,11 +396,13 @@ def parse_nvidia_smi(
         )
     memory: dict[int, int] = {}
     gpus = [_gpu(element, index, parsed, file, warnings, memory) for index, element in enumerate(elements)]
-    node = Node(name=node_name, platform=platform, gpus=gpus, nvlink=_nvlink(elements))
+    node = Node(name=node_name, platform=platform, orchestrator=orchestrator, gpus=gpus, nvlink=_nvlink(elements))
     return ImportResult(node, warnings, memory)
 
 
-def import_nvidia_smi(path: str | Path, node_name: str, platform: Platform = "baremetal") -> ImportResult:
+def import_nvidia_smi(
+    path: str | Path, node_name: str, platform: Platform = "baremetal", orchestrator: Orchestrator = "none"
+) -> ImportResult:
     """Read an `nvidia-smi -q -x` file (see `parse_nvidia_smi`)."""
     file = str(path)
     try:
@@ -405,4 +412,4 @@ def import_nvidia_smi(path: str | Path, node_name: str, platform: Platform = "ba
         data = Path(path).read_bytes()
     except OSError as exc:
         raise input_error(f"cannot read: {exc.strerror or exc}", file) from None
-    return parse_nvidia_smi(data, node_name, platform=platform, file=file)
+    return parse_nvidia_smi(data, node_name, platform=platform, orchestrator=orchestrator, file=file)

@@ -199,16 +199,18 @@ def export_pods(
 ) -> list[dict[str, Any]]:
     """The shared PVC, then the manifests of every pending and running job (by name).
 
-    `nodes` is used to warn about running jobs placed on nodes that are not Kubernetes nodes.
+    `nodes` is used to warn about running jobs placed on nodes no Kubernetes schedules on
+    (`orchestrator: none`): their pods could not be bound there.
     """
-    platforms = {n.name: n.platform for n in nodes or ()}
+    orchestrators = {n.name: n.orchestrator for n in nodes or ()}
     out: list[dict[str, Any]] = [shared_pvc(pvc, namespace, storage_class=storage_class)]
     for job in sorted(jobs, key=lambda j: j.name):
         if job.status not in ("pending", "running"):
             continue
         for slot in job.placement:
-            if platforms and platforms.get(slot.node, "kubernetes") != "kubernetes" and warnings is not None:
-                warnings.append(f"job {job.name} runs on {slot.node}, a {platforms[slot.node]} node")
+            if orchestrators.get(slot.node, "kubernetes") != "kubernetes" and warnings is not None:
+                warnings.append(f"job {job.name} runs on {slot.node}, which is not a Kubernetes node "
+                                f"(orchestrator: {orchestrators[slot.node]})")
                 break
         out += job_manifests(job, namespace=namespace, image=image, pvc=pvc, queue_system=queue_system)
     return out

@@ -16,6 +16,7 @@ from gpuadmin.errors import ExitCode
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
     from gpuadmin.model import Node
+    from gpuadmin.model.inventory import Orchestrator, Platform
 
 
 def _warn(warnings: list[str]) -> None:
@@ -23,12 +24,26 @@ def _warn(warnings: list[str]) -> None:
         sys.stderr.write(f"gpuadmin: warning: {warning}\n")
 
 
+def _host(args: argparse.Namespace) -> tuple[Platform, Orchestrator]:
+    """`--platform` and `--orchestrator` as the node's fields; `--platform kubernetes` is the old spelling of
+    `--platform baremetal --orchestrator kubernetes`."""
+    from gpuadmin.model.diagnostics import Diagnostic, InputError
+
+    if args.platform == "kubernetes":
+        return "baremetal", "kubernetes"
+    if args.platform == "vsphere" and args.orchestrator == "kubernetes":
+        raise InputError([Diagnostic("--orchestrator kubernetes does not go with --platform vsphere: an ESXi host "
+                                     "runs no pods itself; the Kubernetes nodes there are its VMs")])
+    return args.platform, args.orchestrator
+
+
 def _imported_nodes(args: argparse.Namespace) -> list[Node]:
     from gpuadmin import adapters
 
     warnings: list[str] = []
     if args.source == "nvidia-smi":
-        result = adapters.import_nvidia_smi(args.file, args.node, platform=args.platform)
+        platform, orchestrator = _host(args)
+        result = adapters.import_nvidia_smi(args.file, args.node, platform=platform, orchestrator=orchestrator)
         node = result.node
         warnings += result.warnings
         if args.topo is not None:
@@ -40,7 +55,9 @@ def _imported_nodes(args: argparse.Namespace) -> list[Node]:
         nodes, more = adapters.read_kube_nodes(args.file)
         warnings += more
     else:
-        result = adapters.import_local(args.node, platform=args.platform, rdma_network=args.rdma_network)
+        platform, orchestrator = _host(args)
+        result = adapters.import_local(args.node, platform=platform, orchestrator=orchestrator,
+                                       rdma_network=args.rdma_network)
         nodes = [result.node]
         warnings += result.warnings
     _warn(warnings)
@@ -124,7 +141,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         parser.add_argument("--apply", action="store_true", help="plan and apply the import at once")
         parser.add_argument("--yes", action="store_true")
         if parser is not kube:
-            parser.add_argument("--platform", choices=("baremetal", "vsphere", "kubernetes"), default="baremetal")
+            parser.add_argument("--platform", choices=("baremetal", "vsphere", "kubernetes"), default="baremetal",
+                                help="the node's hardware place (kubernetes: deprecated, means baremetal "
+                                     "with --orchestrator kubernetes)")
+            parser.add_argument("--orchestrator", choices=("kubernetes", "none"), default="none",
+                                help="who schedules pods on the node: kubernetes (a worker node) or none")
             parser.add_argument("--rdma-network", default=None, help="RDMA network name for the node's NICs")
         if parser is smi:
             parser.add_argument("--rdma-gbps", type=int, default=None, help="RDMA NIC speed (with --topo)")

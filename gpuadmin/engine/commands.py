@@ -102,7 +102,7 @@ def _node_commands(before: Node | None, after: Node) -> list[str]:
     old = {g.index: g for g in before.gpus} if before is not None else {}
     for gpu in after.gpus:
         out += _gpu_commands(after, old.get(gpu.index), gpu)
-    if after.platform == "kubernetes":
+    if after.kubernetes:
         had_mig = before is not None and any(g.mode == "mig" for g in before.gpus)
         has_mig = any(g.mode == "mig" for g in after.gpus)
         mig_changed = before is None or [g.mig for g in before.gpus] != [g.mig for g in after.gpus] or [

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from gpuadmin.catalog import get_catalog
 
-Platform = Literal["baremetal", "vsphere", "kubernetes"]
+Platform = Literal["baremetal", "vsphere"]  # where the node's hardware is: a physical host, or an ESXi host
+Orchestrator = Literal["kubernetes", "none"]  # who places pods on it: Kubernetes (a worker node), or nobody
 NodeState = Literal["ready", "cordoned", "draining", "down"]
 GpuMode = Literal["full", "mig", "time-sliced", "vgpu", "passthrough"]
 NvlinkKind = Literal["nvswitch", "pairs", "none"]
@@ -121,8 +122,16 @@ class Vm(StrictModel):
 
 
 class Node(StrictModel):
+    """A host. `platform` is its hardware place, `orchestrator` who schedules pods on it: an OCI
+    `BM.GPU.H100.8` OKE worker is `platform: baremetal` + `orchestrator: kubernetes`.
+
+    `platform: kubernetes` is the old spelling of exactly that, still read (inventories, stored states and
+    journal entries written before the two were separate) and normalised here, so nothing else sees it.
+    """
+
     name: Name
     platform: Platform
+    orchestrator: Orchestrator = "none"
     shape: Name | None = None
     cpus: PosInt | None = None
     memory_gib: PosInt | None = None
@@ -134,6 +143,36 @@ class Node(StrictModel):
     gpus: list[Gpu] = Field(default_factory=list)
     device_groups: list[DeviceGroup] = Field(default_factory=list)
     vms: list[Vm] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_kubernetes_platform(cls, value: object) -> object:
+        """`platform: kubernetes` (deprecated) → `platform: baremetal` + `orchestrator: kubernetes`."""
+        if not isinstance(value, dict) or value.get("platform") != "kubernetes":
+            return value
+        if value.get("orchestrator", "kubernetes") != "kubernetes":
+            raise ValueError(
+                f"platform: kubernetes (the old spelling of platform: baremetal + orchestrator: kubernetes) "
+                f"contradicts orchestrator: {value['orchestrator']}"
+            )
+        return {**value, "platform": "baremetal", "orchestrator": "kubernetes"}
+
+    @field_validator("orchestrator")
+    @classmethod
+    def _kubernetes_runs_on_the_host(cls, orchestrator: Orchestrator, info: ValidationInfo) -> Orchestrator:
+        # On vSphere the Kubernetes nodes are the host's VMs, not the ESXi host: the host itself runs no pods
+        if orchestrator == "kubernetes" and info.data.get("platform") == "vsphere":
+            raise ValueError(
+                "orchestrator: kubernetes is not allowed with platform: vsphere: an ESXi host runs no pods "
+                "itself; the Kubernetes nodes there are its VMs (their GPUs are the host's passthrough GPUs, "
+                "device groups or vGPUs)"
+            )
+        return orchestrator
+
+    @property
+    def kubernetes(self) -> bool:
+        """Kubernetes schedules pods on this node (device-plugin configs, node labels and pods apply)."""
+        return self.orchestrator == "kubernetes"
 
     @model_validator(mode="after")
     def _shape_defaults(self) -> Node:

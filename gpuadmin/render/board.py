@@ -65,7 +65,8 @@ def node_board(view: View, node: Node) -> dict[str, Any]:
     if node.rdma and node.gpus and node.rdma.nics % len(node.gpus) == 0:
         nics_per_gpu = node.rdma.nics // len(node.gpus)
     return {
-        "name": node.name, "platform": node.platform, "state": node.state, "shape": node.shape,
+        "name": node.name, "platform": node.platform, "orchestrator": node.orchestrator, "state": node.state,
+        "shape": node.shape,
         "nvlink": node.nvlink_kind, "domains": _domains(node),
         "rdma": None if node.rdma is None else {"nics": node.rdma.nics, "gbps": node.rdma.gbps,
                                                 "network": node.rdma.network},

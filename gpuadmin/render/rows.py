@@ -43,7 +43,8 @@ def node_row(view: View, node: Node) -> Row:
     uses = Counter(gpu_use(view, node, g) for g in node.gpus)
     rdma = f"{node.rdma.nics}x{node.rdma.gbps}G {node.rdma.network}" if node.rdma else "-"
     return {
-        "NAME": node.name, "PLATFORM": node.platform, "STATE": node.state, "GPUS": len(node.gpus),
+        "NAME": node.name, "PLATFORM": node.platform, "ORCHESTRATOR": node.orchestrator, "STATE": node.state,
+        "GPUS": len(node.gpus),
         "FREE": uses["free"], "PARTLY_USED": uses["partly used"], "FULL": uses["full"],
         "USED": len(node.gpus) - uses["free"],  # any part held (the console's column)
         "MODELS": _models(node), "MODES": _mode_summary(node),
@@ -279,7 +280,9 @@ JOURNAL = Listing("entry", ("ID", "REVISION", "AT", "ACTOR", "ORIGIN", "OUTCOME"
 
 
 LISTINGS: dict[str, Listing] = {
-    "nodes": Listing("node", ("NAME", "PLATFORM", "STATE", "GPUS", "FREE", "PARTLY_USED", "FULL", "MODES", "RDMA"),
+    # ORCHESTRATOR is the table's last column: a terminal of 80 drops it first and keeps what it showed before
+    "nodes": Listing("node", ("NAME", "PLATFORM", "STATE", "GPUS", "FREE", "PARTLY_USED", "FULL", "MODES", "RDMA",
+                              "ORCHESTRATOR"),
                      ("MODELS", "SHAPE", "CPUS", "MEMORY_GIB", "NVLINK", "LABELS"), _node_rows),
     "gpus": Listing("gpu", ("NODE", "GPU", "MODEL", "MODE", "LAYOUT", "USE", "HOLDERS"),
                     ("MEMORY_MIB", "NODE_STATE"), _gpu_rows),

@@ -123,12 +123,17 @@ def _mig_lines(gpu: dict[str, Any], body: int) -> list[Text]:
     return [memory, sm, jobs]
 
 
+def _host(board: dict[str, Any]) -> str:
+    """The node's hardware place, and Kubernetes where it schedules pods there: `baremetal + kubernetes`."""
+    return str(board["platform"]) + (f" + {board['orchestrator']}" if board["orchestrator"] != "none" else "")
+
+
 def node_lines(board: dict[str, Any], width: int) -> list[Text]:
     """A node's header facts, its NVLink domains and device groups, then every GPU drawn."""
     lines: list[Text] = []
     head = Text()
     head.append(safe(board["name"]), style="bold")
-    head.append(f"  {board['platform']}  state {board['state']}")
+    head.append(f"  {_host(board)}  state {board['state']}")
     if board.get("shape"):
         head.append(f"  {safe(board['shape'])}")
     lines.append(head)
@@ -141,7 +146,7 @@ def node_lines(board: dict[str, Any], width: int) -> list[Text]:
 
 def topology_lines(board: dict[str, Any], width: int) -> list[Text]:
     """A node's NVLink domains (NVSwitch board, bridged pairs), device groups with their VMs, NICs."""
-    out = [Text.assemble((safe(board["name"]), "bold"), f"  {board['platform']}  {board['state']}")]
+    out = [Text.assemble((safe(board["name"]), "bold"), f"  {_host(board)}  {board['state']}")]
     label = {"nvswitch": "NVSwitch domain", "pairs": "NVLink pair", "none": "no NVLink"}[board["nvlink"]]
     for domain in board["domains"]:
         out.append(Text(f"  {label}: [" + " ".join(str(i) for i in domain) + "]"))

@@ -211,7 +211,7 @@ def _add_node(session: Session, row: Row | None) -> FormSpec:
     choices = session.call(lambda: session.service.choices())
 
     def build(v: dict[str, Any]) -> Items:
-        node: dict[str, Any] = {"name": v["name"], "platform": v["platform"]}
+        node: dict[str, Any] = {"name": v["name"], "platform": v["platform"], "orchestrator": v["orchestrator"]}
         gpus = v["gpus"] or 0
         if v["shape"]:
             node["shape"] = v["shape"]
@@ -225,7 +225,9 @@ def _add_node(session: Session, row: Row | None) -> FormSpec:
 
     return FormSpec("add a node", [
         Field("name", "name"),
-        Field("platform", "platform", "choice", ("baremetal", "vsphere", "kubernetes"), default="baremetal"),
+        Field("platform", "platform", "choice", ("baremetal", "vsphere"), default="baremetal"),
+        Field("orchestrator", "orchestrator (kubernetes: a worker node)", "choice", ("none", "kubernetes"),
+              default="none"),
         Field("shape", "shape (fills CPUs, memory, NVLink)", "choice", choices["shapes"], required=False),
         Field("model", "GPU model", "choice", choices["models"], required=False),
         Field("gpus", "GPUs", "int", required=False),

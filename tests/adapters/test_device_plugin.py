@@ -17,7 +17,7 @@ def _a100_equivalent() -> Node:
     instances of each listed profile time-sliced ×2/×2/×3/×7."""
     return Node(
         name="a100-40gb",
-        platform="kubernetes",
+        platform="baremetal", orchestrator="kubernetes",
         gpus=[
             Gpu(index=0, model="A100-SXM4-40GB", mode="time-sliced", replicas=8),
             Gpu(
@@ -44,7 +44,7 @@ def _a100_equivalent() -> Node:
 def _t4_equivalent() -> Node:  # no T4 in the catalog: an A10, also not MIG-capable
     return Node(
         name="tesla-t4",
-        platform="kubernetes",
+        platform="baremetal", orchestrator="kubernetes",
         gpus=[Gpu(index=0, model="A10", mode="time-sliced", replicas=4)],
     )
 
@@ -83,7 +83,7 @@ def test_export_has_the_structure_of_the_real_file() -> None:
 def test_strategies_and_mps() -> None:
     single = Node(
         name="s",
-        platform="kubernetes",
+        platform="baremetal", orchestrator="kubernetes",
         gpus=[
             Gpu(
                 index=i,
@@ -102,11 +102,11 @@ def test_strategies_and_mps() -> None:
         "flags": {"migStrategy": "single"},
         "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}},
     }
-    plain = Node(name="p", platform="kubernetes", gpus=[Gpu(index=0, model="H100-SXM5-80GB")])
+    plain = Node(name="p", platform="baremetal", orchestrator="kubernetes", gpus=[Gpu(index=0, model="H100-SXM5-80GB")])
     assert node_config(plain) == {"version": "v1", "flags": {"migStrategy": "none"}}
     mps = Node(
         name="m",
-        platform="kubernetes",
+        platform="baremetal", orchestrator="kubernetes",
         gpus=[Gpu(index=0, model="L40S", mode="time-sliced", replicas=6, sharing="mps")],
     )
     assert node_config(mps)["sharing"] == {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 6}]}}
@@ -115,7 +115,7 @@ def test_strategies_and_mps() -> None:
 def test_per_node_only_warnings() -> None:
     node = Node(
         name="w",
-        platform="kubernetes",
+        platform="baremetal", orchestrator="kubernetes",
         gpus=[
             Gpu(index=0, model="A10", mode="time-sliced", replicas=2),
             Gpu(index=1, model="A10", mode="time-sliced", replicas=4),

@@ -19,7 +19,8 @@ def test_real_gfd_labels_h100_mixed_all_balanced(tmp_path: Path) -> None:
     nodes = import_kube_nodes(path)
     assert len(nodes) == 1
     node = nodes[0]
-    assert node.name == "s4124-0073" and node.platform == "kubernetes" and node.state == "ready"
+    assert node.name == "s4124-0073" and node.state == "ready"
+    assert (node.platform, node.orchestrator) == ("baremetal", "kubernetes")  # a Kubernetes node
     assert node.cpus == 96 and node.memory_gib == 1008  # 1056765716Ki
     assert len(node.gpus) == 1 and node.gpus[0].model == "H100-SXM5-80GB" and node.gpus[0].mode == "mig"
     assert [(i.profile, i.start) for i in node.gpus[0].mig or ()] == [

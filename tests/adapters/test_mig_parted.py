@@ -115,7 +115,7 @@ def test_all_balanced_real_numbers() -> None:
 
 def test_h200_nvl_has_no_all_1g35gb_entry() -> None:
     spec = read_mig_parted(MIG_PARTED)
-    node = Node(name="h", platform="kubernetes", gpus=[Gpu(index=0, model="H200-NVL-141GB")])
+    node = Node(name="h", platform="baremetal", orchestrator="kubernetes", gpus=[Gpu(index=0, model="H200-NVL-141GB")])
     warnings: list[str] = []
     assert mig_parted_layouts(spec, "all-1g.35gb", node, warnings) == {}
     assert any("no entry" in w for w in warnings)
@@ -124,7 +124,7 @@ def test_h200_nvl_has_no_all_1g35gb_entry() -> None:
 def _node() -> Node:
     return Node(
         name="gpu-h100-01",
-        platform="kubernetes",
+        platform="baremetal", orchestrator="kubernetes",
         gpus=[
             Gpu(index=0, model="H100-SXM5-80GB"),
             Gpu(
@@ -145,7 +145,7 @@ def _node() -> Node:
 
 def test_export_golden_and_round_trip() -> None:
     node = _node()
-    exported = export_mig_parted([node, Node(name="cpu-only", platform="kubernetes")])
+    exported = export_mig_parted([node, Node(name="cpu-only", platform="baremetal", orchestrator="kubernetes")])
     golden("mig-parted", exported)
     assert list(exported["mig-configs"]) == ["all-disabled", "gpuadmin-gpu-h100-01"]
     entries = exported["mig-configs"]["gpuadmin-gpu-h100-01"]
@@ -256,6 +256,6 @@ def test_compute_instance_profiles_round_trip_as_one_ci_per_gi() -> None:
     assert layout is not None
     assert [(i.profile, i.start, i.compute_instances) for i in layout] == [
         ("3g.40gb", 0, ["1c.3g.40gb"]), ("3g.40gb", 4, ["1c.3g.40gb"])]
-    node = Node(name="n", platform="kubernetes", gpus=[{"index": 0, "model": h100.name, "mode": "mig",
+    node = Node(name="n", platform="baremetal", gpus=[{"index": 0, "model": h100.name, "mode": "mig",
                                                         "mig": [i.model_dump() for i in layout]}])
     assert export_mig_parted([node])["mig-configs"]["gpuadmin-n"][0]["mig-devices"] == {"1c.3g.40gb": 2}

@@ -24,9 +24,9 @@ def test_h100_hgx_eight_gpus_no_mig() -> None:
 
 def test_a100_mig_four_1g20gb_and_attached_gpus_quirk() -> None:
     fixture_bytes(A100_XML.name)
-    result = import_nvidia_smi(A100_XML, "a100-node", platform="kubernetes")
+    result = import_nvidia_smi(A100_XML, "a100-node", platform="baremetal", orchestrator="kubernetes")
     node = result.node
-    assert node.platform == "kubernetes"
+    assert (node.platform, node.orchestrator) == ("baremetal", "kubernetes")
     assert len(node.gpus) == 1
     gpu = node.gpus[0]
     assert gpu.model == "A100-SXM4-80GB" and gpu.mode == "mig"

@@ -194,7 +194,7 @@ QUEUES = [
 NODES = [
     Node(
         name="gpu-h100-01",
-        platform="kubernetes",
+        platform="baremetal", orchestrator="kubernetes",
         gpus=[
             Gpu(index=0, model="H100-SXM5-80GB"),
             Gpu(
@@ -208,7 +208,7 @@ NODES = [
     ),
     Node(
         name="gpu-h100-02",
-        platform="kubernetes",
+        platform="baremetal", orchestrator="kubernetes",
         gpus=[Gpu(index=i, model="H100-SXM5-80GB") for i in range(8)],
     ),
 ]

@@ -157,7 +157,7 @@ def test_mig_parted_export_writes_what_it_can_and_warns_for_the_rest() -> None:
 
 
 def test_mig_parted_export_of_a_single_narrow_compute_instance_uses_the_ci_name() -> None:
-    node = Node.model_validate({"name": "n", "platform": "kubernetes", "gpus": [
+    node = Node.model_validate({"name": "n", "platform": "baremetal", "orchestrator": "kubernetes", "gpus": [
         {"index": 0, "model": "H100-SXM5-80GB", "mode": "mig",
          "mig": [{"profile": "3g.40gb", "start": 4, "compute_instances": ["2c.3g.40gb"]}]}]})
     warnings: list[str] = []
@@ -166,7 +166,7 @@ def test_mig_parted_export_of_a_single_narrow_compute_instance_uses_the_ci_name(
 
 
 def test_device_plugin_warns_for_time_slicing_on_a_split_gpu_instance() -> None:
-    node = Node.model_validate({"name": "k", "platform": "kubernetes", "gpus": [
+    node = Node.model_validate({"name": "k", "platform": "baremetal", "orchestrator": "kubernetes", "gpus": [
         {"index": 0, "model": "H200-SXM5-141GB", "mode": "mig", "mig": [
             {"profile": "3g.71gb", "start": 0, "replicas": 4},
             {"profile": "3g.71gb", "start": 4, "replicas": 2, "compute_instances": ["1c.3g.71gb", "1c.3g.71gb"]}]}]})

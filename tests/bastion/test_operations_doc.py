@@ -51,8 +51,8 @@ def _probes() -> list[tuple[str, str, list[Any], list[EntityDiff]]]:
          [EntityDiff("node", "n", None, _NODE)]),
         ("a plan that changes a queue, by any op", "apply", restore,
          [EntityDiff("queue", "q", {"name": "q"}, {"name": "q", "priority": 1})]),
-        ("a plan that changes a node's inventory facts (platform, shape, CPUs, memory, RDMA, labels, NVLink, "
-         "vSphere version, GPU models), by any op", "apply", restore,
+        ("a plan that changes a node's inventory facts (platform, orchestrator, shape, CPUs, memory, RDMA, labels, "
+         "NVLink, vSphere version, GPU models), by any op", "apply", restore,
          [EntityDiff("node", "n", _NODE, {**_NODE, "cpus": 128})]),
     ]
     return probes

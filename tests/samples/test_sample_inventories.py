@@ -181,7 +181,7 @@ def test_vsphere_versions_and_hardware_versions() -> None:
 
 def test_k8s_mixed_pool() -> None:
     inv = _inv("k8s-mixed.yaml")
-    assert all(n.platform == "kubernetes" for n in inv.nodes)
+    assert all((n.platform, n.orchestrator) == ("baremetal", "kubernetes") for n in inv.nodes)
     models = {g.model for n in inv.nodes for g in n.gpus}
     assert {"A100-SXM4-40GB", "A100-SXM4-80GB", "A30", "H200-SXM5-141GB"} <= models
     for node in inv.nodes:

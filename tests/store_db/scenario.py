@@ -83,7 +83,8 @@ def edit_for(state: ClusterState, k: int) -> View:
         view.put_node("n2", n.model_copy(update={"labels": {**n.labels, "rev": str(k)}}))
     if k % 7 == 0:
         view.put_node(
-            f"extra{k}", Node(name=f"extra{k}", platform="kubernetes", gpus=[Gpu(index=0, model="A30")])
+            f"extra{k}",
+            Node(name=f"extra{k}", platform="baremetal", orchestrator="kubernetes", gpus=[Gpu(index=0, model="A30")]),
         )
         if view.node(f"extra{k - 7}") is not None:
             view.put_node(f"extra{k - 7}", None)

@@ -113,7 +113,7 @@ def test_put_and_remove_nodes_queues_and_running_jobs(store: Store) -> None:
     state = store.load()
     view = View(state)
     view.put_node("n3", None)
-    view.put_node("new", Node(name="new", platform="kubernetes"))
+    view.put_node("new", Node(name="new", platform="baremetal", orchestrator="kubernetes"))
     view.put_queue("q1", None)
     view.put_queue("qq", Queue(name="qq", quota=Resources(gpus=3)))
     r0 = state.jobs["r0"]

@@ -215,7 +215,7 @@ async def test_cordon_from_a_node_screen(state_dir: Path) -> None:
         await press(pilot, "y")
         await settle(pilot)
         assert isinstance(app.screen, NodeScreen)
-        assert static_text(app, "#node").startswith("a30-01  kubernetes  state cordoned")
+        assert static_text(app, "#node").startswith("a30-01  baremetal + kubernetes  state cordoned")
         assert "rev 1" in header(app)
 
 

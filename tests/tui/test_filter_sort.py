@@ -79,7 +79,8 @@ async def test_filter_nodes_by_label_and_column() -> None:
                                                               "gpu-h100-11"]),
                                ("pool=training,state!=cordoned", ["gpu-h100-01", "gpu-h100-02"]),
                                ("vsphere.cluster=hgx-train", ["esx-hgx-02"]),
-                               ("platform=kubernetes", ["a30-01"]),
+                               ("orchestrator=kubernetes", ["a30-01"]),
+                               ("platform=vsphere", ["esx-hgx-02"]),
                                ("state=cordoned", ["gpu-h100-11"]),
                                ("!h100", ["a30-01", "esx-hgx-02"])):
             await filter_rows(pilot, text)

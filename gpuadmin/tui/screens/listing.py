@@ -31,7 +31,7 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 }
 # the listings' columns, and what the console adds or leaves out of them
 COLUMNS: dict[str, tuple[str, ...]] = {
-    "nodes": ("NAME", "STATE", "GPUS", "USED", "FREE", "MODES", "MODELS", "RDMA", "PLATFORM"),
+    "nodes": ("NAME", "STATE", "GPUS", "USED", "FREE", "MODES", "MODELS", "RDMA", "PLATFORM", "ORCHESTRATOR"),
     "gpus": ("NODE", "GPU", "MODE", "LAYOUT", "HOLDERS", "MODEL", "NODE_STATE"),
     "slices": ("NODE", "GPU", "SLICE", "SHARE", "HOLDERS", "MODEL"),
     "jobs": ("NAME", "STATUS", "DETAIL", "QUEUE", "REQUEST", "PRIORITY", "PREEMPTIBLE"),

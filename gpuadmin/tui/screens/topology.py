@@ -14,7 +14,7 @@ from gpuadmin.render.selector import compile_filter
 from gpuadmin.tui.draw import topology_lines, unwrapped
 from gpuadmin.tui.screens.base import ViewScreen
 
-COLUMNS = ["NAME", "STATE", "PLATFORM", "NVLINK"]  # what `/` can name here
+COLUMNS = ["NAME", "STATE", "PLATFORM", "ORCHESTRATOR", "NVLINK"]  # what `/` can name here
 
 
 class TopologyScreen(ViewScreen):
@@ -44,7 +44,8 @@ class TopologyScreen(ViewScreen):
         if self.filter_text:
             keep = compile_filter(self.filter_text, COLUMNS)
             boards = [b for b in boards if keep({"NAME": b["name"], "STATE": b["state"],
-                                                 "PLATFORM": b["platform"], "NVLINK": b["nvlink"]}, {})]
+                                                 "PLATFORM": b["platform"], "ORCHESTRATOR": b["orchestrator"],
+                                                 "NVLINK": b["nvlink"]}, {})]
         lines: list[Text] = []
         for board in boards:
             lines += topology_lines(board, self.size.width - 2)

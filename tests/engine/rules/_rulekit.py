@@ -177,7 +177,7 @@ def base_inventory() -> Inventory:
             },
             {
                 "name": "k8s1",
-                "platform": "kubernetes",
+                "platform": "baremetal", "orchestrator": "kubernetes",
                 "gpus": [
                     {
                         "index": 0,

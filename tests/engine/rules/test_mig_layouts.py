@@ -90,7 +90,7 @@ def brute_force_layouts(model_name: str) -> frozenset[frozenset[tuple[str, int]]
 
 
 def _state(model: GpuModel) -> ClusterState:
-    node = Node(name="n", platform="kubernetes", gpus=[Gpu(index=0, model=model.name, mode="full")])
+    node = Node(name="n", platform="baremetal", gpus=[Gpu(index=0, model=model.name, mode="full")])
     return ClusterState.from_inventory(Inventory(version=1, cluster="t", nodes=[node]))
 
 

@@ -100,7 +100,7 @@ CASES: list[Case] = [
         lambda: S().add_node(
             {
                 "name": "k8s2",
-                "platform": "kubernetes",
+                "platform": "baremetal", "orchestrator": "kubernetes",
                 "gpus": [{"index": 0, "model": "A10", "mode": "mig", "mig": [{"profile": "1g.6gb"}]}],
             }
         ),
