@@ -60,14 +60,30 @@ def test_planner_check_refuses(check_id: str) -> None:
     assert check_id in {v.rule for v in result.violations}, result.violations
 
 
-def test_set_mig_chooses_starts_and_emits_commands() -> None:
-    result = plan(oci(), changes({"op": "set-mig", "node": "gpu-h100-12", "gpu": 2,
+# The sample's nodes are OKE workers: mig-manager carves them through their label. A host nothing schedules
+# pods on gets the nvidia-smi lines instead.
+SET_MIG_COMMANDS = {
+    "kubernetes": [
+        "gpuadmin export mig-parted | kubectl -n gpu-operator create configmap gpuadmin-mig-parted-config "
+        "--from-file=config.yaml=/dev/stdin --dry-run=client -o yaml | kubectl apply -f -",
+        "kubectl label node gpu-h100-12 nvidia.com/mig.config=gpuadmin-gpu-h100-12 --overwrite",
+        "gpuadmin export device-plugin | kubectl apply -f -  # no time-slicing",
+        "kubectl label node gpu-h100-12 nvidia.com/device-plugin.config=gpuadmin-gpu-h100-12 --overwrite",
+    ],
+    "none": ["nvidia-smi -i 2 -mig 1", "nvidia-smi mig -i 2 -cgi 5,9 -C  # 4g.40gb@0 3g.40gb@4"],
+}
+
+
+@pytest.mark.parametrize("orchestrator", sorted(SET_MIG_COMMANDS))
+def test_set_mig_chooses_starts_and_emits_commands(orchestrator: str) -> None:
+    state = oci()
+    state.nodes["gpu-h100-12"] = state.nodes["gpu-h100-12"].model_copy(update={"orchestrator": orchestrator})
+    result = plan(state, changes({"op": "set-mig", "node": "gpu-h100-12", "gpu": 2,
                                   "instances": [{"profile": "3g.40gb"}, {"profile": "4g.40gb"}]}))
     assert result.allowed, result.violations
     gpu = result.view.node("gpu-h100-12").gpu(2)  # type: ignore[union-attr]
     assert gpu is not None and [(i.profile, i.start) for i in gpu.mig or ()] == [("3g.40gb", 4), ("4g.40gb", 0)]
-    assert result.commands["gpu-h100-12"] == ["nvidia-smi -i 2 -mig 1",
-                                              "nvidia-smi mig -i 2 -cgi 5,9 -C  # 4g.40gb@0 3g.40gb@4"]
+    assert result.commands["gpu-h100-12"] == SET_MIG_COMMANDS[orchestrator]
     assert [d.action for d in result.diff] == ["modify"]
 
 
