@@ -79,6 +79,8 @@ def gpu_lines(gpu: dict[str, Any], width: int) -> list[Text]:
             else:
                 _segment(line, "free", cell, FREE)
         return [title, line]
+    if gpu.get("dynamic") is not None:
+        return [title, *_dynamic_lines(gpu, body)]
     line = Text("  whole   ")
     if holders:
         cell = max(6, body // len(holders))
@@ -89,6 +91,21 @@ def gpu_lines(gpu: dict[str, Any], width: int) -> list[Text]:
     else:
         _segment(line, "free", body, FREE)
     return [title, line]
+
+
+def _dynamic_lines(gpu: dict[str, Any], body: int) -> list[Text]:
+    """A full GPU that fractions may share: each holder's span to scale (share and GiB), then what is left."""
+    shared = gpu["dynamic"]
+    line = Text("  shared  " if gpu["holders"] else "  whole   ")
+    if not gpu["holders"]:
+        _segment(line, "free (fractions may share it)", body, FREE)
+        return [line]
+    for h in gpu["holders"]:
+        _segment(line, f"{h['job']} {h['share']:g} {h['gib']:g}G", max(6, round(body * h["share"])), HELD)
+    left = 1.0 - shared["used"]
+    if left > 1e-9:
+        _segment(line, f"{shared['left_gib']:g}G left", max(6, round(body * left)), FREE)
+    return [line]
 
 
 def _mig_lines(gpu: dict[str, Any], body: int) -> list[Text]:
