@@ -100,11 +100,15 @@ def _dynamic_lines(gpu: dict[str, Any], body: int) -> list[Text]:
     if not gpu["holders"]:
         _segment(line, "free (fractions may share it)", body, FREE)
         return [line]
-    for h in gpu["holders"]:
-        _segment(line, f"{h['job']} {h['share']:g} {h['gib']:g}G", max(6, round(body * h["share"])), HELD)
     left = 1.0 - shared["used"]
-    if left > 1e-9:
-        _segment(line, f"{shared['left_gib']:g}G left", max(6, round(body * left)), FREE)
+    left_text = f"{shared['left_gib']:g}G left"
+    left_width = max(len(left_text) + 2, round(body * left)) if left > 1e-9 else 0
+    used = max(shared["used"], 1e-9)
+    for h in gpu["holders"]:  # spans to scale, in what the left-over span does not take
+        _segment(line, f"{h['job']} {h['share']:g} {h['gib']:g}G",
+                 max(6, round((body - left_width) * h["share"] / used)), HELD)
+    if left_width:
+        _segment(line, left_text, left_width, FREE)
     return [line]
 
 
