@@ -13,8 +13,8 @@ from gpuadmin.engine.planner import inverse, plan
 from gpuadmin.engine.scheduler import cluster_fragmentation, schedule
 from gpuadmin.engine.scheduler.metrics import workload_of
 from gpuadmin.engine.state import ClusterState
-from gpuadmin.store import load_inventory
 from gpuadmin.errors import InputError
+from gpuadmin.store import load_inventory
 
 INVENTORY = """\
 version: 1
@@ -62,7 +62,8 @@ def submit(name: str, **request: Any) -> dict[str, Any]:
 
 def test_label_pool_fills_node_sharing_and_a_node_field_wins(tmp_path: Path) -> None:
     path = tmp_path / "inventory.yaml"
-    own = INVENTORY.replace("    labels: {pool: shared}\n", "    labels: {pool: shared}\n    sharing: {fractions: dynamic}\n")
+    labels = "    labels: {pool: shared}\n"
+    own = INVENTORY.replace(labels, labels + "    sharing: {fractions: dynamic}\n")
     path.write_text(own)
     nodes = {n.name: n for n in load_inventory(path).nodes}
     assert nodes["shared-01"].sharing is not None and nodes["shared-01"].sharing.reserved_gib == 0.5
