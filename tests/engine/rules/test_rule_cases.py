@@ -910,6 +910,13 @@ CASES: list[Case] = [
         lambda: dynamic().submit(running("f", [("bm2", 0)], fraction=0.25)),
         "job/f",
     ),
+    Case("mode.sharing-reserve", "a dynamic-sharing node reserving 0.5 GiB per GPU", lambda: dynamic()),
+    Case(
+        "mode.sharing-reserve",
+        "reserving 80 GiB of an 80 GB H100",
+        lambda: dynamic(reserved_gib=80),
+        "node/bm2",
+    ),
     Case(
         "placement.no-oversubscription",
         "fractions fill a dynamically shared GPU exactly",
