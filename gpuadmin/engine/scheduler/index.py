@@ -310,11 +310,10 @@ class CapacityIndex:
 
     @staticmethod
     def _hold_unit(unit: TsUnit, job: Job) -> None:
+        """A fraction holds its share of a dynamically shared GPU (no replica count to take)."""
         need = job_unit_need(job, unit)
         unit.holders[job.name] = unit.holders.get(job.name, 0.0) + need
         unit.residual -= need
-        if not unit.dynamic:
-            unit.replicas_left -= 1
 
     def _load_mig(self, nc: NodeCap, info: GpuInfo, gpu: Gpu, model: GpuModel, mname: str, held: list[Job]) -> None:
         whole_holder = any(
