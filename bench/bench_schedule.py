@@ -7,6 +7,8 @@
       - "empty":  the generated jobs with their placements removed, so all 10,000 are pending on an idle
                   cluster (the most binds a cycle can make);
       - "loaded": the generated state as is (about 85% of the GPUs busy) plus enough jobs for ~10,000 pending;
+      - the same two with sharing (`generate_inventory(..., sharing=True)`): the time-sliced pool becomes
+        full GPUs and every non-MIG node shares its full GPUs dynamically (fractions compete with whole jobs);
     and the growth 128 -> 1,024 -> 4,096 nodes (about 9.8 pending jobs per node, "empty"). Medians of --runs
     runs; the ratio column is against the 128-node cycle per pending job, measured in the same run.
 (b) Quality (the paper's methodology, Weng et al. ATC'23 §6): a seeded GPU-sharing trace (`trace_mix`: the task
@@ -37,7 +39,7 @@ from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import plan
 from gpuadmin.engine.scheduler import cluster_fragmentation, schedule
 from gpuadmin.engine.scheduler.cycle import Choice, Cycle, Step
-from gpuadmin.engine.scheduler.fgd import Workload, classes_from_shapes
+from gpuadmin.engine.scheduler.fgd import Workload, classes_from_shapes, usable_memory
 from gpuadmin.engine.scheduler.filters import mig_profile_name, model_ok, node_ok, shape_unit_fits
 from gpuadmin.engine.scheduler.metrics import pool_fragmentation
 from gpuadmin.engine.scheduler.shape import Shape, shape_of
@@ -48,8 +50,8 @@ from gpuadmin.store.generate import generate_inventory
 # ------------------------------------------------------------------------------------------------ inputs
 
 
-def generated(nodes: int, jobs: int, seed: int, empty: bool) -> ClusterState:
-    data = generate_inventory(nodes, jobs, seed)
+def generated(nodes: int, jobs: int, seed: int, empty: bool, sharing: bool = False) -> ClusterState:
+    data = generate_inventory(nodes, jobs, seed, sharing)
     if empty:
         for j in data["jobs"]:
             j.pop("placement", None)
@@ -57,11 +59,11 @@ def generated(nodes: int, jobs: int, seed: int, empty: bool) -> ClusterState:
     return ClusterState.from_inventory(Inventory.model_validate(data, strict=False))
 
 
-def loaded(nodes: int, pending: int, seed: int) -> ClusterState:
+def loaded(nodes: int, pending: int, seed: int, sharing: bool = False) -> ClusterState:
     """The generated state (about 85% busy) with about `pending` pending jobs."""
     jobs = pending
     for _ in range(4):
-        state = generated(nodes, jobs, seed, empty=False)
+        state = generated(nodes, jobs, seed, empty=False, sharing=sharing)
         have = sum(1 for j in state.jobs.values() if j.status == "pending")
         if abs(have - pending) <= pending // 100:
             return state
@@ -108,6 +110,8 @@ def speed(runs: int, growth: bool) -> None:
     cases: list[tuple[str, ClusterState]] = [
         ("1024 nodes, empty", generated(1024, 10_000, 0, empty=True)),
         ("1024 nodes, loaded (85% busy)", loaded(1024, 10_000, 0)),
+        ("1024 nodes, sharing, empty", generated(1024, 10_000, 0, empty=True, sharing=True)),
+        ("1024 nodes, sharing, loaded", loaded(1024, 10_000, 0, sharing=True)),
     ]
     rows: dict[str, tuple[int, dict[str, float]]] = {}
     for label, state in cases:
@@ -230,10 +234,37 @@ class BestFit(Cycle):
                 if best is None or key < best:
                     best = key
         if best is None:
-            return None
+            return self._open_fewest_free(shape, restrict)
         nc = self.index.nodes[best[1]]
         unit = nc.ts_units[best[2]]
         return Choice([Slot(node=nc.name, gpu=unit.gpu, mig_start=unit.mig_start)], [Step(nc, unit=unit)])
+
+    def _open_fewest_free(self, shape: Shape, restrict: set[int] | None) -> Choice | None:
+        """No shared GPU fits: open a free full GPU of a dynamic-sharing node, best fit — on the node with the
+        fewest free GPUs, in its smallest free domain."""
+        best: tuple[int, int, int] | None = None
+        for nc in self.index.nodes:
+            if (restrict is not None and nc.idx not in restrict) or not node_ok(nc, shape):
+                continue
+            gpu = open_gpu(nc, shape)
+            if gpu is not None and (best is None or (nc.free_whole(), nc.idx) < best[:2]):
+                best = (nc.free_whole(), nc.idx, gpu)
+        if best is None:
+            return None
+        nc = self.index.nodes[best[1]]
+        return Choice([Slot(node=nc.name, gpu=best[2])], [Step(nc, open_gpu=best[2])])
+
+
+def open_gpu(nc: Any, shape: Shape) -> int | None:
+    """The free full GPU a fraction would open on a dynamic-sharing node (lowest index of the smallest free
+    domain of the model), or None where the node does not share dynamically or the request does not fit."""
+    if nc.reserve is None or shape.exclusive or shape.kind not in ("fraction", "memory"):
+        return None
+    doms = sorted((len(g), d, min(g)) for d, g in nc.domains.items() if g and model_ok(shape, d[0]))
+    for _, dom, gpu in doms:
+        if job_unit_need_shape(shape, usable_memory(dom[0], nc.reserve)) <= 1 + 1e-12:
+            return gpu
+    return None
 
 
 class BestFitNode(BestFit):
@@ -256,9 +287,17 @@ class BestFitNode(BestFit):
                 key = (round(node_idle - need * unit.weight, 9), round(unit.residual - need, 9), nc.idx, k)
                 if best is None or key < best:
                     best = key
+            gpu = open_gpu(nc, shape)
+            if gpu is not None:  # a free GPU it would open: k = -1 - gpu marks it
+                need = job_unit_need_shape(shape, usable_memory(nc.gpus[gpu].model, nc.reserve))
+                key = (round(node_idle - need, 9), round(1.0 - need, 9), nc.idx, -1 - gpu)
+                if best is None or key < best:
+                    best = key
         if best is None:
             return None
         nc = self.index.nodes[best[2]]
+        if best[3] < 0:
+            return Choice([Slot(node=nc.name, gpu=-1 - best[3])], [Step(nc, open_gpu=-1 - best[3])])
         unit = nc.ts_units[best[3]]
         return Choice([Slot(node=nc.name, gpu=unit.gpu, mig_start=unit.mig_start)], [Step(nc, unit=unit)])
 
@@ -312,9 +351,25 @@ def demand(request: dict[str, Any]) -> float:
     return float(request.get("fraction", request.get("gpus", 0)))
 
 
-def trace_cluster(nodes: int) -> tuple[dict[str, Any], int]:
-    """`nodes` 8-GPU H100 NVSwitch nodes; a share of them time-sliced, sized to the trace's fractional GPU
-    demand (an operator provisions the shared pool for the fractional work), the rest full-mode."""
+def trace_cluster(nodes: int, sharing: bool = False) -> tuple[dict[str, Any], int]:
+    """`nodes` 8-GPU H100 NVSwitch nodes. Static (`sharing` False): a share of them time-sliced, sized to the
+    trace's fractional GPU demand (an operator provisions the shared pool for the fractional work), the rest
+    full-mode. Sharing: every node full-mode in one dynamic-sharing pool, so fractional and whole tasks compete
+    for the same GPUs (Run:ai's setting, and the paper's)."""
+    if sharing:
+        pool = [
+            {"name": f"gpu-{i:04d}", "platform": "kubernetes", "nvlink": "nvswitch", "labels": {"pool": "shared"},
+             "gpus": [{"index": g, "model": TRACE_MODEL, "mode": "full"} for g in range(8)]}
+            for i in range(nodes)
+        ]
+        return {
+            "version": 1,
+            "cluster": "fgd-trace-sharing",
+            "sharing_pools": [{"name": "shared", "selector": {"pool": "shared"}, "sharing": {"fractions": "dynamic"}}],
+            "queues": [{"name": "q", "quota": {"gpus": 100 * nodes * 8}}],
+            "nodes": pool,
+            "jobs": [],
+        }, nodes
     mix = trace_mix()
     shared_demand = sum(p * demand(r) for r, p in mix if "fraction" in r)
     shared = round(nodes * shared_demand / sum(p * demand(r) for r, p in mix))
@@ -363,12 +418,14 @@ def trace_workload() -> Workload:
 
 
 def trace_run(
-    kind: type[Cycle], nodes: int, seed: int, batch: float, load: float, target: bool = False
+    kind: type[Cycle], nodes: int, seed: int, batch: float, load: float, target: bool = False, sharing: bool = False
 ) -> dict[str, Any]:
     """Tasks arrive in batches of `batch` x the cluster's GPUs (by request), one scheduling cycle per batch,
     nothing finishes (the paper's workload inflation), until `load` x the GPUs have arrived. Unplaced tasks
-    stay pending and are tried again by every later cycle."""
-    data, shared = trace_cluster(nodes)
+    stay pending and are tried again by every later cycle. With `sharing` the fragmentation is the paper's
+    measure over the whole cluster (`cluster_fragmentation`: every GPU can host every task); without, per
+    static pool (`pool_fragmentation`)."""
+    data, shared = trace_cluster(nodes, sharing)
     state = ClusterState.from_inventory(Inventory.model_validate(data, strict=False))
     jobs = trace_jobs(nodes, seed, load)
     workload = trace_workload()
@@ -395,12 +452,18 @@ def trace_run(
         state.commit(result.plan.view)
         if first_fail is None and result.pending:
             first_fail = arrived / capacity
-        pools = pool_fragmentation(state, workload)
         allocated = sum(u.gpus for u in state.usage.values())
-        frag = sum(f for f, _ in pools.values())
-        curve.append((arrived / capacity, frag, pools["time-sliced"][0], pools["whole"][0], allocated))
+        if sharing:
+            frag = cluster_fragmentation(state, workload)[0]
+            curve.append((arrived / capacity, frag, 0.0, 0.0, allocated))
+        else:
+            pools = pool_fragmentation(state, workload)
+            frag = sum(f for f, _ in pools.values())
+            curve.append((arrived / capacity, frag, pools["time-sliced"][0], pools["whole"][0], allocated))
     running = [j for j in state.jobs.values() if j.status == "running"]
+    fill = first_fail if first_fail is not None else curve[-1][0]
     return {
+        "at_fill": at(curve, fill)[1],
         "curve": curve,
         "placed": len(running),
         "placed_share": sum(1 for j in running if j.request.fraction is not None),
@@ -418,12 +481,16 @@ def at(curve: list[tuple[float, float, float, float, float]], x: float) -> tuple
     return next((p for p in curve if p[0] >= x - 1e-9), curve[-1])
 
 
-def quality(nodes: int, seeds: list[int], batch: float, load: float) -> None:
-    _, shared = trace_cluster(nodes)
+def quality(nodes: int, seeds: list[int], batch: float, load: float, sharing: bool = False) -> None:
+    _, shared = trace_cluster(nodes, sharing)
+    pool = (
+        f"all {nodes} full-mode in one dynamic-sharing pool (fractions and whole tasks compete)"
+        if sharing
+        else f"{shared} time-sliced x{TRACE_REPLICAS}, {nodes - shared} full"
+    )
     print(
         f"\n(b) placement quality: GPU-sharing trace (Alibaba-like mix), {nodes} nodes x 8 {TRACE_MODEL} "
-        f"({shared} time-sliced x{TRACE_REPLICAS}, {nodes - shared} full), arrivals of {batch:.0%} of the GPUs "
-        f"per cycle up to {load:.0%}, seeds {seeds}"
+        f"({pool}), arrivals of {batch:.0%} of the GPUs per cycle up to {load:.0%}, seeds {seeds}"
     )
     # gpuadmin twice: the default cycle (target workload learned from the running and pending jobs) and the
     # cycle given the trace's task mix as its target workload (the paper's setting: typical tasks known)
@@ -437,12 +504,12 @@ def quality(nodes: int, seeds: list[int], batch: float, load: float) -> None:
     head = "".join(f"{f'frag @{m:.0%}':>11}" for m in marks)
     print(
         f"{'scheduler':<22}{'seed':>5}{head}{'  ts / whole @end':>18}{'mean':>8}{'all-pool':>9}"
-        f"{'placed':>8}{'of':>7}{'GPUs':>8}{'1st fail':>9}{'s':>6}"
+        f"{'placed':>8}{'of':>7}{'GPUs':>8}{'1st fail':>9}{'@fail':>7}{'s':>6}"
     )
     totals: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in kinds}
     for seed in seeds:
         for label, kind, target in kinds:
-            r = trace_run(kind, nodes, seed, batch, load, target)
+            r = trace_run(kind, nodes, seed, batch, load, target, sharing)
             totals[label].append(r)
             cells = "".join(f"{at(r['curve'], m)[1]:>11.1f}" for m in marks)
             end = r["curve"][-1]
@@ -450,7 +517,8 @@ def quality(nodes: int, seeds: list[int], batch: float, load: float) -> None:
             ff = f"{r['first_fail']:.0%}" if r["first_fail"] is not None else "-"
             print(
                 f"{label:<22}{seed:>5}{cells}{f'{end[2]:.1f} / {end[3]:.1f}':>18}{mean:>8.1f}{r['all_pool']:>9.1f}"
-                f"{r['placed']:>8}{r['arrived']:>7}{r['allocated']:>8.1f}{ff:>9}{r['seconds']:>6.1f}"
+                f"{r['placed']:>8}{r['arrived']:>7}{r['allocated']:>8.1f}{ff:>9}{r['at_fill']:>7.1f}"
+                f"{r['seconds']:>6.1f}"
             )
     for ours_label in ("gpuadmin (FGD)", "gpuadmin (FGD, mix)"):
         compare(totals, ours_label, [label for label, _, _ in kinds[2:]], marks)
@@ -467,6 +535,11 @@ def compare(
             a = sum(at(r["curve"], m)[1] for r in ours)
             b = sum(at(r["curve"], m)[1] for r in base)
             print(f"  vs {label:<20} @{m:.0%} arrived: fragmented GPUs ratio {a / b:.3f} ({1 - a / b:+.1%} fewer)")
+        a = sum(r["at_fill"] for r in ours)
+        b = sum(r["at_fill"] for r in base)
+        print(
+            f"  vs {label:<20} at the first unplaced task: fragmented GPUs ratio {a / b:.3f} ({1 - a / b:+.1%} fewer)"
+        )
         placed = sum(r["placed"] for r in ours) / sum(r["placed"] for r in base)
         gpus = sum(r["allocated"] for r in ours) / sum(r["allocated"] for r in base)
         print(f"  vs {label:<20} jobs placed ratio {placed:.3f}, GPUs allocated ratio {gpus:.3f}")
@@ -482,11 +555,18 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--batch", type=float, default=0.02, help="arrivals per cycle, share of the cluster's GPUs")
     ap.add_argument("--load", type=float, default=1.0, help="arrive until this share of the GPUs is requested")
+    ap.add_argument(
+        "--cluster", choices=("static", "sharing", "both"), default="both",
+        help="(b) on static pools (time-sliced + full), on one dynamic-sharing pool, or both",
+    )
     args = ap.parse_args()
     if not args.skip_speed:
         speed(args.runs, not args.skip_growth)
     if not args.skip_quality:
-        quality(args.quality_nodes, args.seeds, args.batch, args.load)
+        if args.cluster in ("static", "both"):
+            quality(args.quality_nodes, args.seeds, args.batch, args.load)
+        if args.cluster in ("sharing", "both"):
+            quality(args.quality_nodes, args.seeds, args.batch, args.load, sharing=True)
     return 0
 
 

@@ -2,7 +2,10 @@
 
 - GPUs: `nvidia.com/gpu: N` for `gpus: N`; `nvidia.com/mig-<profile>: 1` for `mig:` (the device plugin's
   mixed strategy); a fractional request (`fraction`, `gpu_memory_gib`) asks for one `nvidia.com/gpu` replica
-  of a time-sliced GPU.
+  of a time-sliced GPU — except where it shares full GPUs dynamically (a running fraction on a full GPU of a
+  `sharing: {fractions: dynamic}` node, or a pending one in an inventory that has such nodes): that is a
+  Run:ai/KAI fraction pod, with no GPU resource, the annotation `gpu-fraction: "0.5"` or `gpu-memory: "<MiB>"`
+  and `schedulerName: kai-scheduler` (KAI reserves the GPU with its reservation pod).
 - RDMA (`rdma: true`): `rdma/rdma_shared_device_a: 1`, the resource of the k8s-rdma-shared-dev-plugin as
   the NVIDIA Network Operator deploys it by default (RDMA on bare metal without SR-IOV, as on OCI's
   cluster network); the pod also gets `IPC_LOCK` for registering memory.
@@ -21,6 +24,7 @@ from typing import Any, Literal
 
 from gpuadmin.adapters._common import dns_name, gfd_products
 from gpuadmin.catalog import get_catalog
+from gpuadmin.engine.sharing import is_fractional, shares_dynamically
 from gpuadmin.model import Job, Node
 
 RDMA_RESOURCE = "rdma/rdma_shared_device_a"
@@ -46,14 +50,21 @@ def shared_pvc(
     }
 
 
-def _resources(job: Job, gpus: int | None = None) -> dict[str, Any]:
+def _fraction_annotations(job: Job) -> dict[str, str]:
+    """KAI/Run:ai GPU-sharing annotations of a fractional job (`gpu-memory` is in MiB)."""
+    if job.request.fraction is not None:
+        return {"gpu-fraction": f"{job.request.fraction:g}"}
+    return {"gpu-memory": str(round((job.request.gpu_memory_gib or 0.0) * 1024))}
+
+
+def _resources(job: Job, gpus: int | None = None, kai_fraction: bool = False) -> dict[str, Any]:
     request = job.request
     limits: dict[str, Any] = {}
     if request.gpus is not None:
         limits["nvidia.com/gpu"] = gpus if gpus is not None else request.gpus
     elif request.mig is not None:
         limits[f"nvidia.com/mig-{request.mig}"] = 1
-    else:
+    elif not kai_fraction:  # a KAI fraction asks for no nvidia.com/gpu: KAI accounts it from its annotation
         limits["nvidia.com/gpu"] = 1
     if request.rdma:
         limits[RDMA_RESOURCE] = 1
@@ -92,11 +103,12 @@ def _pod_spec(
     pvc: str,
     queue_system: QueueSystem,
     gpus: int | None = None,
+    kai_fraction: bool = False,
 ) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "main",
         "image": image,
-        "resources": _resources(job, gpus),
+        "resources": _resources(job, gpus, kai_fraction),
         "volumeMounts": [{"name": "shared", "mountPath": SHARED_MOUNT}],
         "env": [
             {"name": "CHECKPOINT_DIR", "value": f"{SHARED_MOUNT}/checkpoints/{dns_name(job.name)}"},
@@ -110,7 +122,7 @@ def _pod_spec(
         "containers": [container],
         "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": pvc}}],
     }
-    if queue_system == "kai":
+    if queue_system == "kai" or kai_fraction:
         spec["schedulerName"] = "kai-scheduler"
     if affinity is not None:
         spec["affinity"] = affinity
@@ -132,10 +144,13 @@ def job_manifests(
     image: str = "nvcr.io/nvidia/pytorch:24.05-py3",
     pvc: str = "gpuadmin-shared",
     queue_system: QueueSystem = "none",
+    kai_fraction: bool = False,
 ) -> list[dict[str, Any]]:
-    """The Pods (or the Indexed Job of a pending gang) of one job."""
+    """The Pods (or the Indexed Job of a pending gang) of one job; `kai_fraction`: a fractional job that
+    shares full GPUs dynamically, written as a Run:ai/KAI fraction pod."""
     name = dns_name(job.name, 52)
     labels = _labels(job, queue_system)
+    meta_extra: dict[str, Any] = {"annotations": _fraction_annotations(job)} if kai_fraction else {}
     if job.status == "running":
         nodes = list(dict.fromkeys(slot.node for slot in job.placement))
         out = []
@@ -145,7 +160,7 @@ def job_manifests(
                 {
                     "apiVersion": "v1",
                     "kind": "Pod",
-                    "metadata": {"name": pod_name, "namespace": namespace, "labels": dict(labels)},
+                    "metadata": {"name": pod_name, "namespace": namespace, "labels": dict(labels), **meta_extra},
                     "spec": _pod_spec(
                         job,
                         _affinity("kubernetes.io/hostname", [node]),
@@ -153,6 +168,7 @@ def job_manifests(
                         pvc,
                         queue_system,
                         sum(1 for slot in job.placement if slot.node == node),
+                        kai_fraction,
                     ),
                 }
             )
@@ -180,8 +196,8 @@ def job_manifests(
         {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-            "spec": _pod_spec(job, affinity, image, pvc, queue_system),
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels), **meta_extra},
+            "spec": _pod_spec(job, affinity, image, pvc, queue_system, kai_fraction=kai_fraction),
         }
     ]
 
@@ -203,6 +219,8 @@ def export_pods(
     (`orchestrator: none`): their pods could not be bound there.
     """
     orchestrators = {n.name: n.orchestrator for n in nodes or ()}
+    by_name = {n.name: n for n in nodes or ()}
+    any_dynamic = any(n.sharing is not None for n in nodes or ())
     out: list[dict[str, Any]] = [shared_pvc(pvc, namespace, storage_class=storage_class)]
     for job in sorted(jobs, key=lambda j: j.name):
         if job.status not in ("pending", "running"):
@@ -212,5 +230,17 @@ def export_pods(
                 warnings.append(f"job {job.name} runs on {slot.node}, which is not a Kubernetes node "
                                 f"(orchestrator: {orchestrators[slot.node]})")
                 break
-        out += job_manifests(job, namespace=namespace, image=image, pvc=pvc, queue_system=queue_system)
+        out += job_manifests(job, namespace=namespace, image=image, pvc=pvc, queue_system=queue_system,
+                             kai_fraction=_shares_dynamically(job, by_name, any_dynamic))
     return out
+
+
+def _shares_dynamically(job: Job, nodes: dict[str, Node], any_dynamic: bool) -> bool:
+    """A fractional job on (or, pending, headed for) a dynamically shared full GPU."""
+    if not is_fractional(job):
+        return False
+    if job.status != "running":
+        return any_dynamic
+    node = nodes.get(job.placement[0].node)
+    gpu = node.gpu(job.placement[0].gpu) if node is not None else None
+    return job.placement[0].mig_start is None and shares_dynamically(node, gpu)

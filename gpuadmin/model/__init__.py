@@ -2,6 +2,7 @@
 
 from gpuadmin.model.inventory import (
     DeviceGroup,
+    DynamicSharing,
     Gpu,
     Inventory,
     Job,
@@ -12,6 +13,7 @@ from gpuadmin.model.inventory import (
     Rdma,
     Request,
     Resources,
+    SharingPool,
     Slot,
     VGpu,
     Vm,
@@ -20,6 +22,7 @@ from gpuadmin.model.inventory import (
 
 __all__ = [
     "DeviceGroup",
+    "DynamicSharing",
     "Gpu",
     "Inventory",
     "Job",
@@ -30,6 +33,7 @@ __all__ = [
     "Rdma",
     "Request",
     "Resources",
+    "SharingPool",
     "Slot",
     "VGpu",
     "VSphere",

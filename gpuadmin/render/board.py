@@ -13,7 +13,7 @@ from typing import Any
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, Node
-from gpuadmin.render.overview import holders_by_slice
+from gpuadmin.render.overview import dynamic_share, holders_by_slice
 
 
 def _share(job: Job) -> float:
@@ -43,6 +43,11 @@ def gpu_board(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
             })
     elif gpu.mode == "vgpu":
         board["vgpus"] = [{"vm": v.vm, "profile": v.profile} for v in gpu.vgpus or ()]
+    elif (shared := dynamic_share(view, node, gpu)) is not None:
+        # a dynamically shared GPU: each fraction's share and GiB, and what is left of the usable memory
+        board["holders"] = [{"job": name, "share": share, "gib": gib} for name, share, gib in shared.holders]
+        board["dynamic"] = {"used": round(shared.used, 3), "left_gib": round(shared.left_gib, 1),
+                            "reserved_gib": shared.reserved_gib}
     else:
         board["replicas"] = gpu.replicas
         board["holders"] = [{"job": j.name, "share": _share(j)} for j in by_slice.get(None, ())]

@@ -11,6 +11,7 @@ from typing import Any
 from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, Node, Queue
+from gpuadmin.render.overview import dynamic_share
 from gpuadmin.render.plan import field_changes
 from gpuadmin.render.rows import describe_request, gpu_row, job_row, node_row, placement_text, queue_row
 from gpuadmin.render.text import safe
@@ -44,13 +45,21 @@ def describe_gpu(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
     row = gpu_row(view, node, gpu)
     model = get_catalog().model(gpu.model)
     holders = [view.job(n) for n in sorted(view.holders(node.name, gpu.index))]
-    return {
+    out: dict[str, Any] = {
         "kind": "gpu", "name": f"{node.name}/{gpu.index}", "summary": {k.lower(): v for k, v in row.items()},
         "spec": gpu.model_dump(mode="json", exclude_none=True),
         "holders": [{"job": j.name, "request": describe_request(j), "placement": placement_text(j, view)}
                     for j in holders if j is not None],
-        "model": model_facts(model) if model is not None else _not_in_catalog(gpu),
     }
+    shared = dynamic_share(view, node, gpu)
+    if shared is not None:  # a full GPU of a dynamic-sharing node: what fractions hold and what is left
+        out["sharing"] = {
+            "fractions": "dynamic", "reserved_gib": shared.reserved_gib, "usable_gib": round(shared.usable_gib, 1),
+            "used_gpus": round(shared.used, 3), "left_gib": round(shared.left_gib, 1),
+            "fractions_held": [{"job": name, "share": share, "gib": gib} for name, share, gib in shared.holders],
+        }
+    out["model"] = model_facts(model) if model is not None else _not_in_catalog(gpu)
+    return out
 
 
 def _not_in_catalog(gpu: Gpu) -> dict[str, Any] | None:

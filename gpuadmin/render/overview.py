@@ -8,9 +8,11 @@ A GPU is *free* when nothing holds any part of it, *full* when no part of it is 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpuadmin.catalog import get_catalog
+from gpuadmin.engine.sharing import is_fractional, need, shares_dynamically, usable_gib
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, Node
 
@@ -29,6 +31,37 @@ def holders_by_slice(view: View, node: Node, gpu: Gpu) -> dict[int | None, list[
         for start in {s.mig_start for s in job.placement if s.node == node.name and s.gpu == gpu.index}:
             out.setdefault(start, []).append(job)
     return out
+
+
+@dataclass(frozen=True)
+class DynamicShare:
+    """A full GPU of a dynamic-sharing node as fractions hold it: each holder's share of the GPU and GiB, what
+    is used and left of the memory that fractions may take (the GPU's less `reserved_gib`)."""
+
+    holders: tuple[tuple[str, float, float], ...]  # (job, share of the GPU, GiB), by name
+    usable_gib: float
+    reserved_gib: float
+
+    @property
+    def used(self) -> float:
+        return min(1.0, sum(share for _, share, _ in self.holders))
+
+    @property
+    def left_gib(self) -> float:
+        return max(0.0, self.usable_gib * (1.0 - self.used))
+
+
+def dynamic_share(view: View, node: Node, gpu: Gpu) -> DynamicShare | None:
+    """How fractions share this GPU; None unless it is a full GPU of a dynamic-sharing node."""
+    if not shares_dynamically(node, gpu) or node.sharing is None:
+        return None
+    usable = usable_gib(node, gpu)
+    holders = []
+    for job in holders_by_slice(view, node, gpu).get(None, ()):
+        if is_fractional(job):
+            share = need(job, usable)
+            holders.append((job.name, round(share, 4), round(share * usable, 1)))
+    return DynamicShare(tuple(holders), usable, node.sharing.reserved_gib)
 
 
 def vm_holders(node: Node, gpu: Gpu) -> list[str]:
@@ -71,6 +104,9 @@ def gpu_use(view: View, node: Node, gpu: Gpu) -> Use:
         return "free"
     if gpu.mode == "time-sliced":
         return "full" if len(holders) >= (gpu.replicas or 1) else "partly used"
+    dynamic = dynamic_share(view, node, gpu)
+    if dynamic is not None and dynamic.holders:
+        return "full" if dynamic.used >= 1.0 - 1e-9 else "partly used"
     shares = sum((job.request.fraction or 1.0) for name in holders if (job := view.job(name)) is not None)
     return "full" if shares >= 1.0 - 1e-9 else "partly used"
 
@@ -117,4 +153,4 @@ def cluster_overview(view: View, reason_codes: dict[str, str] | None) -> dict[st
     }
 
 
-__all__ = ["USES", "cluster_overview", "gpu_use", "vm_holders"]
+__all__ = ["USES", "DynamicShare", "cluster_overview", "dynamic_share", "gpu_use", "vm_holders"]

@@ -15,7 +15,7 @@ from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue
 from gpuadmin.model.places import slice_place
-from gpuadmin.render.overview import gpu_use, holders_by_slice, vm_holders
+from gpuadmin.render.overview import DynamicShare, dynamic_share, gpu_use, holders_by_slice, vm_holders
 
 Row = dict[str, Any]
 
@@ -58,7 +58,15 @@ def _compute_instances(inst: MigInstance) -> str:
     return f"({'+'.join(c.split('.', 1)[0] for c in inst.compute_instances or ())})" if inst.split else ""
 
 
-def _layout(gpu: Gpu) -> str:
+def _dynamic_layout(shared: DynamicShare) -> str:
+    if not shared.holders:
+        return "whole (fractions may share it)"
+    return f"shared by {len(shared.holders)}: {shared.used:.2g} GPU used, {shared.left_gib:.1f} GiB left"
+
+
+def _layout(gpu: Gpu, shared: DynamicShare | None = None) -> str:
+    if shared is not None:
+        return _dynamic_layout(shared)
     if gpu.not_in_catalog is not None and gpu.mode == "full":
         return "whole (not in catalog)"
     if gpu.mode == "mig":
@@ -75,9 +83,12 @@ def _layout(gpu: Gpu) -> str:
 
 def gpu_row(view: View, node: Node, gpu: Gpu) -> Row:
     model = get_catalog().model(gpu.model)
+    shared = dynamic_share(view, node, gpu)
     holders = sorted(view.holders(node.name, gpu.index)) + [f"vm:{vm}" for vm in vm_holders(node, gpu)]
+    if shared is not None and shared.holders:  # who holds how much of a dynamically shared GPU
+        holders = [f"{name}({share:g}, {gib:g}GiB)" for name, share, gib in shared.holders]
     return {
-        "NODE": node.name, "GPU": gpu.index, "MODEL": gpu.model, "MODE": gpu.mode, "LAYOUT": _layout(gpu),
+        "NODE": node.name, "GPU": gpu.index, "MODEL": gpu.model, "MODE": gpu.mode, "LAYOUT": _layout(gpu, shared),
         "USE": gpu_use(view, node, gpu), "HOLDERS": ",".join(holders) or "-", "NAME": f"{node.name}/{gpu.index}",
         "MEMORY_MIB": model.memory_mib if model else (gpu.not_in_catalog.memory_mib if gpu.not_in_catalog else None),
         "NODE_STATE": node.state,
@@ -139,6 +150,9 @@ def _slices(view: View, node: Node, gpu: Gpu) -> Iterator[Row]:
     elif gpu.mode == "passthrough" or vms:
         yield row("passthrough" if gpu.mode == "passthrough" else "whole", 1.0, 1.0 if vms else 0.0,
                   "1/1" if vms else "0/1", [f"vm:{vm}" for vm in vms], f"{node.name}/{gpu.index}")
+    elif (shared := dynamic_share(view, node, gpu)) is not None and shared.holders:
+        yield row("shared (dynamic)", 1.0, round(shared.used, 3), f"{len(shared.holders)} fractions",
+                  [name for name, _, _ in shared.holders], f"{node.name}/{gpu.index}")
     else:
         jobs = on(None)
         yield row("whole", 1.0, 1.0 if jobs else 0.0, "1/1" if jobs else "0/1", [j.name for j in jobs],

@@ -12,7 +12,12 @@ double-booked, MIG jobs on instances of their profile, fractions on one GPU summ
 replicas, gangs on one network, queues within their limits, non-preemptible work within quota); the
 rest are pending.
 
-Same (nodes, jobs, seed) -> the same output, byte for byte.
+With `sharing` (`--sharing`) the same draws give a dynamic-sharing estate instead (Run:ai-style fractions
+on full GPUs): the notebook pool's GPUs are full-mode, and every node that is not MIG-carved has
+`sharing: {fractions: dynamic}`, so fractions and whole-GPU jobs compete for the same GPUs. Without it the
+output is unchanged.
+
+Same (nodes, jobs, seed, sharing) -> the same output, byte for byte.
 """
 
 from __future__ import annotations
@@ -190,8 +195,13 @@ def _pick_shape(rng: random.Random, assigned: dict[str, int], total: int) -> Sha
     return max(SHAPES, key=lambda s: deficit[s.name])
 
 
-def generate_inventory(nodes: int, jobs: int, seed: int = 0) -> dict[str, Any]:
-    """A plain-data inventory (ready for `yaml.dump` or `Inventory.model_validate`)."""
+# Replicas left on a dynamically shared GPU for the generator's bookkeeping: only its share limits it.
+_DYNAMIC_REPLICAS = 64
+
+
+def generate_inventory(nodes: int, jobs: int, seed: int = 0, sharing: bool = False) -> dict[str, Any]:
+    """A plain-data inventory (ready for `yaml.dump` or `Inventory.model_validate`); `sharing`: the
+    dynamic-sharing variant (module docstring)."""
     if nodes < 1 or jobs < 0:
         raise ValueError("need nodes >= 1 and jobs >= 0")
     rng = random.Random(seed)
@@ -243,6 +253,10 @@ def generate_inventory(nodes: int, jobs: int, seed: int = 0) -> dict[str, Any]:
                     if schedulable:
                         for p, s in layout:
                             mig_free.setdefault((shape.model, p), []).append((len(states), g, s))
+                elif kind == "shared" and sharing:  # fractions open these full GPUs (running ones below)
+                    gpus.append({"index": g, "model": shape.model, "mode": "full"})
+                    if schedulable:
+                        shared_gpus.setdefault(shape.model, []).append([len(states), g, 8, _DYNAMIC_REPLICAS])
                 elif kind == "shared":
                     gpus.append(
                         {
@@ -271,6 +285,8 @@ def generate_inventory(nodes: int, jobs: int, seed: int = 0) -> dict[str, Any]:
             }
             if state != "ready":
                 node["state"] = state
+            if sharing and kind != "mig":
+                node["sharing"] = {"fractions": "dynamic"}
             node["nvlink"] = "nvswitch"
             node["gpus"] = gpus
             node_dicts.append(node)
@@ -562,9 +578,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=100_000, help="number of jobs (default 100000)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     ap.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    ap.add_argument("--sharing", action="store_true", help="dynamic sharing: fractions on full GPUs")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    data = generate_inventory(args.nodes, args.jobs, args.seed)
+    data = generate_inventory(args.nodes, args.jobs, args.seed, args.sharing)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             dump_inventory(data, fh)

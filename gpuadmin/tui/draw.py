@@ -79,6 +79,8 @@ def gpu_lines(gpu: dict[str, Any], width: int) -> list[Text]:
             else:
                 _segment(line, "free", cell, FREE)
         return [title, line]
+    if gpu.get("dynamic") is not None:
+        return [title, *_dynamic_lines(gpu, body)]
     line = Text("  whole   ")
     if holders:
         cell = max(6, body // len(holders))
@@ -89,6 +91,25 @@ def gpu_lines(gpu: dict[str, Any], width: int) -> list[Text]:
     else:
         _segment(line, "free", body, FREE)
     return [title, line]
+
+
+def _dynamic_lines(gpu: dict[str, Any], body: int) -> list[Text]:
+    """A full GPU that fractions may share: each holder's span to scale (share and GiB), then what is left."""
+    shared = gpu["dynamic"]
+    line = Text("  shared  " if gpu["holders"] else "  whole   ")
+    if not gpu["holders"]:
+        _segment(line, "free (fractions may share it)", body, FREE)
+        return [line]
+    left = 1.0 - shared["used"]
+    left_text = f"{shared['left_gib']:g}G left"
+    left_width = max(len(left_text) + 2, round(body * left)) if left > 1e-9 else 0
+    used = max(shared["used"], 1e-9)
+    for h in gpu["holders"]:  # spans to scale, in what the left-over span does not take
+        _segment(line, f"{h['job']} {h['share']:g} {h['gib']:g}G",
+                 max(6, round((body - left_width) * h["share"] / used)), HELD)
+    if left_width:
+        _segment(line, left_text, left_width, FREE)
+    return [line]
 
 
 def _mig_lines(gpu: dict[str, Any], body: int) -> list[Text]:

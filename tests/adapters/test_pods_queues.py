@@ -17,7 +17,7 @@ import pytest
 from adapters_support import golden, validate_k8s
 
 from gpuadmin.adapters import export_mig_parted_configmap, export_pods, export_queues
-from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue, Request, Resources, Slot
+from gpuadmin.model import DynamicSharing, Gpu, Job, MigInstance, Node, Queue, Request, Resources, Slot
 
 _NUMBER = {"type": "number"}
 _QUOTA = {
@@ -301,6 +301,32 @@ def test_pods_for_queue_systems(system: str, label: str) -> None:
         assert manifest["metadata"]["labels"][label] in ("research", "inference")
     pod = next(m for m in manifests if m["kind"] == "Pod")
     assert (pod["spec"].get("schedulerName") == "kai-scheduler") == (system == "kai")
+
+
+def test_fraction_on_a_dynamically_shared_gpu_is_a_kai_fraction_pod() -> None:
+    shared = Node(name="gpu-h100-12", platform="kubernetes", sharing=DynamicSharing(fractions="dynamic"),
+                  gpus=[Gpu(index=0, model="H100-SXM5-80GB")])
+    plain = Node(name="gpu-h100-13", platform="kubernetes",
+                 gpus=[Gpu(index=0, model="H100-SXM5-80GB", mode="time-sliced", replicas=4)])
+    jobs = [
+        Job(name="nb-a", queue="research", request=Request(fraction=0.5), status="running",
+            placement=[Slot(node="gpu-h100-12", gpu=0)]),
+        Job(name="nb-b", queue="research", request=Request(gpu_memory_gib=20), status="running",
+            placement=[Slot(node="gpu-h100-12", gpu=0)]),
+        Job(name="nb-c", queue="research", request=Request(fraction=0.25), status="running",
+            placement=[Slot(node="gpu-h100-13", gpu=0)]),
+    ]
+    pods = {m["metadata"]["name"]: m for m in export_pods(jobs, [shared, plain])[1:]}
+    for pod in pods.values():
+        validate_any(pod)
+    assert pods["nb-a"]["metadata"]["annotations"] == {"gpu-fraction": "0.5"}
+    assert pods["nb-b"]["metadata"]["annotations"] == {"gpu-memory": "20480"}
+    for name in ("nb-a", "nb-b"):
+        assert pods[name]["spec"]["schedulerName"] == "kai-scheduler"
+        assert "nvidia.com/gpu" not in pods[name]["spec"]["containers"][0]["resources"]["limits"]
+    # a fraction on a time-sliced GPU stays a device-plugin replica
+    assert "annotations" not in pods["nb-c"]["metadata"]
+    assert pods["nb-c"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
 
 
 def test_queues_golden_and_valid() -> None:

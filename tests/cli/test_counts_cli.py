@@ -37,9 +37,13 @@ def test_gpu_holders_include_vms_and_use_is_shown() -> None:
 
 def test_slice_shares_are_in_gpus() -> None:
     slices = _items("oci-h100.yaml", "slices")
-    shared = next(s for s in slices if s["node"] == "gpu-h100-09" and s["gpu"] == 2)
-    # one holder asking for 0.5 GPU: it holds 0.5 GPU of the GPU, one replica of four
-    assert shared["held_gpus"] == 0.5 and shared["replicas"] == "1/4" and shared["size_gpus"] == 1
+    shared = next(s for s in slices if s["node"] == "gpu-h100-10" and s["gpu"] == 1)
+    # one holder asking for 0.25 GPU: it holds 0.25 GPU of the GPU, one replica of eight
+    assert shared["held_gpus"] == 0.25 and shared["replicas"] == "1/8" and shared["size_gpus"] == 1
+    # a full GPU fractions share dynamically: 0.5 + 0.25 + 16 GiB of the 79.1 GiB left after the reserve
+    dynamic = next(s for s in slices if s["node"] == "gpu-h100-09" and s["gpu"] == 0)
+    assert dynamic["slice"] == "shared (dynamic)" and dynamic["held_gpus"] == round(0.75 + 16 / (81559 / 1024 - 0.5), 3)
+    assert dynamic["holders"] == "nb-alice,nb-bob,nb-chen" and dynamic["replicas"] == "3 fractions"
     mig = next(s for s in slices if s["node"] == "gpu-h100-07" and s["slice"] == "mig 3g.40gb@4")
     assert mig["size_gpus"] == round(3 / 7, 3) and mig["held_gpus"] == round(3 / 7, 3)
     header = gpuadmin("--inventory", SAMPLES / "oci-h100.yaml", "get", "slices").out.splitlines()[0].split()

@@ -79,7 +79,7 @@ def test_selector_and_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines and all(line.startswith("gpu/gpu-h100-0") for line in lines)
     code, out, _ = invoke(capsys, "--inventory", str(SAMPLES / "oci-h100.yaml"), "get", "jobs", "-l",
                           "status=pending", "-o", "name")
-    assert code == 0 and len(out.splitlines()) == 16
+    assert code == 0 and len(out.splitlines()) == 17
     code, _, err = invoke(capsys, "--inventory", str(SAMPLES / "oci-h100.yaml"), "get", "nodes", "nope")
     assert code == 2 and "node 'nope' not found" in err
 

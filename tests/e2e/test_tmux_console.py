@@ -45,21 +45,21 @@ def test_jobs_filter_describe_back_quit(state: Path, tmp_path: Path, panes: list
 
     pane.type(":jobs")
     pane.keys("Enter")
-    jobs = pane.wait_for("jobs: 54 of 54")
+    jobs = pane.wait_for("jobs: 55 of 55")
     assert "llm-pretrain-70b" in jobs and "NAME" in jobs and "STATUS" in jobs
 
     pane.type("/status=pending")
     pane.keys("Enter")
-    filtered = pane.wait_for("jobs: 16 of 54")
+    filtered = pane.wait_for("jobs: 17 of 55")
     assert "filter /status=pending" in filtered
-    assert "running" not in filtered.split("jobs: 16 of 54", 1)[1], "the filter keeps pending jobs only"
+    assert "running" not in filtered.split("jobs: 17 of 55", 1)[1], "the filter keeps pending jobs only"
 
     pane.type("d")
     described = pane.wait_for("text: job")
     assert "kind: job" in described and "status: pending" in described
 
     pane.keys("Escape")
-    back = pane.wait_for("jobs: 16 of 54")
+    back = pane.wait_for("jobs: 17 of 55")
     assert "kind: job" not in back
 
     pane.type("q")

@@ -212,6 +212,8 @@ def check_jobs(inv: Inventory) -> list[str]:
     whole: dict[tuple[str, int], str] = {}
     mig_held: dict[tuple[str, int, int], str] = {}
     shared: dict[tuple[str, int], list[tuple[str, float]]] = defaultdict(list)
+    # dynamic sharing (Run:ai fractions on a full GPU): the share of the memory left after the reserve
+    dynamic: dict[tuple[str, int], list[tuple[str, float]]] = defaultdict(list)
     used: dict[str, float] = defaultdict(float)
     used_nonpreemptible: dict[str, float] = defaultdict(float)
     for job in inv.jobs:
@@ -267,12 +269,17 @@ def check_jobs(inv: Inventory) -> list[str]:
                     problems.append(f"{where}: MIG instance double-booked with {mig_held[key]}")
                 mig_held[key] = job.name
             else:
-                if gpu.mode != "time-sliced" or slot.mig_start is not None:
-                    problems.append(f"{where}: fractional job on a {gpu.mode} GPU")
-                    continue
                 if job.isolation == "exclusive":
                     problems.append(f"{where}: exclusive job on a shared replica")
-                shared[(slot.node, slot.gpu)].append((job.name, gpu_units(job, gpu)))
+                if node.sharing is not None and gpu.mode == "full" and slot.mig_start is None:
+                    usable_mib = MEMORY_MIB[gpu.model] - node.sharing.reserved_gib * 1024
+                    share = req.fraction if req.fraction is not None else (req.gpu_memory_gib or 0) * 1024 / usable_mib
+                    dynamic[(slot.node, slot.gpu)].append((job.name, share))
+                elif gpu.mode != "time-sliced" or slot.mig_start is not None:
+                    problems.append(f"{where}: fractional job on a {gpu.mode} GPU")
+                    continue
+                else:
+                    shared[(slot.node, slot.gpu)].append((job.name, gpu_units(job, gpu)))
             units = gpu_units(job, gpu)
             used[job.queue] += units
             if not job.preemptible:
@@ -284,6 +291,11 @@ def check_jobs(inv: Inventory) -> list[str]:
             problems.append(f"{node_name}/gpu{index}: {len(holders)} sharers > {gpu.replicas} replicas")
         if sum(f for _, f in holders) > 1.0 + 1e-9:
             problems.append(f"{node_name}/gpu{index}: fractions sum to {sum(f for _, f in holders)}")
+    for key, holders in dynamic.items():
+        if key in whole:
+            problems.append(f"{key[0]}/gpu{key[1]}: whole-GPU job {whole[key]} beside fractions")
+        if sum(f for _, f in holders) > 1.0 + 1e-9:
+            problems.append(f"{key[0]}/gpu{key[1]}: dynamic fractions sum to {sum(f for _, f in holders)}")
     for name, q in queues.items():
         if q.limit is not None and q.limit.gpus is not None and used[name] > q.limit.gpus + 1e-9:
             problems.append(f"queue {name}: running {used[name]:.2f} GPUs > limit {q.limit.gpus}")

@@ -99,8 +99,15 @@ def test_oci_pools_have_the_promised_layouts() -> None:
     assert balanced in layouts
     assert tuple(("1g.10gb", s) for s in range(7)) in layouts
     assert len(layouts) >= 5, "the MIG pool should show varied layouts"
-    shared = [g for n in inv.nodes if n.labels.get("pool") == "shared" for g in n.gpus]
-    assert shared and all(g.mode == "time-sliced" and g.replicas in (4, 8) for g in shared)
+    shared = [n for n in inv.nodes if n.labels.get("pool") == "shared"]
+    dynamic = [n for n in shared if n.sharing is not None]
+    sliced = [n for n in shared if n.sharing is None]
+    # the shared pool: Run:ai-style dynamic sharing of full GPUs, and time-sliced GPUs for pools that want them
+    assert dynamic and all(g.mode == "full" for n in dynamic for g in n.gpus)
+    assert sliced and all(g.mode == "time-sliced" and g.replicas in (4, 8) for n in sliced for g in n.gpus)
+    held = {s.gpu for j in inv.jobs if j.status == "running" and j.request.kind in ("fraction", "gpu_memory_gib")
+            for s in j.placement if s.node == dynamic[0].name}
+    assert 0 < len(held) < len(dynamic[0].gpus), "fractions share some of its GPUs, others are free"
 
 
 def test_oci_queues_and_jobs() -> None:

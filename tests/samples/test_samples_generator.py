@@ -12,6 +12,8 @@ import pytest
 import yaml
 from samples_physical import check_all
 
+from gpuadmin.engine.rules import Touched, check
+from gpuadmin.engine.state import ClusterState, View
 from gpuadmin.model import Inventory
 from gpuadmin.model.references import check_references
 from gpuadmin.store import load_inventory
@@ -98,3 +100,24 @@ def test_full_size_is_fast(tmp_path: Path) -> None:
     t0 = time.perf_counter()
     assert main(["--nodes", "1024", "--jobs", "100000", "-o", str(tmp_path / "big.yaml")]) == 0
     assert time.perf_counter() - t0 < 20  # ~4 s on the 2-core CI box; generous for a loaded machine
+
+
+def test_sharing_variant_shares_full_gpus_and_passes_every_rule() -> None:
+    data = generate_inventory(NODES, JOBS, seed=0, sharing=True)
+    assert generate_inventory(NODES, JOBS, seed=0, sharing=True) == data
+    inv = Inventory.model_validate(data)
+    assert not any(g.mode == "time-sliced" for n in inv.nodes for g in n.gpus)
+    sharing = {n.name for n in inv.nodes if n.sharing is not None}
+    assert sharing and all(all(g.mode == "full" for g in n.gpus) for n in inv.nodes if n.name in sharing)
+    fractional = ("fraction", "gpu_memory_gib")
+    fractions_on_full = [j for j in inv.jobs if j.status == "running" and j.request.kind in fractional]
+    assert fractions_on_full and all(s.node in sharing for j in fractions_on_full for s in j.placement)
+    view = View(ClusterState.from_inventory(inv))
+    touched = Touched(
+        nodes={n.name for n in inv.nodes},
+        gpus={(n.name, g.index) for n in inv.nodes for g in n.gpus},
+        jobs={j.name for j in inv.jobs},
+        queues={q.name for q in inv.queues},
+    )
+    assert check(view, touched) == []
+    assert check_references(inv) == []

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from gpuadmin.engine.rules.base import Violation, gpu_target, node_target, rule
 from gpuadmin.engine.rules.nodes import gpu_at, gpu_before_after, names, slots_on
+from gpuadmin.engine.sharing import shares_dynamically, usable_gib
 from gpuadmin.engine.state import GpuKey, View
 
 # The device plugin refuses fewer ("number of replicas must be >= 2", gpu-facts §3.1): a software rule.
@@ -174,4 +175,24 @@ def change_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
             f"changing GPU {key[1]} on {key[0]} from {before.mode} to {after.mode} would take it from "
             f"running job(s): {names(hit)}",
             "preempt those jobs in the same plan (or drain the node) first",
+        )
+
+
+@rule(
+    "mode.sharing-reserve",
+    "On a dynamic-sharing node the reserved memory per shared GPU is less than every full GPU's memory.",
+    "node",
+)
+def sharing_reserve(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    if node is None or node.sharing is None:
+        return
+    starved = [g for g in node.gpus if shares_dynamically(node, g) and usable_gib(node, g) <= 0]
+    if starved:
+        yield Violation(
+            "mode.sharing-reserve",
+            node_target(name),
+            f"{name} reserves {node.sharing.reserved_gib:g} GiB per shared GPU, which leaves nothing for "
+            f"fractions on GPU(s) {names(str(g.index) for g in starved)} ({names(sorted({g.model for g in starved}))})",
+            "lower sharing.reserved_gib (default 0.5 GiB)",
         )

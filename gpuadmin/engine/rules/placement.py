@@ -13,6 +13,7 @@ from gpuadmin.catalog.entities import GpuModel
 from gpuadmin.engine.rules.base import Violation, gpu_target, job_target, rule
 from gpuadmin.engine.rules.device_groups import nvlink_domain
 from gpuadmin.engine.rules.nodes import EPSILON, base_slots, gpu_at, holder_jobs, model_of, names, slots_on
+from gpuadmin.engine.sharing import is_fractional, need, shares_dynamically, usable_gib
 from gpuadmin.engine.state import GpuKey, View
 from gpuadmin.model import Gpu, Job, MigInstance, Node, Slot
 from gpuadmin.model.places import slice_place
@@ -27,6 +28,7 @@ class Slice:
     kind: SliceKind
     gpu: Gpu
     instance: MigInstance | None = None
+    dynamic: bool = False  # a full GPU of a dynamic-sharing node: fractions may share it (engine/sharing.py)
 
     @property
     def shareable(self) -> bool:
@@ -48,7 +50,7 @@ class Slice:
         if self.kind == "replica":
             return f"a time-sliced replica of {where} (×{self.gpu.replicas})"
         if self.kind == "whole":
-            return where
+            return f"{where} (dynamic sharing)" if self.dynamic else where
         return f"{where} (mode {self.gpu.mode})"
 
 
@@ -57,7 +59,7 @@ def resolve(view: View, slot: Slot) -> Slice | None:
     found = gpu_at(view, (slot.node, slot.gpu))
     if found is None:
         return None
-    gpu = found[1]
+    node, gpu = found
     if slot.mig_start is not None:
         if gpu.mode != "mig":
             return None
@@ -66,7 +68,7 @@ def resolve(view: View, slot: Slot) -> Slice | None:
             return None
         return Slice("instance-replica" if inst.replicas is not None else "instance", gpu, inst)
     if gpu.mode == "full":
-        return Slice("whole", gpu)
+        return Slice("whole", gpu, dynamic=shares_dynamically(node, gpu))
     if gpu.mode == "time-sliced":
         return Slice("replica", gpu)
     return Slice("unusable", gpu)
@@ -178,6 +180,8 @@ def slot_free(view: View, name: str) -> Iterable[Violation]:
                     continue
                 if not is_new and (theirs.node, theirs.gpu, theirs.mig_start) not in theirs_old:
                     continue  # the newcomer's violation names this conflict
+                if found.dynamic and (is_fractional(job) or is_fractional(other)):
+                    continue  # fractions share it; a whole job among them is placement.dynamic-share's
                 sharing = found.shareable and slot.mig_start == theirs.mig_start
                 if sharing and "exclusive" not in (job.isolation, other.isolation):
                     continue
@@ -221,12 +225,12 @@ def _kind_mismatch(job: Job, found: Slice, slot: Slot, model: GpuModel | None) -
                 f"({', '.join(found.instance.compute_instances or ())}); jobs are placed on whole GPU instances"
             )
         return None
-    # fraction / gpu_memory_gib: a time-sliced GPU or a time-sliced MIG instance
-    if not found.shareable:
+    # fraction / gpu_memory_gib: a time-sliced GPU or MIG instance, or a full GPU of a dynamic-sharing node
+    if not found.shareable and not found.dynamic:
         amount = f"{req.fraction} of a GPU" if req.fraction is not None else f"{req.gpu_memory_gib} GiB"
         return (
-            f"it asks for {amount}, which needs a time-sliced GPU or MIG instance, "
-            f"but holds {found.describe(slot)}"
+            f"it asks for {amount}, which needs a time-sliced GPU or MIG instance, or a full GPU of a node "
+            f"with dynamic sharing (sharing: {{fractions: dynamic}}), but holds {found.describe(slot)}"
         )
     return None
 
@@ -276,6 +280,59 @@ def matches_request(view: View, name: str) -> Iterable[Violation]:
                 f"job {name}: {problem}",
                 "bind the job to a slice of the kind it requests",
             )
+
+
+@rule(
+    "placement.dynamic-share",
+    "A dynamically shared GPU holds fractions or one whole-GPU job, never both: a whole-GPU or exclusive job "
+    "takes it only when the last fraction has left, and fractions never join a GPU a whole job holds.",
+    "job",
+)
+def dynamic_share(view: View, name: str) -> Iterable[Violation]:
+    job = _running(view, name)
+    if job is None:
+        return
+    held_before = base_slots(view, name)
+    for slot in job.placement:
+        if slot.mig_start is not None:
+            continue
+        found = resolve(view, slot)
+        if found is None or not found.dynamic:
+            continue
+        is_new = (slot.node, slot.gpu, None) not in held_before
+        # Reported on the newcomer; where both arrive in one plan, on the whole-GPU job (it is the one that
+        # must wait for a free GPU).
+        others = [
+            o for o in holder_jobs(view, slot.node, slot.gpu)
+            if o.name != name and is_fractional(o) != is_fractional(job)
+            and ((is_new and not is_fractional(job))
+                 or (slot.node, slot.gpu, None) in base_slots(view, o.name))
+        ]
+        if not others:
+            continue
+        who = names(o.name for o in others)
+        if is_fractional(job):
+            yield Violation(
+                "placement.dynamic-share",
+                job_target(name),
+                f"job {name} asks for part of {found.describe(slot)}, but whole-GPU job {who} holds it",
+                f"bind it to a GPU that is free or already shared; {_free_gpus_hint(view, slot.node)}",
+            )
+            continue
+        yield Violation(
+            "placement.dynamic-share",
+            job_target(name),
+            f"job {name} needs {found.describe(slot)} whole, but fractions hold it ({who})",
+            f"preempt {who} in the same plan (preempt-job), or wait until they finish; "
+            f"{_free_gpus_hint(view, slot.node)}",
+        )
+
+
+def _free_gpus_hint(view: View, node_name: str) -> str:
+    node = view.node(node_name)
+    free = [str(g.index) for g in node.gpus if g.mode == "full" and not view.holders(node_name, g.index)] \
+        if node is not None else []
+    return f"free full GPUs on {node_name}: {names(free)}" if free else f"{node_name} has no free full GPU"
 
 
 @rule(
@@ -411,6 +468,10 @@ def no_oversubscription(view: View, key: GpuKey) -> Iterable[Violation]:
     for job in holder_jobs(view, *key):
         for slot in slots_on(job, *key):
             per_slice.setdefault(slot.mig_start, []).append((job, slot))
+    node = found_gpu[0]
+    if shares_dynamically(node, gpu) and per_slice.get(None):
+        yield from _dynamic_oversubscription(node, gpu, key, [j for j, _ in per_slice[None] if is_fractional(j)])
+        return
     for _, held in sorted(per_slice.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
         found = resolve(view, held[0][1])
         if found is None or not found.shareable:
@@ -444,3 +505,23 @@ def no_oversubscription(view: View, key: GpuKey) -> Iterable[Violation]:
                 f"{memory:.1f} GiB ({who})",
                 "move a job to another slice, or shrink a request",
             )
+
+
+def _dynamic_oversubscription(node: Node, gpu: Gpu, key: GpuKey, fractions: list[Job]) -> Iterable[Violation]:
+    """Fractions on a dynamically shared GPU: compute shares add up to ≤ 1, memory to ≤ the GPU's memory less
+    the reserved slice (one sum: a fraction takes f of both, a memory request g GiB of g / usable)."""
+    if not fractions:
+        return
+    usable = usable_gib(node, gpu)
+    total = sum(need(j, usable) for j in fractions)
+    if total <= 1 + EPSILON:
+        return
+    reserved = node.sharing.reserved_gib if node.sharing is not None else 0.0
+    yield Violation(
+        "placement.no-oversubscription",
+        gpu_target(*key),
+        f"GPU {key[1]} of {key[0]} (dynamic sharing) is oversubscribed: its fractions take {total:.3g} of it, "
+        f"{total * usable:.1f} GiB of the {usable:.1f} GiB left after the {reserved:g} GiB reserved "
+        f"({names(j.name for j in fractions)})",
+        "move a fraction to another GPU, or shrink a request",
+    )

@@ -36,6 +36,7 @@ from gpuadmin.engine.scheduler.order import Cost, JobOrder, QueueBook, estimate_
 from gpuadmin.engine.scheduler.preempt import Eligible, find_eviction
 from gpuadmin.engine.scheduler.scores import Score, Scorer
 from gpuadmin.engine.scheduler.shape import Shape, shape_of
+from gpuadmin.engine.sharing import is_fractional
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.engine.usage import slot_share
 from gpuadmin.model import Job, Slot
@@ -56,6 +57,7 @@ class Step:
     gpus: list[int] = field(default_factory=list)
     mig: tuple[int, int] | None = None  # (gpu, start)
     unit: TsUnit | None = None
+    open_gpu: int | None = None  # a free full GPU a fraction turns into a shared one (dynamic sharing)
 
 
 @dataclass
@@ -209,10 +211,10 @@ class Cycle:
     def _place_whole(self, shape: Shape, restrict: set[int] | None) -> Choice | None:
         sid = self.sid[shape]
         best: tuple[Score, int, WholePlan] | None = None
-        for (part, has_rdma), bucket in self.index.whole.items():
+        for (part, has_rdma, reserve), bucket in self.index.whole.items():
             if shape.rdma and not has_rdma:
                 continue
-            scored = self.scorer.whole(sid, shape, part)
+            scored = self.scorer.whole(sid, shape, part, reserve)
             if scored is None:
                 continue
             idx = self._pick(bucket.members, bucket.top(), shape, restrict)
@@ -227,18 +229,18 @@ class Cycle:
         return Choice([Slot(node=nc.name, gpu=g) for g in gpus], [Step(nc, gpus=gpus)])
 
     def _place_gang(self, shape: Shape, restrict: set[int] | None) -> Choice | None:
-        groups: list[tuple[str, list[tuple[WholePart, Bucket[int]]]]] = []
+        groups: list[tuple[str, list[tuple[tuple[WholePart, float | None], Bucket[int]]]]] = []
         if shape.rdma:
             for net in sorted(self.index.whole_net):
                 groups.append((net, list(self.index.whole_net[net].items())))
         else:
-            groups.append(("", [(k[0], b) for k, b in self.index.whole.items()]))
+            groups.append(("", [((k[0], k[2]), b) for k, b in self.index.whole.items()]))
         best: tuple[tuple[float, float, str], list[tuple[int, WholePlan]]] | None = None
         sid = self.sid[shape]
         for net, parts in groups:
             cands: list[tuple[Score, Bucket[int], WholePlan]] = []
-            for part, bucket in parts:
-                scored = self.scorer.whole(sid, shape, part)
+            for (part, reserve), bucket in parts:
+                scored = self.scorer.whole(sid, shape, part, reserve)
                 if scored is not None:
                     cands.append((scored[0], bucket, scored[1]))
             if sum(len(c[1]) for c in cands) < shape.nodes:
@@ -324,10 +326,32 @@ class Cycle:
                 uid = min(ok) if ok else None
             if uid is not None and (best is None or (score, uid) < best):
                 best = (score, uid)
+        opened = self._open_shared(shape, restrict)
+        if opened is not None and (best is None or opened[0] < best[0]):  # a tie joins a GPU already shared
+            nc = index.nodes[opened[1]]
+            gpu = plan_gpus(nc, ((opened[2][0], opened[2][1], 1),))[0]
+            return Choice([Slot(node=nc.name, gpu=gpu)], [Step(nc, open_gpu=gpu)])
         if best is None:
             return None
         nc, unit = index.unit(best[1])
         return Choice([Slot(node=nc.name, gpu=unit.gpu, mig_start=unit.mig_start)], [Step(nc, unit=unit)])
+
+    def _open_shared(self, shape: Shape, restrict: set[int] | None) -> tuple[Score, int, tuple[str, int]] | None:
+        """The best free full GPU of a dynamic-sharing node for a fraction to open: (score, node, domain)."""
+        if shape.kind == "mig":
+            return None
+        sid = self.sid[shape]
+        best: tuple[Score, int, tuple[str, int]] | None = None
+        for (part, has_rdma, reserve), bucket in self.index.whole.items():
+            if reserve is None or (shape.rdma and not has_rdma):
+                continue
+            scored = self.scorer.open(sid, shape, part, reserve)
+            if scored is None:
+                continue
+            idx = self._pick(bucket.members, bucket.top(), shape, restrict)
+            if idx is not None and (best is None or (scored[0], idx) < best[:2]):
+                best = (scored[0], idx, scored[1])
+        return best
 
     # -------------------------------------------------------------------------------------------- binding
     def exact_cost(self, job: Job, slots: list[Slot]) -> Cost:
@@ -336,7 +360,8 @@ class Cycle:
         for slot in slots:
             nc = self.index.by_name.get(slot.node)
             info = nc.gpus.get(slot.gpu) if nc is not None else None
-            if slot.mig_start is None and info is not None and info.mode == "full" and info.model in self.memory:
+            whole = slot.mig_start is None and info is not None and info.mode == "full" and not is_fractional(job)
+            if whole and info is not None and info.model in self.memory:
                 share, mem = 1.0, self.memory[info.model]  # a whole GPU: usage.slot_share's last case
             else:
                 share, mem = slot_share(self.state.nodes.get(slot.node), slot, job)
@@ -359,6 +384,9 @@ class Cycle:
                 self.index.take_mig(step.node, step.mig[0], step.mig[1], job.name)
             elif step.unit is not None:
                 self.index.take_unit(step.node, step.unit, job.name, job_unit_need(job, step.unit))
+            elif step.open_gpu is not None:
+                unit = self.index.open_shared(step.node, step.open_gpu)
+                self.index.take_unit(step.node, unit, job.name, job_unit_need(job, unit))
         book = self.books[job.queue]
         book.used_gpus += cost.gpus
         book.used_gib += cost.gib

@@ -19,7 +19,7 @@ from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.mig import layouts_with
 from gpuadmin.engine.rules.device_groups import nvlink_domain
 from gpuadmin.engine.scheduler.cycle import Cycle
-from gpuadmin.engine.scheduler.fgd import unit_need, whole_fit
+from gpuadmin.engine.scheduler.fgd import EPS_SHARE, unit_need, usable_memory, whole_fit
 from gpuadmin.engine.scheduler.filters import mig_profile_name, model_ok, node_ok, shape_unit_fits
 from gpuadmin.engine.scheduler.index import NodeCap
 from gpuadmin.engine.scheduler.preempt import find_eviction
@@ -427,7 +427,8 @@ class Explainer:
                 return f"{modes} only (job {'is exclusive' if shape.exclusive else 'takes whole GPUs'})"
             if shape.nvlink and g >= 2 and nc.free_whole(shape.model) >= g:
                 return f"no free NVLink domain of {g}"
-            return f"fewer than {g} free GPUs"
+            shared = sum(1 for i in infos if i.units.get(None) is not None and i.units[None].dynamic)
+            return f"fewer than {g} free GPUs" + (f" ({shared} shared by fractions)" if shared else "")
         if shape.kind == "mig":
             profiles = {mig_profile_name(i.model, shape.profile) for i in infos} - {None}
             if not profiles:
@@ -445,9 +446,11 @@ class Explainer:
             return f"{shape.profile} instances all held"
         if shape.exclusive:
             return "job is exclusive (a share of a GPU never is)"
-        units = [u for u in nc.ts_units if model_ok(shape, u.model)]
+        if open_gpu_fits(nc, shape):
+            return None
+        units = [u for u in nc.ts_units if model_ok(shape, u.model) and not u.closed]
         if not units:
-            return "no time-sliced GPU"
+            return "no time-sliced GPU" if nc.reserve is None else "no free or shared GPU"
         if any(shape_unit_fits(u.state(), shape) for u in units):
             return None
         if not any(u.replicas_left > 0 for u in units):
@@ -809,3 +812,14 @@ def _remedy_fails(state: ClusterState, job_name: str, changes: tuple[dict[str, A
     if job_name not in after.bound:
         return "the job still does not fit after it"
     return None
+
+
+def open_gpu_fits(nc: NodeCap, shape: Shape) -> bool:
+    """Whether a fraction could open a free full GPU of this node (dynamic sharing)."""
+    if nc.reserve is None or shape.exclusive or shape.kind not in ("fraction", "memory"):
+        return False
+    return any(
+        gpus and model_ok(shape, dom[0])
+        and unit_need(shape.fraction, shape.gib, usable_memory(dom[0], nc.reserve)) <= 1 + EPS_SHARE
+        for dom, gpus in nc.domains.items()
+    )

@@ -25,16 +25,28 @@ uses units of one part, `F(n) = idle(n) − Σ_parts C(part)` with the *credit* 
 usable(part, t) · [fits(part, t)]` over the tasks of that part. A placement changes one part, so
 `ΔF = Δidle − ΔC(part)`: the credit of a part is memoised by the part's value, which makes a candidate's
 score a dictionary lookup.
+
+Dynamic sharing (engine/sharing.py). On a node whose full GPUs fractions may share, a free GPU is usable by
+the whole-GPU tasks *and* by every fractional task whose need fits the GPU's memory less the reserved slice —
+the paper's setting, where any GPU can host any task. Its whole part therefore also credits the share
+classes (`whole_credit(part, reserve)`), and a fraction that opens a free GPU changes two parts at once: the
+whole part loses the GPU and the shared part gains a unit with `1 − need` unreserved.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
+
+from gpuadmin.catalog import get_catalog
 
 EPS_SHARE = 1e-12  # slack when comparing shares (the rules allow 1e-9)
 TOP_CLASSES = 16  # task classes kept in a workload (the most popular); see docs/scheduling.md §3
+# Replicas left on a dynamically shared GPU (Run:ai-style fractions on a full GPU): no replica count limits
+# it, only its compute share and memory, so this stands for "unbounded" and is never decremented.
+DYNAMIC_REPLICAS = 1 << 20
 
 # Parts of a node's free capacity, as hashable values:
 WholePart = tuple[tuple[str, int], ...]  # (model, free full GPUs) per NVLink domain with ≥ 1 free, sorted
@@ -71,6 +83,13 @@ def unit_need(share: float, gib: float, memory_gib: float) -> float:
     return share
 
 
+@lru_cache(maxsize=256)
+def usable_memory(model: str, reserve: float) -> float:
+    """GiB fractions may take on a dynamically shared GPU of this model (engine/sharing.usable_gib)."""
+    found = get_catalog().model(model)
+    return max(0.0, found.memory_mib / 1024 - reserve) if found is not None else 0.0
+
+
 def unit_fits(state: UnitState, kind: str, share: float, gib: float, model: str | None, profile: str = "") -> bool:
     m, mem, residual, replicas, _, unit_profile = state
     if replicas < 1 or not _model_ok(model, m):
@@ -105,20 +124,29 @@ class Workload:
         self.mig_classes = tuple(c for c in self.classes if c.kind == "mig")
         self.share_classes = tuple(c for c in self.classes if c.kind == "share")
         self.total_weight = sum(c.weight for c in self.classes)
-        self._whole: dict[WholePart, float] = {}
+        self._whole: dict[tuple[WholePart, float | None], float] = {}
         self._mig: dict[MigPart, float] = {}
         self._ts: dict[TsPart, float] = {}
 
     # credits ---------------------------------------------------------------------------------------------
-    def whole_credit(self, part: WholePart) -> float:
-        found = self._whole.get(part)
+    def whole_credit(self, part: WholePart, reserve: float | None = None) -> float:
+        """Credit of a node's free full GPUs: whole-GPU tasks, and with a dynamic-sharing `reserve` (GiB kept
+        per shared GPU) also the fractional tasks that fit a free GPU."""
+        key = (part, reserve)
+        found = self._whole.get(key)
         if found is None:
             found = 0.0
             for t in self.whole_classes:
                 fits, usable = whole_fit(part, t.gpus, t.nvlink, t.model)
                 if fits:
                     found += t.weight * usable
-            self._whole[part] = found
+            if reserve is not None:
+                for t in self.share_classes:
+                    for m, c in part:
+                        need = unit_need(t.share, t.gib, usable_memory(m, reserve))
+                        if _model_ok(t.model, m) and need <= 1 + EPS_SHARE:
+                            found += t.weight * c
+            self._whole[key] = found
         return found
 
     def mig_credit(self, part: MigPart) -> float:
@@ -154,14 +182,21 @@ class Workload:
     def ts_idle(part: TsPart) -> float:
         return sum(u[2] * u[4] for u in part)
 
-    def node_fragmentation(self, whole: WholePart, mig: MigPart, ts: TsPart) -> float:
+    def node_fragmentation(
+        self, whole: WholePart, mig: MigPart, ts: TsPart, reserve: float | None = None
+    ) -> float:
         """F(n) = Σ_t p_t · fragment(n, t) = W·idle(n) − Σ credits."""
         idle = self.whole_idle(whole) + self.mig_idle(mig) + self.ts_idle(ts)
-        return self.total_weight * idle - self.whole_credit(whole) - self.mig_credit(mig) - self.ts_credit(ts)
+        return (
+            self.total_weight * idle
+            - self.whole_credit(whole, reserve)
+            - self.mig_credit(mig)
+            - self.ts_credit(ts)
+        )
 
-    def delta_whole(self, before: WholePart, after: WholePart) -> float:
+    def delta_whole(self, before: WholePart, after: WholePart, reserve: float | None = None) -> float:
         d_idle = self.whole_idle(after) - self.whole_idle(before)
-        return self.total_weight * d_idle - (self.whole_credit(after) - self.whole_credit(before))
+        return self.total_weight * d_idle - (self.whole_credit(after, reserve) - self.whole_credit(before, reserve))
 
     def delta_mig(self, before: MigPart, after: MigPart) -> float:
         d_idle = self.mig_idle(after) - self.mig_idle(before)

@@ -6,8 +6,10 @@ Each filter is a pure function of a node part (see `fgd`) or a `NodeCap` and a `
                       domain (one device group on vSphere hosts with groups);
 * `mig_candidates`  — free (unheld, not time-sliced) instances of the profile; a shared MIG job may also take
                       a replica of a time-sliced instance of its profile;
-* `unit_fits`       — time-sliced GPUs and MIG instances with a replica left and the share unreserved; never
-                      for `isolation: exclusive` jobs;
+* `unit_fits`       — time-sliced GPUs and MIG instances with a replica left and the share unreserved, and
+                      full GPUs fractions already share on a dynamic-sharing node (share and memory left);
+                      never for `isolation: exclusive` jobs; a fraction may also open a free full GPU of a
+                      dynamic-sharing node that its need fits (`Scorer.open`);
 * `node_ok`         — RDMA where the request needs it (node state is filtered by the index: only ready nodes
                       are schedulable).
 """

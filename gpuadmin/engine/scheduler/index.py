@@ -1,10 +1,14 @@
 """The free-capacity index, built once per cycle from a `ClusterState`.
 
 Per schedulable node it keeps the free full-mode GPUs by NVLink domain (and device group), the free MIG
-instances by (model, profile), and the time-sliced units (GPUs and time-sliced MIG instances) with their
-unreserved share and replicas left. Across nodes it keeps *buckets*: nodes whose relevant part has the same
-value share a bucket, so a job is scored once per distinct part, not once per node. Binding a job updates
-the index in place (never the state); the planner checks the result once at the end.
+instances by (model, profile), and the shared units (time-sliced GPUs and MIG instances, and full GPUs that
+fractions hold on a dynamic-sharing node) with their unreserved share and replicas left. On a dynamic-sharing
+node a free full GPU is both whole capacity and a unit a fraction may open: the first fraction turns it into a
+shared unit, and the last one to leave turns it back into a free GPU.
+
+Across nodes it keeps *buckets*: nodes whose relevant part has the same value share a bucket, so a job is
+scored once per distinct part, not once per node. Binding a job updates the index in place (never the state);
+the planner checks the result once at the end.
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ from typing import Generic, Literal, TypeVar
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel
 from gpuadmin.engine.rules.device_groups import nvlink_domain
-from gpuadmin.engine.scheduler.fgd import MigPart, TsPart, UnitState, WholePart
+from gpuadmin.engine.scheduler.fgd import DYNAMIC_REPLICAS, MigPart, TsPart, UnitState, WholePart
+from gpuadmin.engine.sharing import is_fractional
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Gpu, Job, Node, Slot
 
 Policy = Literal["binpack", "spread"]
 DomainKey = tuple[str, int, str]  # (model, NVLink domain, device group or "-<gpu>" outside groups or "")
+# A node's free whole GPUs, whether it has RDMA, and its dynamic-sharing reserve (None: fractions may not open
+# its full GPUs): nodes with one key are interchangeable for whole-GPU jobs and for opening a shared GPU.
+WholeKey = tuple[WholePart, bool, float | None]
 
 
 UnitId = tuple[int, int]  # (node index, position in the node's shared units)
@@ -73,6 +81,8 @@ class TsUnit:
     replicas_left: int
     holders: dict[str, float] = field(default_factory=dict)  # job → share it reserves
     key: int | None = None  # the state id of the bucket it is filed in
+    dynamic: bool = False  # a full GPU fractions share (dynamic sharing): no replica count
+    closed: bool = False  # a dynamic unit whose last fraction left: the GPU is whole capacity again
 
     def state(self) -> UnitState:
         return (
@@ -94,6 +104,7 @@ class GpuInfo:
     instances: dict[int, str] = field(default_factory=dict)  # start → canonical profile (MIG mode)
     instance_holders: dict[int, set[str]] = field(default_factory=dict)
     units: dict[int | None, TsUnit] = field(default_factory=dict)  # mig_start (None = the GPU) → unit
+    dynamic_unit: TsUnit | None = None  # the unit this full GPU becomes while fractions share it (kept closed)
 
 
 class NodeCap:
@@ -106,6 +117,7 @@ class NodeCap:
         "name",
         "network",
         "node",
+        "reserve",
         "ts_units",
         "whole_key",
     )
@@ -120,7 +132,8 @@ class NodeCap:
         self.mig: dict[tuple[str, str], set[tuple[int, int]]] = {}
         self.mig_share: dict[tuple[str, str], float] = {}
         self.ts_units: list[TsUnit] = []
-        self.whole_key: tuple[WholePart, bool] | None = None
+        self.whole_key: WholeKey | None = None
+        self.reserve: float | None = node.sharing.reserved_gib if node.sharing is not None else None
 
     # parts ---------------------------------------------------------------------------------------------
     def whole_part(self) -> WholePart:
@@ -130,7 +143,7 @@ class NodeCap:
         return tuple(sorted((m, p, len(s), _r(self.mig_share[(m, p)])) for (m, p), s in self.mig.items() if s))
 
     def ts_part(self) -> TsPart:
-        return tuple(sorted(u.state() for u in self.ts_units))
+        return tuple(sorted(u.state() for u in self.ts_units if not u.closed))
 
     def free_whole(self, model: str | None = None) -> int:
         return sum(len(g) for d, g in self.domains.items() if model is None or d[0] == model)
@@ -186,8 +199,8 @@ class CapacityIndex:
         self.nodes: list[NodeCap] = []  # schedulable (ready) nodes
         self.blocked: list[NodeCap] = []  # cordoned, draining or down nodes (for explanations)
         self.by_name: dict[str, NodeCap] = {}
-        self.whole: dict[tuple[WholePart, bool], Bucket[int]] = {}
-        self.whole_net: dict[str, dict[WholePart, Bucket[int]]] = {}
+        self.whole: dict[WholeKey, Bucket[int]] = {}
+        self.whole_net: dict[str, dict[tuple[WholePart, float | None], Bucket[int]]] = {}
         self.mig_heaps: dict[tuple[str, str], list[tuple[int, int, int, int]]] = {}
         self.ts: dict[int, Bucket[UnitId]] = {}  # shared units with a replica left, by state id
         self.state_ids: dict[UnitState, int] = {}
@@ -228,9 +241,15 @@ class CapacityIndex:
                 group = grouped.get(gpu.index, f"-{gpu.index}") if node.device_groups else ""
                 dom: DomainKey = (mname, nvlink_domain(node, gpu.index), group)
                 info.domain = dom
-                info.holders = {j.name for j in held_jobs}
+                shared = nc.reserve is not None and model is not None
+                fractions = [j for j in held_jobs if shared and is_fractional(j)]
+                info.holders = {j.name for j in held_jobs if j not in fractions}
                 lst = nc.domains.setdefault(dom, [])
-                if not info.holders:
+                if fractions and not info.holders:
+                    unit = self._open_dynamic(nc, info, gpu.index)
+                    for job in fractions:
+                        self._hold_unit(unit, job)
+                elif not held_jobs:
                     lst.append(gpu.index)
             elif gpu.mode == "time-sliced":
                 self._load_unit(nc, info, gpu, None, model, mname, held_jobs)
@@ -273,6 +292,28 @@ class CapacityIndex:
             unit.replicas_left = 0
         info.units[start] = unit
         nc.ts_units.append(unit)
+
+    def _open_dynamic(self, nc: NodeCap, info: GpuInfo, gpu: int) -> TsUnit:
+        """The shared unit of a full GPU on a dynamic-sharing node, opened (created on first use)."""
+        unit = info.dynamic_unit
+        if unit is None:
+            model = get_catalog().model(info.model)
+            usable = max(0.0, (model.memory_mib / 1024 if model is not None else 0.0) - (nc.reserve or 0.0))
+            unit = TsUnit(gpu, None, info.model, "", usable, 1.0, 1.0, DYNAMIC_REPLICAS, dynamic=True)
+            info.dynamic_unit = unit
+            nc.ts_units.append(unit)
+        unit.closed = False
+        unit.residual, unit.replicas_left = 1.0, DYNAMIC_REPLICAS
+        unit.holders.clear()
+        info.units[None] = unit
+        return unit
+
+    @staticmethod
+    def _hold_unit(unit: TsUnit, job: Job) -> None:
+        """A fraction holds its share of a dynamically shared GPU (no replica count to take)."""
+        need = job_unit_need(job, unit)
+        unit.holders[job.name] = unit.holders.get(job.name, 0.0) + need
+        unit.residual -= need
 
     def _load_mig(self, nc: NodeCap, info: GpuInfo, gpu: Gpu, model: GpuModel, mname: str, held: list[Job]) -> None:
         whole_holder = any(
@@ -319,20 +360,21 @@ class CapacityIndex:
                     del self.whole[nc.whole_key]
             if nc.network is not None:
                 nets = self.whole_net.get(nc.network, {})
-                net_old = nets.get(nc.whole_key[0])
+                net_key = (nc.whole_key[0], nc.whole_key[2])
+                net_old = nets.get(net_key)
                 if net_old is not None:
                     net_old.discard(nc.idx)
                     if not net_old:
-                        del nets[nc.whole_key[0]]
+                        del nets[net_key]
         part = nc.whole_part()
         if not part:
             nc.whole_key = None
             return
-        key = (part, nc.network is not None)
+        key = (part, nc.network is not None, nc.reserve)
         nc.whole_key = key
         self.whole.setdefault(key, Bucket()).add(nc.idx)
         if nc.network is not None:
-            self.whole_net.setdefault(nc.network, {}).setdefault(part, Bucket()).add(nc.idx)
+            self.whole_net.setdefault(nc.network, {}).setdefault((part, nc.reserve), Bucket()).add(nc.idx)
 
     def _file_ts(self, nc: NodeCap) -> None:
         for k, unit in enumerate(nc.ts_units):
@@ -403,8 +445,29 @@ class CapacityIndex:
     def take_unit(self, nc: NodeCap, unit: TsUnit, job: str, need: float) -> None:
         unit.holders[job] = unit.holders.get(job, 0.0) + need
         unit.residual -= need
-        unit.replicas_left -= 1
+        if not unit.dynamic:
+            unit.replicas_left -= 1
         self._file_unit(nc, nc.ts_units.index(unit), unit)
+
+    def open_shared(self, nc: NodeCap, gpu: int) -> TsUnit:
+        """A fraction takes a free full GPU of a dynamic-sharing node: the GPU leaves the whole capacity and
+        becomes a shared unit (filed once a holder is added with `take_unit`)."""
+        info = nc.gpus[gpu]
+        assert info.domain is not None
+        nc.domains[info.domain].remove(gpu)
+        unit = self._open_dynamic(nc, info, gpu)
+        self._file_whole(nc)
+        return unit
+
+    def _close_shared(self, nc: NodeCap, info: GpuInfo, gpu: int) -> None:
+        """The last fraction left a dynamically shared GPU: it is a free full GPU again."""
+        unit = info.units.pop(None)
+        unit.closed, unit.replicas_left, unit.residual = True, 0, 1.0
+        if info.domain is not None and not info.holders:
+            free = nc.domains.setdefault(info.domain, [])
+            if gpu not in free:
+                free.append(gpu)
+                free.sort()
 
     def release(self, job: Job) -> None:
         """Give back everything a running job holds (it is being evicted)."""
@@ -423,6 +486,12 @@ class CapacityIndex:
                 self._file_ts(nc)
 
     def _release_slot(self, nc: NodeCap, info: GpuInfo, slot: Slot, job: str) -> None:
+        shared = info.units.get(None) if slot.mig_start is None else None
+        if shared is not None and shared.dynamic and job in shared.holders:
+            shared.residual += shared.holders.pop(job)
+            if not shared.holders:
+                self._close_shared(nc, info, slot.gpu)
+            return
         if slot.mig_start is None and info.mode == "full" and info.domain is not None:
             info.holders.discard(job)
             free = nc.domains.setdefault(info.domain, [])
@@ -453,6 +522,16 @@ class CapacityIndex:
             if nc is None or info is None:
                 continue
             touched.add(nc.name)
+            if slot.mig_start is None and info.dynamic_unit is not None and is_fractional(job):
+                unit = info.units.get(None)
+                if unit is None:  # the release closed it: the GPU is shared again
+                    assert info.domain is not None
+                    free = nc.domains.get(info.domain, [])
+                    if slot.gpu in free:
+                        free.remove(slot.gpu)
+                    unit = self._open_dynamic(nc, info, slot.gpu)
+                self._hold_unit(unit, job)
+                continue
             if slot.mig_start is None and info.mode == "full" and info.domain is not None:
                 info.holders.add(job.name)
                 free = nc.domains.get(info.domain, [])

@@ -39,7 +39,7 @@ def cluster_fragmentation(state: ClusterState, workload: Workload) -> tuple[floa
     frag = idle = 0.0
     for nc in index.nodes:
         whole, mig, ts = nc.whole_part(), nc.mig_part(), nc.ts_part()
-        frag += workload.node_fragmentation(whole, mig, ts)
+        frag += workload.node_fragmentation(whole, mig, ts, nc.reserve)
         idle += Workload.whole_idle(whole) + Workload.mig_idle(mig) + Workload.ts_idle(ts)
     return frag, idle
 

@@ -13,8 +13,17 @@ from __future__ import annotations
 
 import bisect
 
-from gpuadmin.engine.scheduler.fgd import MigPart, UnitState, WholePart, Workload, unit_need
-from gpuadmin.engine.scheduler.filters import WholePlan, apply_plan, shape_unit_fits, whole_plans
+from gpuadmin.engine.scheduler.fgd import (
+    DYNAMIC_REPLICAS,
+    EPS_SHARE,
+    MigPart,
+    UnitState,
+    WholePart,
+    Workload,
+    unit_need,
+    usable_memory,
+)
+from gpuadmin.engine.scheduler.filters import WholePlan, apply_plan, model_ok, shape_unit_fits, whole_plans
 from gpuadmin.engine.scheduler.index import Policy
 from gpuadmin.engine.scheduler.shape import Shape
 
@@ -25,28 +34,58 @@ class Scorer:
     def __init__(self, workload: Workload, policy: Policy) -> None:
         self.workload = workload
         self.policy = policy
-        self._whole: dict[int, dict[WholePart, tuple[Score, WholePlan] | None]] = {}
+        self._whole: dict[int, dict[tuple[WholePart, float | None], tuple[Score, WholePlan] | None]] = {}
+        self._open: dict[tuple[int, WholePart, float], tuple[Score, tuple[str, int]] | None] = {}
         self._ts_rows: dict[int, list[tuple[Score, int]]] = {}  # shape id → (score, state id), best first
         self._ts_upto: dict[int, int] = {}
 
     def _tie(self, idle_after: float) -> float:
         return idle_after if self.policy == "binpack" else -idle_after
 
-    def whole(self, sid: int, shape: Shape, part: WholePart) -> tuple[Score, WholePlan] | None:
-        """The best way to take the shape's GPUs from a node with this whole part, and its score."""
+    def whole(
+        self, sid: int, shape: Shape, part: WholePart, reserve: float | None = None
+    ) -> tuple[Score, WholePlan] | None:
+        """The best way to take the shape's GPUs from a node with this whole part, and its score (`reserve`:
+        the node's dynamic-sharing reserve, whose free GPUs fractions could also use)."""
         memo = self._whole.get(sid)
         if memo is None:
             memo = self._whole[sid] = {}
-        if part in memo:
-            return memo[part]
+        key = (part, reserve)
+        if key in memo:
+            return memo[key]
         best: tuple[Score, WholePlan] | None = None
         for plan in whole_plans(part, shape, self.policy):
             after = apply_plan(part, plan)
-            delta = round(self.workload.delta_whole(part, after), 9)
+            delta = round(self.workload.delta_whole(part, after, reserve), 9)
             score = (delta, self._tie(Workload.whole_idle(after)))
             if best is None or score < best[0]:
                 best = (score, plan)
-        memo[part] = best
+        memo[key] = best
+        return best
+
+    def open(self, sid: int, shape: Shape, part: WholePart, reserve: float) -> tuple[Score, tuple[str, int]] | None:
+        """A fraction opening a free full GPU of a dynamic-sharing node: the best domain (model, free count) to
+        take it from, and the score — the whole part loses the GPU, the shared part gains a unit with
+        `1 − need` unreserved."""
+        key = (sid, part, reserve)
+        if key in self._open:
+            return self._open[key]
+        best: tuple[Score, tuple[str, int]] | None = None
+        for m, c in sorted(set(part)):
+            if shape.exclusive or not model_ok(shape, m):
+                continue
+            usable = usable_memory(m, reserve)
+            need = unit_need(shape.fraction, shape.gib, usable)
+            if need > 1 + EPS_SHARE:
+                continue
+            residual = round(1.0 - need, 9)
+            unit: UnitState = (m, round(usable, 9), residual, DYNAMIC_REPLICAS, 1.0, "")
+            after = apply_plan(part, ((m, c, 1),))
+            delta = self.workload.delta_whole(part, after, reserve) + self.workload.delta_ts((), (unit,))
+            score = (round(delta, 9), self._tie(residual))
+            if best is None or score < best[0]:
+                best = (score, (m, c))
+        self._open[key] = best
         return best
 
     def mig(self, before: MigPart, model: str, profile: str) -> Score:
@@ -70,7 +109,8 @@ class Scorer:
             return None
         need = 0.0 if shape.kind == "mig" else unit_need(shape.fraction, shape.gib, state[1])
         residual = round(state[2] - need, 9)
-        new: UnitState = (state[0], state[1], residual, state[3] - 1, state[4], state[5])
+        replicas = state[3] if state[3] == DYNAMIC_REPLICAS else state[3] - 1
+        new: UnitState = (state[0], state[1], residual, replicas, state[4], state[5])
         delta = round(self.workload.delta_ts((state,), (new,)), 9)
         # the tie-break looks at the unit itself: best fit leaves the least share on it (binpack)
         return delta, self._tie(residual * state[4])

@@ -15,7 +15,7 @@ import pytest
 from _rulekit import Scenario, everything
 
 from gpuadmin.engine.rules import RULES, check
-from gpuadmin.model import DeviceGroup, MigInstance, NotInCatalog, VGpu, Vm
+from gpuadmin.model import DeviceGroup, DynamicSharing, MigInstance, NotInCatalog, VGpu, Vm
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ def mig(*items: tuple[str, int | None] | tuple[str, int | None, int]) -> list[Mi
 def split(profile: str, start: int, *cis: str) -> MigInstance:
     """A GPU instance with its compute instances named (none named: the default full-width CI)."""
     return MigInstance(profile=profile, start=start, compute_instances=list(cis) or None)
+
+
+def dynamic(reserved_gib: float = 0.5) -> Scenario:
+    """The base cluster with bm2 (8 H100, GPUs 0-1 held by the gang) in a dynamic-sharing pool."""
+    return S().node("bm2", sharing=DynamicSharing(fractions="dynamic", reserved_gib=reserved_gib))
 
 
 def vgpus(*items: tuple[str, str]) -> list[VGpu]:
@@ -879,6 +884,53 @@ CASES: list[Case] = [
             .submit(running("b", [("bm1", 4, 0)], fraction=0.1))
         ),
         "bm1/4",
+    ),
+    # ---------------------------------------- dynamic sharing (fractions on full GPUs)
+    Case(
+        "placement.matches-request",
+        "a fraction on a full GPU of a dynamic-sharing node",
+        lambda: dynamic().submit(running("f", [("bm2", 3)], fraction=0.5)),
+    ),
+    Case(
+        "placement.dynamic-share",
+        "two fractions share a full GPU",
+        lambda: dynamic()
+        .submit(running("f", [("bm2", 3)], fraction=0.5))
+        .submit(running("g", [("bm2", 3)], gpu_memory_gib=20)),
+    ),
+    Case(
+        "placement.dynamic-share",
+        "a whole-GPU job onto a GPU a fraction holds",
+        lambda: dynamic().submit(running("f", [("bm2", 3)], fraction=0.25)).bind("wait", ("bm2", 3)),
+        "job/wait",
+    ),
+    Case(
+        "placement.dynamic-share",
+        "a fraction onto a GPU a whole-GPU job holds",
+        lambda: dynamic().submit(running("f", [("bm2", 0)], fraction=0.25)),
+        "job/f",
+    ),
+    Case("mode.sharing-reserve", "a dynamic-sharing node reserving 0.5 GiB per GPU", lambda: dynamic()),
+    Case(
+        "mode.sharing-reserve",
+        "reserving 80 GiB of an 80 GB H100",
+        lambda: dynamic(reserved_gib=80),
+        "node/bm2",
+    ),
+    Case(
+        "placement.no-oversubscription",
+        "fractions fill a dynamically shared GPU exactly",
+        lambda: dynamic()
+        .submit(running("f", [("bm2", 3)], fraction=0.5))
+        .submit(running("g", [("bm2", 3)], gpu_memory_gib=39.5)),
+    ),
+    Case(
+        "placement.no-oversubscription",
+        "half a GPU plus 39.7 GiB: fits 79.6 GiB, not the 79.1 GiB left after the reserved 0.5 GiB",
+        lambda: dynamic()
+        .submit(running("f", [("bm2", 3)], fraction=0.5))
+        .submit(running("g", [("bm2", 3)], gpu_memory_gib=39.7)),
+        "bm2/3",
     ),
     # ---------------------------------------- nodes
     Case("node.no-new-placements", "cordon keeps running jobs", lambda: S().node("bm2", state="cordoned")),

@@ -1,6 +1,6 @@
-"""Property tests on random small clusters and job sets: a scheduled plan always passes the rules, gangs
-are whole or absent, no queue exceeds its limit, non-preemptible jobs are never preempted, and the same input
-gives the same plan."""
+"""Property tests on random small clusters (some with dynamic sharing) and job sets: a scheduled plan always
+passes the rules (the cycle's own index agreeing: nothing it bound is refused), gangs are whole or absent, no
+queue exceeds its limit, non-preemptible jobs are never preempted, and the same input gives the same plan."""
 
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ def nodes(draw: st.DrawFn) -> list[dict[str, Any]]:
             "nvlink": draw(st.sampled_from(["nvswitch", "pairs", "none"])),
             "state": draw(st.sampled_from(["ready", "ready", "ready", "cordoned"])),
         }
+        if draw(st.booleans()):  # fractions may share its full GPUs (Run:ai-style dynamic sharing)
+            n["sharing"] = {"fractions": "dynamic", "reserved_gib": draw(st.sampled_from([0.0, 0.5, 4.0]))}
         net = draw(st.sampled_from([None, "net-a", "net-b"]))
         if net:
             n["rdma"] = {"nics": 4, "gbps": 200, "network": net}
@@ -150,6 +152,7 @@ def test_scheduled_plans_pass_the_rules_and_keep_the_invariants(state: ClusterSt
     result = schedule(state, "spread" if policy == "spread" else "binpack")
     plan = result.plan
     assert plan.allowed, plan.violations
+    assert not result.cycle.refused, result.cycle.refused  # the index and the rules agree on every bind
     view = plan.view
     # gangs are whole or absent
     for name in result.bound:
