@@ -3,7 +3,9 @@
 Baseline, same run: PyYAML's C loader on the same file (parsing alone, no checks at all), so the ratio says
 what the strict reading, the schema and the reference checks cost on top of parsing. The stages are timed too:
 libyaml's event stream alone (the floor of any reading through PyYAML), the strict YAML reading
-(`load_yaml_file`), and the schema and reference checks on its result (`validate_inventory`).
+(`load_yaml_file`), and the schema and reference checks on its result (`validate_inventory`). The same load
+through the composer path (`yamlsafe._parse_composed`: the node tree, then the data; what every file was read
+with before the fast path, and what a file with an alias or a diagnostic is still read with) is timed too.
 
     .venv/bin/python -m bench.bench_load [--nodes 1024] [--jobs 10000] [--repeat 7]
 """
@@ -11,6 +13,7 @@ libyaml's event stream alone (the floor of any reading through PyYAML), the stri
 from __future__ import annotations
 
 import argparse
+import gc
 from functools import partial
 
 import yaml
@@ -18,7 +21,7 @@ import yaml
 from bench.common import generated_file, median_seconds
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.service import check_state
-from gpuadmin.store import load_inventory, load_yaml_file
+from gpuadmin.store import load_inventory, load_yaml_file, yamlsafe
 from gpuadmin.store.inventory_io import validate_inventory
 
 
@@ -32,6 +35,15 @@ def _events_only(text: str) -> None:
         parser.dispose()
 
 
+def _load_composed(text: str, file: str) -> None:
+    """`load_inventory` with the YAML read by the composer path alone (GC paused alike)."""
+    gc.disable()
+    try:
+        validate_inventory(yamlsafe._parse_composed(text, file))
+    finally:
+        gc.enable()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=1024)
@@ -42,6 +54,7 @@ def main() -> None:
     text = path.read_text(encoding="utf-8")
     # gpuadmin first: PyYAML's loader leaves a fragmented heap behind that slows whatever runs after it
     load = median_seconds(lambda: load_inventory(path), args.repeat)
+    composed = median_seconds(lambda: _load_composed(text, str(path)), args.repeat)
     read = median_seconds(lambda: load_yaml_file(path), args.repeat)
     validate = median_seconds(partial(validate_inventory, load_yaml_file(path)), args.repeat)
     events = median_seconds(lambda: _events_only(text), args.repeat)
@@ -53,6 +66,7 @@ def main() -> None:
     rules = median_seconds(lambda: check_state(state), args.repeat)
     print(f"baseline yaml.CSafeLoader parse only : {baseline * 1000:8.1f} ms (median of {args.repeat})")
     print(f"load_inventory (strict + schema + refs): {load * 1000:8.1f} ms   ratio {load / baseline:.2f}x baseline")
+    print(f"  the same through the composer path  : {composed * 1000:8.1f} ms   ratio {load / composed:.2f}x")
     print(f"  libyaml events alone (floor)        : {events * 1000:8.1f} ms")
     print(f"  strict YAML reading (load_yaml_file): {read * 1000:8.1f} ms")
     print(f"  schema + references (validate)      : {validate * 1000:8.1f} ms")
