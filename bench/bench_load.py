@@ -18,7 +18,7 @@ from functools import partial
 
 import yaml
 
-from bench.common import generated_file, median_seconds
+from bench.common import generated_file, interleaved_medians, median_seconds
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.service import check_state
 from gpuadmin.store import load_inventory, load_yaml_file, yamlsafe
@@ -53,11 +53,13 @@ def main() -> None:
     path = generated_file(args.nodes, args.jobs)
     text = path.read_text(encoding="utf-8")
     # gpuadmin first: PyYAML's loader leaves a fragmented heap behind that slows whatever runs after it
-    load = median_seconds(lambda: load_inventory(path), args.repeat)
-    composed = median_seconds(lambda: _load_composed(text, str(path)), args.repeat)
-    read = median_seconds(lambda: load_yaml_file(path), args.repeat)
-    validate = median_seconds(partial(validate_inventory, load_yaml_file(path)), args.repeat)
-    events = median_seconds(lambda: _events_only(text), args.repeat)
+    load, composed, read, validate, events = interleaved_medians([
+        lambda: load_inventory(path),
+        lambda: _load_composed(text, str(path)),
+        lambda: load_yaml_file(path),
+        partial(validate_inventory, load_yaml_file(path)),
+        lambda: _events_only(text),
+    ], args.repeat)
     baseline = median_seconds(lambda: yaml.load(text, Loader=yaml.CSafeLoader), args.repeat)
     inventory = load_inventory(path)
     gpus = sum(len(n.gpus) for n in inventory.nodes)
