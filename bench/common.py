@@ -20,15 +20,17 @@ def median_seconds(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def interleaved_medians(fns: Sequence[Callable[[], object]], repeat: int) -> list[float]:
+def interleaved_medians(fns: Sequence[Callable[[], object]], repeat: int,
+                        clock: Callable[[], float] = time.perf_counter) -> list[float]:
     """The median time of each of `fns`, run in turn `repeat` times: on a shared machine whose load changes
-    from minute to minute, each gets the same share of the quiet and the busy moments."""
+    from minute to minute, each gets the same share of the quiet and the busy moments. `clock` may be
+    `time.process_time`: this process's CPU time, which other processes on the machine disturb less."""
     times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
         for fn, taken in zip(fns, times, strict=True):
-            start = time.perf_counter()
+            start = clock()
             fn()
-            taken.append(time.perf_counter() - start)
+            taken.append(clock() - start)
     return [statistics.median(taken) for taken in times]
 
 
