@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gpuadmin.store.generate import dump_inventory, generate_inventory
@@ -18,6 +18,20 @@ def median_seconds(fn: Callable[[], object], repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def interleaved_medians(fns: Sequence[Callable[[], object]], repeat: int,
+                        clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """The median time of each of `fns`, run in turn `repeat` times: on a shared machine whose load changes
+    from minute to minute, each gets the same share of the quiet and the busy moments. `clock` may be
+    `time.process_time`: this process's CPU time, which other processes on the machine disturb less."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, taken in zip(fns, times, strict=True):
+            start = clock()
+            fn()
+            taken.append(clock() - start)
+    return [statistics.median(taken) for taken in times]
 
 
 def generated_file(nodes: int, jobs: int, seed: int = 0) -> Path:

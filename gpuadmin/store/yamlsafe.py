@@ -1,9 +1,14 @@
 """A strict YAML reader for inventories and change files.
 
 `load_yaml(text, file)` parses with PyYAML's C parser (libyaml) and returns a `LoadedYaml`: the plain Python
-data plus the composed node tree. The tree is kept so that any path tuple — from a pydantic error, a reference
-check, a rule — can be mapped to `(line, column)` *lazily*, only when an error has to be reported
-(`LoadedYaml.mark(path)` / `LoadedYaml.locate(diagnostic)`); the success path never looks at a mark.
+data plus the text. Any path tuple — from a pydantic error, a reference check, a rule — is mapped to
+`(line, column)` *lazily*, only when an error has to be reported (`LoadedYaml.mark(path)` /
+`LoadedYaml.locate(diagnostic)`), through a node tree composed from the text on first use.
+
+Two paths read the same data. The fast one (`_read_plain`) builds the data straight from libyaml's events and
+gives up on anything unusual (an alias, a tag, a refused value, a duplicate key, a syntax error...); the
+composer path (`_parse_composed`) then reads the file again and reports every problem. Each distinct plain
+scalar is resolved once per file. tests/store/test_store_yamlsafe_fastpath.py holds the two paths equal.
 
 What is refused, each as a `Diagnostic(kind="yaml")` with `file:line:column`, all of a file in one
 `InputError`:
@@ -31,11 +36,21 @@ import os
 import re
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.events import (
+    AliasEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from gpuadmin.model.diagnostics import Diagnostic, InputError, PathPart
@@ -133,6 +148,57 @@ class _Loader(_Base):  # type: ignore[valid-type,misc]
         return _SEQ if kind is SequenceNode else _MAP
 
 
+class _Refused(Exception):
+    """A scalar that the core schema does not read as its tag says, or one of the refused YAML 1.1 forms."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+def _core_value(tag: str, value: str) -> Any:
+    """The Python value of a scalar with its (resolved or written) tag; `_Refused` says why there is none."""
+    if tag == _STR:
+        return value
+    if tag == _INT:
+        if _INT_RE.fullmatch(value):
+            return int(value, 16) if value.startswith("0x") else int(value)
+        if _OCTAL_RE.fullmatch(value):
+            raise _octal(value)
+        raise _Refused(f"{value!r} is not an integer")
+    if tag == _FLOAT:
+        if _FLOAT_RE.fullmatch(value) or _INT_RE.fullmatch(value):
+            return float(int(value, 16)) if value.startswith("0x") else float(value)
+        if _INF_NAN_RE.fullmatch(value):
+            return math.nan if "nan" in value.lower() else (-math.inf if value[0] == "-" else math.inf)
+        raise _Refused(f"{value!r} is not a number")
+    if tag == _BOOL:
+        b = _BOOLS.get(value)
+        if b is None:
+            raise _Refused(f"{value!r} is not a boolean: write true or false")
+        return b
+    if tag == _NULL:
+        if value not in _NULLS:
+            raise _Refused(f"{value!r} is not null: write null or ~")
+        return None
+    if tag == _OCTAL:
+        raise _octal(value)
+    if tag == _SEXAGESIMAL:
+        raise _Refused(f"{value!r} is a YAML 1.1 base-60 number, which reads as {_sexagesimal(value)}",
+                       f'quote it ("{value}") if it is text, or write the number in decimal')
+    if tag == _MERGE:
+        raise _Refused("merge keys ('<<') are not supported",
+                       "write the keys out, or use an alias for the whole value")
+    raise _Refused(f"tag {_short_tag(tag)!r} is not allowed",
+                   "only plain YAML values (strings, numbers, true/false, null, lists, mappings) are read")
+
+
+def _octal(value: str) -> _Refused:
+    return _Refused(f"{value!r} looks like an octal (or binary) number: YAML 1.1 reads it as a different number",
+                    f'write the decimal number without leading zeros, or quote it ("{value}") if it is text')
+
+
 @dataclass(frozen=True, slots=True)
 class _Error:
     message: str
@@ -156,57 +222,11 @@ class _Builder:
         self.errors: list[_Error] = []
 
     def scalar(self, node: ScalarNode) -> Any:
-        tag = node.tag
-        value: str = node.value
-        if tag == _STR:
-            return value
-        if tag == _INT:
-            if _INT_RE.fullmatch(value):
-                return int(value, 16) if value.startswith("0x") else int(value)
-            if _OCTAL_RE.fullmatch(value):
-                return self._octal(node)
-            self.errors.append(_Error(f"{value!r} is not an integer", node))
-            return value
-        if tag == _FLOAT:
-            if _FLOAT_RE.fullmatch(value) or _INT_RE.fullmatch(value):
-                return float(int(value, 16)) if value.startswith("0x") else float(value)
-            if _INF_NAN_RE.fullmatch(value):
-                return math.nan if "nan" in value.lower() else (-math.inf if value[0] == "-" else math.inf)
-            self.errors.append(_Error(f"{value!r} is not a number", node))
-            return value
-        if tag == _BOOL:
-            b = _BOOLS.get(value)
-            if b is None:
-                self.errors.append(_Error(f"{value!r} is not a boolean: write true or false", node))
-                return value
-            return b
-        if tag == _NULL:
-            if value not in _NULLS:
-                self.errors.append(_Error(f"{value!r} is not null: write null or ~", node))
-            return None
-        if tag == _OCTAL:
-            return self._octal(node)
-        if tag == _SEXAGESIMAL:
-            self.errors.append(_Error(
-                f"{value!r} is a YAML 1.1 base-60 number, which reads as {_sexagesimal(value)}",
-                node, hint=f'quote it ("{value}") if it is text, or write the number in decimal'))
-            return value
-        if tag == _MERGE:
-            self.errors.append(_Error("merge keys ('<<') are not supported", node,
-                                      hint="write the keys out, or use an alias for the whole value"))
-            return value
-        self.errors.append(_Error(f"tag {_short_tag(tag)!r} is not allowed", node,
-                                  hint="only plain YAML values (strings, numbers, true/false, null, lists, "
-                                       "mappings) are read"))
-        return value
-
-    def _octal(self, node: ScalarNode) -> str:
-        value: str = node.value
-        self.errors.append(_Error(
-            f"{value!r} looks like an octal (or binary) number: YAML 1.1 reads it as a different number",
-            node, hint=f'write the decimal number without leading zeros, or quote it ("{value}") if it is '
-                       'text'))
-        return value
+        try:
+            return _core_value(node.tag, node.value)
+        except _Refused as refused:
+            self.errors.append(_Error(refused.message, node, hint=refused.hint))
+            return node.value
 
     def build(self, node: Node) -> Any:
         cls = node.__class__
@@ -264,12 +284,25 @@ def _sexagesimal(value: str) -> str:
 
 @dataclass(slots=True)
 class LoadedYaml:
-    """Parsed data and the composed node tree, for mapping paths to marks when (only when) errors occur."""
+    """Parsed data and its text, for mapping paths to marks when (only when) errors occur.
+
+    The node tree that holds the marks is composed from the text on first use of `root`: a document read on
+    the fast path (`_read_plain`) has none until a diagnostic needs a line:column.
+    """
 
     data: dict[str, Any]
-    root: MappingNode
     file: str
+    text: str = field(repr=False)
+    _root: MappingNode | None = field(default=None, repr=False)
     _paths: dict[int, tuple[PathPart, ...]] | None = field(default=None, repr=False)
+
+    @property
+    def root(self) -> MappingNode:
+        """The composed node tree of `text` (composed now if the fast path read the data)."""
+        if self._root is None:
+            with _gc_paused():
+                self._root = _compose(self.text, self.file)
+        return self._root
 
     def node_at(self, path: tuple[PathPart, ...]) -> tuple[Node, int, Node | None]:
         """The deepest node along `path`: (node, how many parts of `path` it covers, its last key node).
@@ -496,16 +529,116 @@ def load_yaml(text: str | bytes, file: str, *, max_bytes: int | None = None) -> 
             _check_size(len(text.encode("utf-8", "surrogatepass")), file, limit)
         if text.startswith("\ufeff"):
             text = text[1:]
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # composing allocates ~2 objects per YAML node; the cyclic GC would rescan them all
-    try:
+    with _gc_paused():  # reading allocates an object or more per YAML value; the cyclic GC would rescan them all
         return _parse(text, file)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
-        if gc_was_enabled:
+        if enabled:
             gc.enable()
 
 
 def _parse(text: str, file: str) -> LoadedYaml:
+    data = _read_plain(text)
+    if data is not None:
+        return LoadedYaml(data, file, text)
+    return _parse_composed(text, file)
+
+
+#: Nesting the fast path reads; deeper documents (never a real inventory) go through the composer.
+_FAST_MAX_DEPTH = 64
+
+
+class _NotPlain(Exception):
+    """The fast path met something only the composer path reads or reports (raised and caught inside)."""
+
+
+def _plain_scalar(value: str) -> Any:
+    """The value of a plain scalar; `_NotPlain` for the refused forms."""
+    tag = resolve_plain(value)
+    if tag == _STR:
+        return value
+    try:
+        return _core_value(tag, value)
+    except _Refused:
+        raise _NotPlain from None
+
+
+def _read_plain(text: str) -> dict[str, Any] | None:
+    """The data of a document that needs no diagnostic, built straight from libyaml's events; else None.
+
+    Most of a large inventory's load time used to be spent composing a node tree (a Python object and two
+    marks per value) and walking it again to build the data. Here each event goes straight into the data,
+    and each distinct plain scalar is resolved once (`memo`: names, models and numbers repeat across
+    thousands of entries). Anything this path does not read exactly as the composer path would -- an alias,
+    an explicit tag, a refused or duplicate key or value, a syntax error, more than one document, a top level
+    that is not a mapping, deep nesting -- returns None, and `_parse_composed` reads the file again to report
+    it (or, for aliases and tags, to read it): the fast path never has to produce a diagnostic.
+    """
+    loader = _Loader(text)
+    get_event = loader.get_event
+    memo: dict[str, Any] = {}
+    # Each open mapping or list collects its items in a list (a mapping's keys and values alternate) and
+    # becomes a dict when it closes: the per-event work is one append.
+    documents: list[Any] = []
+    items = documents
+    append = items.append
+    open_parents: list[list[Any]] = []
+    try:
+        while True:
+            event = get_event()
+            cls = event.__class__
+            if cls is ScalarEvent:
+                if event.tag is not None:
+                    return None
+                value = event.value
+                if event.implicit[0]:
+                    try:
+                        value = memo[value]
+                    except KeyError:
+                        value = memo[value] = _plain_scalar(value)
+                append(value)
+            elif cls is MappingStartEvent or cls is SequenceStartEvent:
+                if event.tag is not None or len(open_parents) >= _FAST_MAX_DEPTH:
+                    return None
+                open_parents.append(items)
+                items = []
+                append = items.append
+            elif cls is MappingEndEvent:
+                pairs = iter(items)
+                mapping = dict(zip(pairs, pairs, strict=True))  # TypeError for a list or mapping as a key
+                if 2 * len(mapping) != len(items):
+                    return None  # a duplicate key
+                items = open_parents.pop()
+                append = items.append
+                append(mapping)
+            elif cls is SequenceEndEvent:
+                sequence = items
+                items = open_parents.pop()
+                append = items.append
+                append(sequence)
+            elif cls is StreamEndEvent:
+                break
+            elif cls is AliasEvent:
+                return None
+    except (yaml.YAMLError, _NotPlain, TypeError):
+        return None
+    finally:
+        loader.dispose()
+    if len(documents) != 1 or documents[0].__class__ is not dict:
+        return None
+    root: dict[str, Any] = documents[0]
+    return root
+
+
+def _compose(text: str, file: str) -> MappingNode:
+    """The node tree of a one-document YAML text whose top level is a mapping; `InputError` otherwise."""
     loader = _Loader(text)
     try:
         root = loader.get_single_node()
@@ -520,6 +653,12 @@ def _parse(text: str, file: str) -> LoadedYaml:
         line, column = _line_col(root)
         raise InputError([_diag(file, f"the top level must be a mapping (key: value lines), got {got}",
                                 line, column)])
+    return root
+
+
+def _parse_composed(text: str, file: str) -> LoadedYaml:
+    """The reference reading: compose the node tree, bound aliases, build the data, collect every error."""
+    root = _compose(text, file)
     errors: list[_Error] = []
     if "*" in text:  # an alias needs a '*'; without one there is nothing to bound
         alias_error = _check_aliases(root)
@@ -533,7 +672,7 @@ def _parse(text: str, file: str) -> LoadedYaml:
         except RecursionError:
             errors.append(_Error("the document is nested too deeply", root))
         errors += builder.errors
-    loaded = LoadedYaml(data, root, file)
+    loaded = LoadedYaml(data, file, text, root)
     if errors:
         raise InputError(sorted((_locate_error(loaded, e) for e in errors), key=_sort_key))
     return loaded

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpuadmin.cli import output
@@ -18,6 +20,7 @@ ITEMS = st.lists(st.dictionaries(st.text(min_size=1, max_size=6), VALUES, max_si
 
 @settings(max_examples=150, deadline=None)
 @given(items=ITEMS, revision=st.integers(min_value=0))
+@example(items=[{"\n": None}, {}], revision=0)  # a key written `|+` leaves the YAML document open to its end
 def test_streamed_listings_equal_whole_dumps(items: list[dict[str, Any]], revision: int) -> None:
     head = {"kind": "job-list", "revision": revision}
     whole, streamed = io.StringIO(), io.StringIO()
@@ -28,3 +31,27 @@ def test_streamed_listings_equal_whole_dumps(items: list[dict[str, Any]], revisi
     output.as_yaml({**head, "items": items}, whole)
     output.yaml_list(head, "items", iter(items), streamed)
     assert streamed.getvalue() == whole.getvalue()
+
+
+ODD_SCALARS = SCALARS | st.floats() | st.text(alphabet=st.characters(codec="utf-8"), max_size=8)
+ODD_KEYS = st.text(max_size=4) | st.integers() | st.floats() | st.booleans() | st.none()
+ODD_VALUES = st.recursive(ODD_SCALARS, lambda inner: st.lists(inner, max_size=3)
+                          | st.lists(inner, max_size=2).map(tuple)
+                          | st.dictionaries(ODD_KEYS, inner, max_size=3), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=ODD_VALUES, pad=st.sampled_from(["", "  ", "    "]))
+def test_indented_json_is_json_dumps_indented(value: Any, pad: str) -> None:
+    # nan and ±inf, keys of every kind json accepts, tuples, text with quotes, controls and non-ASCII
+    expected = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + pad)
+    assert output.indented_json(value, pad) == expected
+
+
+def test_indented_json_refuses_what_json_refuses() -> None:
+    for value in ({(1, 2): 3}, {"a": {1, 2}}, [object()]):
+        with pytest.raises(TypeError) as ours:
+            output.indented_json(value)
+        with pytest.raises(TypeError) as theirs:
+            json.dumps(value, indent=2)
+        assert str(ours.value) == str(theirs.value)

@@ -12,6 +12,7 @@ same without colour.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -115,6 +116,9 @@ class RowTable(ScrollView, can_focus=True):
         self._predicate: Callable[[Row], bool] | None = None
         self._natural: dict[str, int] = {}
         self._texts: dict[int, list[str]] = {}  # a row's cells as text, made when it is first drawn
+        # each sorted column's sort keys over these rows (`_column_keys`), kept until the rows are replaced:
+        # sorting by the same column again (`S`, or after a filter) is one C-speed sort
+        self._sort_keys: dict[str, list[Any]] = {}
 
     # data ----------------------------------------------------------------------------------------
     def set_rows(self, columns: Sequence[str], rows: list[Row]) -> None:
@@ -123,6 +127,7 @@ class RowTable(ScrollView, can_focus=True):
         self.columns = tuple(columns)
         self.rows = rows
         self._texts = {}
+        self._sort_keys = {}  # a new dict, not cleared: a worker still sorting the old rows fills the old one
         step = max(1, len(rows) // WIDTH_SAMPLE)  # widths from an even sample: a long listing costs no more
         sample = [self._cells(i) for i in range(0, len(rows), step)]
         self._natural = {c: min(MAX_CELL, max([cell_len(c), *(cell_len(t[i]) for t in sample)]))
@@ -140,12 +145,12 @@ class RowTable(ScrollView, can_focus=True):
         """Filter, sort and find where the cursor's row went (by its key after new data, by its index after
         a filter or sort). Above BACKGROUND_ROWS rows this runs in a worker thread, so a keystroke never waits
         for it; the rows shown until then are the previous ones."""
-        rows, predicate, key = self.rows, self._predicate, self.key
+        rows, predicate, key, keys_cache = self.rows, self._predicate, self.key, self._sort_keys
         column = self.sort_column if self.sort_column in self.columns else None
         reverse = self.sort_reverse
 
         def order() -> tuple[list[int], int]:
-            shown = _order(rows, predicate, column, reverse)
+            shown = _order(rows, predicate, column, reverse, keys_cache)
             return shown, _position(rows, shown, key, keep, keep_index)
 
         if len(rows) <= BACKGROUND_ROWS:
@@ -313,22 +318,45 @@ def _position(rows: list[Row], shown: list[int], key: str, keep: str | None, kee
 
 
 def _order(rows: list[Row], predicate: Callable[[Row], bool] | None, column: str | None,
-           reverse: bool) -> list[int]:
-    """The indexes of the rows to show: those the filter keeps, sorted by the column."""
+           reverse: bool, keys_cache: dict[str, list[Any]] | None = None) -> list[int]:
+    """The indexes of the rows to show: those the filter keeps, sorted by the column (its keys are read from
+    and added to `keys_cache`, kept for these rows)."""
     shown = list(range(len(rows))) if predicate is None else [i for i, row in enumerate(rows) if predicate(row)]
     if column is not None:
-        keys = _sort_keys([rows[i].get(column) for i in shown])
-        order = sorted(range(len(shown)), key=keys.__getitem__, reverse=reverse)
-        shown = [shown[j] for j in order]
+        shown.sort(key=_column_keys(rows, column, keys_cache).__getitem__, reverse=reverse)
     return shown
 
 
+#: A column with at most one distinct value in this many rows is sorted by ranks, not by its values.
+RANKED_SHARE = 4
+
+
+def _column_keys(rows: list[Row], column: str, cache: dict[str, list[Any]] | None) -> list[Any]:
+    """Every row's sort key in the column (`_sort_keys`), from `cache` or made and added to it.
+
+    A column of few distinct values (a queue, a status) is keyed by ranks instead, equal keys sharing one:
+    sorting by them gives the same order, ties included (stable alike, in both directions), but compares
+    small integers rather than text or tuples.
+    """
+    keys = None if cache is None else cache.get(column)
+    if keys is None:
+        keys = _sort_keys(list(map(operator.methodcaller("get", column), rows)))
+        distinct = set(keys)
+        if len(distinct) * RANKED_SHARE <= len(keys):
+            place = {key: rank for rank, key in enumerate(sorted(distinct))}
+            keys = list(map(place.__getitem__, keys))
+        if cache is not None:
+            cache[column] = keys
+    return keys
+
+
 def _sort_keys(values: list[Any]) -> list[Any]:
-    """Sort keys for a column: a column of all text or all whole numbers (the usual case) keys in one C-speed
-    pass; a mixed one goes through `_sort_key`."""
-    if all(type(v) is str and v != "-" for v in values):  # "-" (none) sorts last: the slow path places it
-        return [v.casefold() for v in values]
-    if all(type(v) is int for v in values):
+    """Sort keys for a column: a column of all text or all whole numbers (the usual case) keys in C-speed
+    passes; a mixed one goes through `_sort_key`."""
+    kinds = set(map(type, values))
+    if kinds == {str} and "-" not in values:  # "-" (none) sorts last: the slow path places it
+        return list(map(str.casefold, values))
+    if kinds == {int}:
         return values
     return [_sort_key(v) for v in values]
 
