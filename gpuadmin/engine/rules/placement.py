@@ -181,8 +181,8 @@ def slot_free(view: View, name: str) -> Iterable[Violation]:
         if found is None:
             continue
         for other in holder_jobs(view, slot.node, slot.gpu):
-            if other.name == name:
-                continue
+            if other.name == name or (job.vm is not None and other.vm is not None and job.vm != other.vm):
+                continue  # jobs in two VMs that share a GPU through vGPUs each hold their own VM's vGPU
             theirs_old = base_slots(view, other.name)
             for theirs in slots_on(other, slot.node, slot.gpu):
                 if not _overlap(slot, theirs):
