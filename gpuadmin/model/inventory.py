@@ -7,6 +7,7 @@ needs the catalog; the models here check only what one object can know about its
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -263,6 +264,18 @@ class Slot(StrictModel):
         return value
 
 
+def term_matches(key: str, operator: AffinityOperator, values: Sequence[str], labels: dict[str, str]) -> bool:
+    """Kubernetes node affinity semantics for one match expression."""
+    value = labels.get(key)
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values  # Kubernetes: NotIn holds where the key is absent
+    if operator == "Exists":
+        return value is not None
+    return value is None
+
+
 class NodeSelectorRequirement(StrictModel):
     """One match expression of required node affinity, as Kubernetes writes it
     (`nodeSelectorTerms[].matchExpressions[]`): `In`/`NotIn` take `values`, `Exists`/`DoesNotExist` none."""
@@ -280,14 +293,10 @@ class NodeSelectorRequirement(StrictModel):
         return self
 
     def matches(self, labels: dict[str, str]) -> bool:
-        value = labels.get(self.key)
-        if self.operator == "In":
-            return value is not None and value in self.values
-        if self.operator == "NotIn":
-            return value is None or value not in self.values  # Kubernetes: NotIn holds where the key is absent
-        if self.operator == "Exists":
-            return value is not None
-        return value is None
+        return term_matches(self.key, self.operator, self.values, labels)
+
+    def as_tuple(self) -> tuple[str, AffinityOperator, tuple[str, ...]]:
+        return self.key, self.operator, tuple(self.values)
 
     def describe(self) -> str:
         if self.operator in ("Exists", "DoesNotExist"):
@@ -310,8 +319,8 @@ class Job(StrictModel):
     placement: list[Slot] = Field(default_factory=list)
     owner: Name | None = None
     submitted: Timestamp | None = None
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    node_affinity: list[NodeSelectorRequirement] = Field(default_factory=list)
+    node_selector: dict[str, str] | None = None
+    node_affinity: list[NodeSelectorRequirement] | None = None
     vm: Name | None = None
 
     @model_validator(mode="after")
@@ -328,10 +337,10 @@ class Job(StrictModel):
 
     def label_mismatch(self, labels: dict[str, str]) -> str | None:
         """Why a node with these labels does not match the job's selector and affinity; None if it does."""
-        for key, value in sorted(self.node_selector.items()):
+        for key, value in sorted((self.node_selector or {}).items()):
             if labels.get(key) != value:
                 return f"node selector {key}={value}"
-        for term in self.node_affinity:
+        for term in self.node_affinity or ():
             if not term.matches(labels):
                 return f"node affinity {term.describe()}"
         return None

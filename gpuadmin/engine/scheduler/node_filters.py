@@ -61,8 +61,8 @@ def needs_of(job: Job) -> NodeNeeds:
     return NodeNeeds(
         req.cpus or 0.0,
         req.memory_gib or 0.0,
-        tuple(sorted(job.node_selector.items())),
-        tuple(t.as_tuple() for t in job.node_affinity),
+        tuple(sorted((job.node_selector or {}).items())),
+        tuple(t.as_tuple() for t in job.node_affinity or ()),
         job.vm,
     )
 
