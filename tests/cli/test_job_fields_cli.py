@@ -93,3 +93,16 @@ def test_undo_of_a_submit_with_every_new_field_restores_the_state(vsphere: Path,
     assert gpuadmin("--state", vsphere, "undo", "--yes").code == 0
     again = gpuadmin("--state", vsphere, "export", "inventory")
     assert again.out == exported.out
+
+
+def test_describe_node_says_what_is_not_checked(tmp_path: Path) -> None:
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("version: 1\ncluster: t\nnodes:\n"
+                         "  - {name: bare, platform: baremetal, gpus: [{index: 0, model: A30}]}\n"
+                         "  - {name: sized, platform: baremetal, cpus: 64, memory_gib: 512,"
+                         " gpus: [{index: 0, model: A30}]}\n", encoding="utf-8")
+    bare = json.loads(gpuadmin("--inventory", inventory, "describe", "node", "bare", "-o", "json").out)
+    assert bare["not_checked"] == ["cpus not known: jobs' cpus requests are not checked on this node",
+                                   "memory_gib not known: jobs' memory_gib requests are not checked on this node"]
+    sized = json.loads(gpuadmin("--inventory", inventory, "describe", "node", "sized", "-o", "json").out)
+    assert "not_checked" not in sized
