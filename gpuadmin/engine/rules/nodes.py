@@ -102,7 +102,7 @@ def _entering_drain(view: View, node: Node) -> bool:
     return node.state == "draining" and (base is None or base.state != "draining")
 
 
-def running_on(view: View, node: Node) -> list[Job]:
+def _running_on(view: View, node: Node) -> list[Job]:
     seen: dict[str, Job] = {}
     for gpu in node.gpus:
         for job in holder_jobs(view, node.name, gpu.index):
@@ -115,7 +115,7 @@ def drain_blocked(view: View, name: str) -> Iterable[Violation]:
     node = view.node(name)
     if node is None or not _entering_drain(view, node):
         return
-    stuck = [j.name for j in running_on(view, node) if not j.preemptible]
+    stuck = [j.name for j in _running_on(view, node) if not j.preemptible]
     if stuck:
         yield Violation(
             "node.drain-blocked",
@@ -134,7 +134,7 @@ def drain_evicts(view: View, name: str) -> Iterable[Violation]:
     node = view.node(name)
     if node is None or not _entering_drain(view, node):
         return
-    left = [j.name for j in running_on(view, node) if j.preemptible]
+    left = [j.name for j in _running_on(view, node) if j.preemptible]
     if left:
         yield Violation(
             "node.drain-evicts",

@@ -20,7 +20,6 @@ from gpuadmin.engine.rules.nodes import (
     model_of,
     names,
     new_slots,
-    running_on,
     slots_on,
 )
 from gpuadmin.engine.rules.vsphere import vm_gpus, vm_holders
@@ -473,7 +472,16 @@ def cpu_memory_fit(view: View, name: str) -> Iterable[Violation]:
     node = view.node(name)
     if node is None or (node.cpus is None and node.memory_gib is None):
         return
-    jobs = running_on(view, node)
+    # only the jobs that ask for CPUs or memory count; most ask for neither, so look no further for them
+    asking: dict[str, Job] = {}
+    for gpu in node.gpus:
+        for holder in view.holders(name, gpu.index):
+            job = view.job(holder) if holder not in asking else None
+            if job is not None and job.status == "running" and (
+                job.request.cpus is not None or job.request.memory_gib is not None
+            ):
+                asking[holder] = job
+    jobs = [asking[n] for n in sorted(asking)]
     for what, have, asked in (
         ("CPUs", node.cpus, [(j.name, j.request.cpus) for j in jobs]),
         ("GiB of memory", node.memory_gib, [(j.name, j.request.memory_gib) for j in jobs]),
@@ -524,8 +532,8 @@ def vm_placement(view: View, name: str) -> Iterable[Violation]:
         return
     for node_name in sorted({s.node for s in job.placement}):
         node = view.node(node_name)
-        if node is None:
-            continue  # placement.slot-exists
+        if node is None or (job.vm is None and not node.vms):
+            continue  # placement.slot-exists; or no VM on the node to keep a job off
         indexes = sorted({s.gpu for s in job.placement if s.node == node_name})
         if job.vm is not None:
             vm = next((v for v in node.vms if v.name == job.vm), None)
