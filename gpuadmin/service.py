@@ -12,6 +12,7 @@ import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +30,7 @@ from gpuadmin.render.board import node_board
 from gpuadmin.render.describe import describe_entry, describe_gpu, describe_job, describe_node, describe_queue
 from gpuadmin.render.overview import cluster_overview
 from gpuadmin.render.plan import violation_lines
-from gpuadmin.render.rows import JOURNAL, LISTINGS, Listing, Row, journal_row
+from gpuadmin.render.rows import JOURNAL, LISTINGS, Listing, Row, age_text, journal_row
 from gpuadmin.render.selector import Selector, Term, check_keys, parse_selector
 from gpuadmin.store import (
     JournalEntry,
@@ -317,7 +318,22 @@ class Service:
 
     def plan(self, changes: Sequence[ch.Change]) -> Plan:
         check_action(self.role, "plan")
-        return plan(self.state, changes)
+        return plan(self.state, self.stamp_submissions(changes))
+
+    def stamp_submissions(self, changes: Sequence[ch.Change], now: datetime | None = None) -> list[ch.Change]:
+        """A submitted job without `owner` or `submitted` gets the submitter's login identity (the journal's
+        actor) and the time: who and when are facts of the submission, not of the planner (which is pure).
+        A stamped change is kept as stamped: a saved plan applies with the same owner and time."""
+        out: list[ch.Change] = []
+        for change in changes:
+            if isinstance(change, ch.SubmitJob) and (change.job.owner is None or change.job.submitted is None):
+                job = change.job.model_copy(update={
+                    "owner": change.job.owner or login_identity().name,
+                    "submitted": change.job.submitted or (now or datetime.now(UTC)).replace(microsecond=0),
+                })
+                change = change.model_copy(update={"job": job})
+            out.append(change)
+        return out
 
     def apply(self, the_plan: Plan, *, expected_hash: str | None = None,
               intent: Intent | None = None) -> ApplyResult:
@@ -493,10 +509,11 @@ class Service:
         return View(self.state)
 
     def get(self, kind: str, *, name: str | None = None, selector: str | None = None, reasons: bool = True,
-            specs: bool = False) -> Table:
+            specs: bool = False, now: datetime | None = None) -> Table:
         """One listing: its rows (only `name`'s, or those `selector` picks), read at one revision.
 
-        Job rows carry the REASON a pending job waits (computed once per revision) unless `reasons` is off;
+        Job rows carry the REASON a pending job waits (computed once per revision) unless `reasons` is off,
+        and their AGE at `now` (the front end's clock; the current time where not given);
         `specs` adds each row's full object (nodes, jobs, queues) for JSON and YAML output."""
         check_action(self.role, "read")
         listing = JOURNAL if kind == "journal" else LISTINGS.get(kind)
@@ -515,9 +532,11 @@ class Service:
             if kind == "jobs":
                 why = self.pending_reasons() if reasons else {}
                 requests: dict[str, str] = {}  # 100,000 rows repeat a few dozen request texts: keep one each
+                clock = now or datetime.now(UTC)
                 for row in rows:
                     row["REASON"] = why.get(row["NAME"], "-")
                     row["REQUEST"] = requests.setdefault(row["REQUEST"], row["REQUEST"])
+                    row["AGE"] = age_text(row["SUBMITTED"], clock)
         if name is not None:
             rows = [r for r in rows if str(r.get(listing.key)) == name]
             if not rows:
@@ -564,7 +583,7 @@ class Service:
     def labels_by_node(self) -> dict[str, dict[str, str]]:
         return {n.name: n.labels for n in self._nodes_only_state().nodes.values()}
 
-    def describe(self, kind: str, name: str) -> dict[str, Any]:
+    def describe(self, kind: str, name: str, now: datetime | None = None) -> dict[str, Any]:
         check_action(self.role, "read")
         view = self.view()
         if kind == "node":
@@ -580,7 +599,9 @@ class Service:
         elif kind == "job":
             job = view.job(name)
             if job is not None:
-                return describe_job(view, job)
+                found = describe_job(view, job)
+                found["summary"]["age"] = age_text(found["summary"]["submitted"], now or datetime.now(UTC))
+                return found
         elif kind == "queue":
             queue = view.queue(name)
             if queue is not None:

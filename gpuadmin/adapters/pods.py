@@ -9,8 +9,20 @@
 - RDMA (`rdma: true`): `rdma/rdma_shared_device_a: 1`, the resource of the k8s-rdma-shared-dev-plugin as
   the NVIDIA Network Operator deploys it by default (RDMA on bare metal without SR-IOV, as on OCI's
   cluster network); the pod also gets `IPC_LOCK` for registering memory.
+- CPU and memory (`request.cpus`, `request.memory_gib`): `cpu` and `memory` in both `requests` and
+  `limits` (equal, as the GPU resources must be: the pod gets the Guaranteed QoS class, never throttled
+  below what the job asked for nor evicted first under node memory pressure).
 - Placement: a running job is pinned to its node(s) (`kubernetes.io/hostname`); a pending job with a
-  `model` is steered by GFD's `nvidia.com/gpu.product` label of that model.
+  `model` is steered by GFD's `nvidia.com/gpu.product` label of that model. The job's `node_selector` is the
+  pod's `nodeSelector`; its `node_affinity` expressions join the same required `nodeSelectorTerm`
+  (`affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`).
+- A job in a VM (`vm:`) runs on the Kubernetes node that VM is: it is pinned to `kubernetes.io/hostname` =
+  the VM's name (a kubelet registers under its host name, which for a VM is the VM's), pending or running.
+- Who and when: `owner` as the annotation `gpuadmin/owner` (any login name, `DOMAIN\\user` or `a@corp`
+  included, which a label value cannot hold) and also as the label `gpuadmin/owner` where it is a valid label
+  value, so `kubectl get pods -l gpuadmin/owner=alice` selects (never a rewritten name: a label either is
+  the owner or is absent); `submitted` as the annotation `gpuadmin/submitted` (ISO 8601), since
+  `metadata.creationTimestamp` is set by the API server.
 - Storage: one `ReadWriteMany` PersistentVolumeClaim (default storage class `fss-dyn-storage`, OCI File
   Storage through its CSI driver) mounted by every pod at `/mnt/shared` for checkpoints and data.
 - Gangs (`nodes: N`): N pods for a running gang (each pinned to its node, asking for the GPUs it holds
@@ -20,6 +32,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from gpuadmin.adapters._common import dns_name, gfd_products
@@ -30,6 +43,17 @@ from gpuadmin.model import Job, Node
 RDMA_RESOURCE = "rdma/rdma_shared_device_a"
 SHARED_MOUNT = "/mnt/shared"
 QueueSystem = Literal["kai", "kueue", "none"]
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+def cpu_quantity(cpus: float) -> str:
+    """A Kubernetes CPU quantity: whole CPUs as a number, fractions in millicores (0.5 → 500m)."""
+    return str(int(cpus)) if cpus == int(cpus) else f"{round(cpus * 1000)}m"
+
+
+def memory_quantity(gib: float) -> str:
+    """A Kubernetes memory quantity in Gi, or Mi where the GiB are not whole (0.5 → 512Mi)."""
+    return f"{int(gib)}Gi" if gib == int(gib) else f"{round(gib * 1024)}Mi"
 
 
 def shared_pvc(
@@ -68,19 +92,44 @@ def _resources(job: Job, gpus: int | None = None, kai_fraction: bool = False) ->
         limits["nvidia.com/gpu"] = 1
     if request.rdma:
         limits[RDMA_RESOURCE] = 1
+    if request.cpus is not None:
+        limits["cpu"] = cpu_quantity(request.cpus)
+    if request.memory_gib is not None:
+        limits["memory"] = memory_quantity(request.memory_gib)
     return {"limits": limits, "requests": dict(limits)}
 
 
-def _affinity(key: str, values: list[str]) -> dict[str, Any]:
+def _affinity(job: Job, key: str | None = None, values: list[str] | None = None) -> dict[str, Any] | None:
+    """Required node affinity: `key In values` (a pin or a GPU product) and the job's own expressions, all
+    in one nodeSelectorTerm (they must all hold); None where there is nothing to require."""
+    expressions: list[dict[str, Any]] = []
+    if key is not None and values is not None:
+        expressions.append({"key": key, "operator": "In", "values": values})
+    for term in job.node_affinity or ():
+        expression: dict[str, Any] = {"key": term.key, "operator": term.operator}
+        if term.values:
+            expression["values"] = list(term.values)
+        expressions.append(expression)
+    if not expressions:
+        return None
     return {
         "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": key, "operator": "In", "values": values}]}
-                ]
-            }
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
         }
     }
+
+
+def _metadata(job: Job, name: str, namespace: str, labels: dict[str, str],
+              kai_fraction: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels)}
+    annotations: dict[str, str] = _fraction_annotations(job) if kai_fraction else {}
+    if job.owner is not None:
+        annotations["gpuadmin/owner"] = job.owner
+    if job.submitted is not None:
+        annotations["gpuadmin/submitted"] = job.submitted.isoformat()
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
 
 
 def _labels(job: Job, queue_system: QueueSystem) -> dict[str, str]:
@@ -93,6 +142,8 @@ def _labels(job: Job, queue_system: QueueSystem) -> dict[str, str]:
         labels["kai.scheduler/queue"] = dns_name(job.queue)
     elif queue_system == "kueue":
         labels["kueue.x-k8s.io/queue-name"] = dns_name(job.queue)
+    if job.owner is not None and _LABEL_VALUE.match(job.owner):
+        labels["gpuadmin/owner"] = job.owner
     return labels
 
 
@@ -124,17 +175,21 @@ def _pod_spec(
     }
     if queue_system == "kai" or kai_fraction:
         spec["schedulerName"] = "kai-scheduler"
+    if job.node_selector:
+        spec["nodeSelector"] = dict(sorted(job.node_selector.items()))
     if affinity is not None:
         spec["affinity"] = affinity
     return spec
 
 
-def _model_affinity(job: Job) -> dict[str, Any] | None:
+def _pending_affinity(job: Job) -> dict[str, Any] | None:
+    if job.vm is not None:
+        return _affinity(job, "kubernetes.io/hostname", [job.vm])
     if job.request.model is None:
-        return None
+        return _affinity(job)
     model = get_catalog().model(job.request.model)
     products = gfd_products(model) if model is not None else [job.request.model]
-    return _affinity("nvidia.com/gpu.product", products)
+    return _affinity(job, "nvidia.com/gpu.product", products)
 
 
 def job_manifests(
@@ -150,7 +205,6 @@ def job_manifests(
     shares full GPUs dynamically, written as a Run:ai/KAI fraction pod."""
     name = dns_name(job.name, 52)
     labels = _labels(job, queue_system)
-    meta_extra: dict[str, Any] = {"annotations": _fraction_annotations(job)} if kai_fraction else {}
     if job.status == "running":
         nodes = list(dict.fromkeys(slot.node for slot in job.placement))
         out = []
@@ -160,10 +214,10 @@ def job_manifests(
                 {
                     "apiVersion": "v1",
                     "kind": "Pod",
-                    "metadata": {"name": pod_name, "namespace": namespace, "labels": dict(labels), **meta_extra},
+                    "metadata": _metadata(job, pod_name, namespace, labels, kai_fraction),
                     "spec": _pod_spec(
                         job,
-                        _affinity("kubernetes.io/hostname", [node]),
+                        _affinity(job, "kubernetes.io/hostname", [job.vm or node]),
                         image,
                         pvc,
                         queue_system,
@@ -173,13 +227,13 @@ def job_manifests(
                 }
             )
         return out
-    affinity = _model_affinity(job)
+    affinity = _pending_affinity(job)
     if job.request.nodes > 1:
         return [
             {
                 "apiVersion": "batch/v1",
                 "kind": "Job",
-                "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+                "metadata": _metadata(job, name, namespace, labels),
                 "spec": {
                     "completionMode": "Indexed",
                     "completions": job.request.nodes,
@@ -196,7 +250,7 @@ def job_manifests(
         {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels), **meta_extra},
+            "metadata": _metadata(job, name, namespace, labels, kai_fraction),
             "spec": _pod_spec(job, affinity, image, pvc, queue_system, kai_fraction=kai_fraction),
         }
     ]
@@ -216,7 +270,8 @@ def export_pods(
     """The shared PVC, then the manifests of every pending and running job (by name).
 
     `nodes` is used to warn about running jobs placed on nodes no Kubernetes schedules on
-    (`orchestrator: none`): their pods could not be bound there.
+    (`orchestrator: none`): their pods could not be bound there. A job in a VM is not warned about:
+    it runs on the Kubernetes node the VM is.
     """
     orchestrators = {n.name: n.orchestrator for n in nodes or ()}
     by_name = {n.name: n for n in nodes or ()}
@@ -225,7 +280,7 @@ def export_pods(
     for job in sorted(jobs, key=lambda j: j.name):
         if job.status not in ("pending", "running"):
             continue
-        for slot in job.placement:
+        for slot in job.placement if job.vm is None else ():  # a job in a VM runs on the VM's kubelet
             if orchestrators.get(slot.node, "kubernetes") != "kubernetes" and warnings is not None:
                 warnings.append(f"job {job.name} runs on {slot.node}, which is not a Kubernetes node "
                                 f"(orchestrator: {orchestrators[slot.node]})")

@@ -7,9 +7,20 @@ needs the catalog; the models here check only what one object can know about its
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from gpuadmin.catalog import get_catalog
 
@@ -21,10 +32,31 @@ NvlinkKind = Literal["nvswitch", "pairs", "none"]
 SharingStrategy = Literal["time-slicing", "mps"]
 Isolation = Literal["exclusive", "shared"]
 JobStatus = Literal["pending", "running", "completed", "preempted"]
+AffinityOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 
 Name = Annotated[str, Field(min_length=1, max_length=253)]
 NonNegInt = Annotated[int, Field(ge=0)]
 PosInt = Annotated[int, Field(ge=1)]
+PosFloat = Annotated[float, Field(gt=0)]
+
+
+def _timestamp(value: object) -> object:
+    """An ISO 8601 timestamp with its zone. The inventory loader reads `2026-12-03T10:15:00Z` as the text it
+    is (YAML 1.1 timestamps are not resolved), so it is parsed here, exactly, and a time without a zone is
+    refused rather than guessed."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not an ISO 8601 timestamp (e.g. 2026-12-03T10:15:00Z)") from None
+    if isinstance(value, datetime) and value.tzinfo is None:
+        raise ValueError(f"timestamp {value.isoformat()} needs its zone (Z or +HH:MM)")
+    return value
+
+
+Timestamp = Annotated[
+    datetime, BeforeValidator(_timestamp), PlainSerializer(datetime.isoformat, return_type=str)
+]
 
 
 class StrictModel(BaseModel):
@@ -251,7 +283,11 @@ class Queue(StrictModel):
 
 
 class Request(StrictModel):
-    """Exactly one of gpus / mig / fraction / gpu_memory_gib. `gpus` counts GPUs per node of a gang."""
+    """Exactly one of gpus / mig / fraction / gpu_memory_gib. `gpus` counts GPUs per node of a gang.
+
+    `cpus` and `memory_gib` are what the job needs of its node's CPUs and memory (per node of a gang, like
+    `gpus`); they bound placement on nodes whose `cpus` / `memory_gib` are known (rule
+    `placement.cpu-memory-fit`)."""
 
     gpus: PosInt | None = None
     mig: Name | None = None
@@ -261,6 +297,8 @@ class Request(StrictModel):
     nodes: PosInt = 1
     nvlink: bool = False
     rdma: bool = False
+    cpus: PosFloat | None = None
+    memory_gib: PosFloat | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Request:
@@ -302,7 +340,51 @@ class Slot(StrictModel):
         return value
 
 
+def term_matches(key: str, operator: AffinityOperator, values: Sequence[str], labels: dict[str, str]) -> bool:
+    """Kubernetes node affinity semantics for one match expression."""
+    value = labels.get(key)
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values  # Kubernetes: NotIn holds where the key is absent
+    if operator == "Exists":
+        return value is not None
+    return value is None
+
+
+class NodeSelectorRequirement(StrictModel):
+    """One match expression of required node affinity, as Kubernetes writes it
+    (`nodeSelectorTerms[].matchExpressions[]`): `In`/`NotIn` take `values`, `Exists`/`DoesNotExist` none."""
+
+    key: Name
+    operator: AffinityOperator
+    values: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _values_match_operator(self) -> NodeSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs 'values'")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no 'values'")
+        return self
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return term_matches(self.key, self.operator, self.values, labels)
+
+    def as_tuple(self) -> tuple[str, AffinityOperator, tuple[str, ...]]:
+        return self.key, self.operator, tuple(self.values)
+
+    def describe(self) -> str:
+        if self.operator in ("Exists", "DoesNotExist"):
+            return f"{self.key} {self.operator}"
+        return f"{self.key} {self.operator} ({', '.join(self.values)})"
+
+
 class Job(StrictModel):
+    """A job. `node_selector` and `node_affinity` (its match expressions all hold: one Kubernetes
+    `nodeSelectorTerm`) choose nodes by label; `vm` runs the job inside that vSphere VM, on GPUs the VM holds.
+    `owner` and `submitted` are information: the scheduler orders by priority and file order, not by them."""
+
     name: Name
     queue: Name
     request: Request
@@ -311,6 +393,11 @@ class Job(StrictModel):
     isolation: Isolation | None = None
     status: JobStatus = "pending"
     placement: list[Slot] = Field(default_factory=list)
+    owner: Name | None = None
+    submitted: Timestamp | None = None
+    node_selector: dict[str, str] | None = None
+    node_affinity: list[NodeSelectorRequirement] | None = None
+    vm: Name | None = None
 
     @model_validator(mode="after")
     def _placement_matches_status(self) -> Job:
@@ -320,7 +407,19 @@ class Job(StrictModel):
             raise ValueError(f"only a running job has a 'placement' (status is {self.status})")
         if self.isolation == "exclusive" and self.request.kind in ("fraction", "gpu_memory_gib"):
             raise ValueError("isolation: exclusive cannot be combined with a fractional request")
+        if self.vm is not None and (self.request.gpus is None or self.request.nodes > 1):
+            raise ValueError("a job in a VM ('vm') requests whole GPUs of that VM with 'gpus', on one node")
         return self
+
+    def label_mismatch(self, labels: dict[str, str]) -> str | None:
+        """Why a node with these labels does not match the job's selector and affinity; None if it does."""
+        for key, value in sorted((self.node_selector or {}).items()):
+            if labels.get(key) != value:
+                return f"node selector {key}={value}"
+        for term in self.node_affinity or ():
+            if not term.matches(labels):
+                return f"node affinity {term.describe()}"
+        return None
 
     @property
     def shared(self) -> bool:

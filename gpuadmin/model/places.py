@@ -3,6 +3,8 @@
 * a GPU:           `NODE/GPU`                 e.g. `gpu-h100-07/0`
 * a MIG instance:  `NODE/GPU/PROFILE@START`   e.g. `gpu-h100-07/0/3g.40gb@4` (`NODE/GPU/@START` where the
   profile is not known, e.g. a slot whose GPU no longer has that instance)
+* a VM on a host:  `NODE/vm:VM`               e.g. `esx-hgx-01/vm:train-vm-01` (where a job in a VM runs; its
+  slots stay GPU places, `vm:` keeps the form apart from them: a GPU is a number)
 
 A job's placement slot may be written this way in an inventory or a change file (`placement:
 ["gpu-h100-07/0/3g.40gb@4"]`); it is stored as `{node, gpu, mig_start}`. A violation about a GPU names it
@@ -24,6 +26,10 @@ def slice_place(node: str, gpu: int, start: int | None = None, profile: str | No
     if start is None:
         return gpu_place(node, gpu)
     return f"{node}/{gpu}/{profile or ''}@{start}"
+
+
+def vm_place(node: str, vm: str) -> str:
+    return f"{node}/vm:{vm}"
 
 
 def parse_place(text: str) -> tuple[str, int, str | None, int | None]:

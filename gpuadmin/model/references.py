@@ -89,9 +89,17 @@ def check_references(inv: Inventory) -> list[Diagnostic]:
     out += _duplicates(((j.name, ("jobs", i, "name")) for i, j in enumerate(inv.jobs)), "job")
     nodes = {n.name: n for n in inv.nodes}
     queues = {q.name for q in inv.queues}
+    vm_hosts: dict[str, list[str]] = {}
     for i, node in enumerate(inv.nodes):
         out += _check_node(node, ("nodes", i))
+        for vm in node.vms:
+            vm_hosts.setdefault(vm.name, []).append(node.name)
     for i, job in enumerate(inv.jobs):
+        if job.vm is not None and len(vm_hosts.get(job.vm, ())) != 1:
+            hosts = vm_hosts.get(job.vm, [])
+            why = f"is defined on {len(hosts)} nodes ({', '.join(hosts)})" if hosts else "is not defined on any node"
+            out.append(Diagnostic(f"job {job.name!r} names VM {job.vm!r}, which {why}", ("jobs", i, "vm"),
+                                  "reference", hint="a job runs in a VM that one vSphere host defines"))
         if job.queue not in queues:
             out.append(Diagnostic(f"job {job.name!r} names queue {job.queue!r}, which is not defined",
                                   ("jobs", i, "queue"), "reference"))

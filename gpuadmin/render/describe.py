@@ -74,11 +74,16 @@ def _not_in_catalog(gpu: Gpu) -> dict[str, Any] | None:
 
 def describe_node(view: View, node: Node) -> dict[str, Any]:
     row = node_row(view, node)
-    return {
+    out: dict[str, Any] = {
         "kind": "node", "name": node.name, "summary": {k.lower(): v for k, v in row.items() if k != "USED"},
         "spec": node.model_dump(mode="json", exclude_none=True, exclude={"gpus"}),
         "gpus": [{k.lower(): v for k, v in gpu_row(view, node, g).items()} for g in node.gpus],
     }
+    unknown = [what for what, value in (("cpus", node.cpus), ("memory_gib", node.memory_gib)) if value is None]
+    if unknown:  # rule placement.cpu-memory-fit checks only what the inventory says the node has
+        out["not_checked"] = [f"{field} not known: jobs' {field} requests are not checked on this node"
+                              for field in unknown]
+    return out
 
 
 def describe_job(view: View, job: Job, reason: dict[str, Any] | None = None) -> dict[str, Any]:

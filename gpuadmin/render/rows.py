@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue
-from gpuadmin.model.places import slice_place
+from gpuadmin.model.places import slice_place, vm_place
 from gpuadmin.render.overview import DynamicShare, dynamic_share, gpu_use, holders_by_slice, vm_holders
 
 Row = dict[str, Any]
@@ -183,6 +184,10 @@ def describe_request(job: Job) -> str:
     flags = [f for f, on in (("nvlink", r.nvlink), ("rdma", r.rdma)) if on]
     if r.model:
         flags.append(r.model)
+    if r.cpus is not None:
+        flags.append(f"cpu={r.cpus:g}")
+    if r.memory_gib is not None:
+        flags.append(f"mem={r.memory_gib:g}GiB")
     if job.isolation:
         flags.append(job.isolation)
     return text + (" " + " ".join(flags) if flags else "")
@@ -200,7 +205,10 @@ def _ranges(indexes: list[int]) -> str:
 
 
 def placement_text(job: Job, view: View | None = None) -> str:
-    """`node/0-7,node2/0-7` for whole GPUs; `node/1/3g.40gb@4` for MIG instances (gpuadmin.model.places)."""
+    """`node/0-7,node2/0-7` for whole GPUs; `node/1/3g.40gb@4` for MIG instances; `node/vm:NAME` for a job
+    in a VM (gpuadmin.model.places)."""
+    if job.vm is not None and job.placement:
+        return ",".join(vm_place(n, job.vm) for n in dict.fromkeys(s.node for s in job.placement))
     whole: dict[str, list[int]] = {}
     parts: list[str] = []
     for s in job.placement:
@@ -217,11 +225,27 @@ def placement_text(job: Job, view: View | None = None) -> str:
     return ",".join(f"{p}/{_ranges(whole[p])}" if p in whole else p for p in parts)
 
 
+def age_text(submitted: str | None, now: datetime) -> str:
+    """kubectl's AGE of an ISO 8601 time at `now`, in its largest whole unit: 42s, 7m, 3h, 12d. "-" where
+    the time is not known; a time ahead of `now` (clocks disagree) is 0s."""
+    if submitted is None or submitted == "-":
+        return "-"
+    seconds = max(0, int((now - datetime.fromisoformat(submitted)).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
 def job_row(view: View, job: Job, reason: str | None = None) -> Row:
+    """A job's row. AGE needs the clock: "-" here, filled by the caller that has `now` (`age_text`), as
+    REASON is by the one that ran the cycle."""
     return {
         "NAME": job.name, "QUEUE": job.queue, "STATUS": job.status, "REQUEST": describe_request(job),
         "PRIORITY": job.priority, "PREEMPTIBLE": job.preemptible,
-        "PLACEMENT": placement_text(job, view) or "-", "REASON": reason or "-",
+        "PLACEMENT": placement_text(job, view) or "-", "AGE": "-", "REASON": reason or "-",
+        "OWNER": job.owner or "-", "SUBMITTED": job.submitted.isoformat() if job.submitted else "-",
+        "VM": job.vm or "-",
     }
 
 
@@ -303,8 +327,8 @@ LISTINGS: dict[str, Listing] = {
     "slices": Listing("slice", ("NODE", "GPU", "SLICE", "SIZE_GPUS", "HELD_GPUS", "REPLICAS", "HOLDERS"),
                       ("MODEL",), _slice_rows),
     "groups": Listing("group", ("NODE", "NAME", "SIZE", "GPUS", "VM"), ("NVLINK",), _group_rows),
-    "jobs": Listing("job", ("NAME", "QUEUE", "STATUS", "REQUEST", "PLACEMENT", "REASON"),
-                    ("PRIORITY", "PREEMPTIBLE"), _job_rows),
+    "jobs": Listing("job", ("NAME", "QUEUE", "STATUS", "REQUEST", "PLACEMENT", "AGE", "REASON"),
+                    ("PRIORITY", "PREEMPTIBLE", "OWNER", "SUBMITTED", "VM"), _job_rows),
     "queues": Listing("queue", ("NAME", "QUOTA_GPUS", "LIMIT_GPUS", "USED_GPUS", "BORROWED_GPUS"),
                       ("QUOTA_GIB", "LIMIT_GIB", "USED_GIB", "WEIGHT", "PRIORITY"), _queue_rows),
 }

@@ -14,6 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 from adapters_support import golden, validate_k8s
 
 from gpuadmin.adapters import export_mig_parted_configmap, export_pods, export_queues
@@ -377,3 +378,68 @@ def test_crd_schemas_refuse_bad_manifests() -> None:
 
 def test_mig_parted_configmap_is_valid() -> None:
     validate_any(export_mig_parted_configmap(NODES))
+
+
+def _expressions(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert len(terms) == 1, "one term: all its expressions must hold"
+    return list(terms[0]["matchExpressions"])
+
+
+def test_pods_carry_cpu_memory_selector_affinity_owner_and_submit_time() -> None:
+    raw = {
+        "name": "sft-run",
+        "queue": "research",
+        "request": {"gpus": 2, "cpus": 16, "memory_gib": 128, "model": "H100-SXM5-80GB"},
+        "owner": "alice",
+        "submitted": "2026-12-03T10:15:00Z",
+        "node_selector": {"pool": "training"},
+        "node_affinity": [
+            {"key": "zone", "operator": "In", "values": ["eu-1a", "eu-1b"]},
+            {"key": "spot", "operator": "DoesNotExist"},
+        ],
+    }
+    half = {"name": "nb", "queue": "research", "request": {"fraction": 0.5, "cpus": 0.5, "memory_gib": 1.5},
+            "owner": "CORP\\bob"}
+    manifests = export_pods([Job.model_validate(raw), Job.model_validate(half)], NODES)
+    for manifest in manifests:
+        validate_any(manifest)
+    pods = {m["metadata"]["name"]: m for m in yaml.safe_load_all(yaml.safe_dump_all(manifests))}
+    pod = pods["sft-run"]
+    resources = pod["spec"]["containers"][0]["resources"]
+    assert resources["requests"] == resources["limits"] == {"nvidia.com/gpu": 2, "cpu": "16", "memory": "128Gi"}
+    assert pod["spec"]["nodeSelector"] == {"pool": "training"}
+    assert _expressions(pod["spec"]) == [
+        {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]},
+        {"key": "zone", "operator": "In", "values": ["eu-1a", "eu-1b"]},
+        {"key": "spot", "operator": "DoesNotExist"},
+    ]
+    assert pod["metadata"]["labels"]["gpuadmin/owner"] == "alice"
+    assert pod["metadata"]["annotations"] == {
+        "gpuadmin/owner": "alice",
+        "gpuadmin/submitted": "2026-12-03T10:15:00+00:00",
+    }
+    notebook = pods["nb"]
+    assert notebook["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
+    assert notebook["spec"]["containers"][0]["resources"]["requests"]["memory"] == "1536Mi"
+    assert "gpuadmin/owner" not in notebook["metadata"]["labels"], "not a label value: the annotation only"
+    assert notebook["metadata"]["annotations"] == {"gpuadmin/owner": "CORP\\bob"}
+
+
+def test_a_job_in_a_vm_is_pinned_to_the_vms_node_and_not_warned_about() -> None:
+    host = Node.model_validate({
+        "name": "esx-1", "platform": "vsphere", "vsphere": {"version": "8.0U1"},
+        "gpus": [{"index": 0, "model": "A40", "mode": "passthrough", "vm": "train-vm-01"}],
+        "vms": [{"name": "train-vm-01", "hardware_version": 20, "gpus": [0]}],
+    })
+    running = Job.model_validate({"name": "in-vm", "queue": "research", "request": {"gpus": 1}, "vm": "train-vm-01",
+                                  "status": "running", "placement": ["esx-1/0"]})
+    pending = Job.model_validate({"name": "next", "queue": "research", "request": {"gpus": 1}, "vm": "train-vm-01"})
+    warnings: list[str] = []
+    manifests = export_pods([running, pending], [host], warnings=warnings)
+    assert warnings == []
+    for manifest in manifests[1:]:
+        validate_any(manifest)
+        assert _expressions(manifest["spec"]) == [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["train-vm-01"]}
+        ]

@@ -251,7 +251,19 @@ def check_jobs(inv: Inventory) -> list[str]:
                 problems.append(f"{where}: running on a down node")
             if req.model is not None and gpu.model != req.model:
                 problems.append(f"{where}: model {gpu.model} != requested {req.model}")
-            if req.gpus is not None:
+            if job.vm is not None:
+                # a job inside a VM runs on what the VM holds: its vGPU on the GPU, or the GPU passed through
+                vm = next((v for v in node.vms if v.name == job.vm), None)
+                groups = {g.name: g.gpus for g in node.device_groups}
+                held = vm is not None and (
+                    any(v.vm == vm.name for v in gpu.vgpus or [])
+                    or gpu.vm == vm.name
+                    or gpu.index in (vm.gpus or [])
+                    or gpu.index in groups.get(vm.device_group or "", [])
+                )
+                if not held:
+                    problems.append(f"{where}: VM {job.vm} does not hold this GPU")
+            elif req.gpus is not None:
                 if gpu.mode != "full" or slot.mig_start is not None:
                     problems.append(f"{where}: whole-GPU job on a {gpu.mode} GPU")
                 if (slot.node, slot.gpu) in whole:

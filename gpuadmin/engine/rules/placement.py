@@ -12,7 +12,17 @@ from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel
 from gpuadmin.engine.rules.base import Violation, gpu_target, job_target, rule
 from gpuadmin.engine.rules.device_groups import nvlink_domain
-from gpuadmin.engine.rules.nodes import EPSILON, base_slots, gpu_at, holder_jobs, model_of, names, slots_on
+from gpuadmin.engine.rules.nodes import (
+    EPSILON,
+    base_slots,
+    gpu_at,
+    holder_jobs,
+    model_of,
+    names,
+    new_slots,
+    slots_on,
+)
+from gpuadmin.engine.rules.vsphere import vm_gpus, vm_holders
 from gpuadmin.engine.sharing import is_fractional, need, shares_dynamically, usable_gib
 from gpuadmin.engine.state import GpuKey, View
 from gpuadmin.model import Gpu, Job, MigInstance, Node, Slot
@@ -172,8 +182,8 @@ def slot_free(view: View, name: str) -> Iterable[Violation]:
         if found is None:
             continue
         for other in holder_jobs(view, slot.node, slot.gpu):
-            if other.name == name:
-                continue
+            if other.name == name or (job.vm is not None and other.vm is not None and job.vm != other.vm):
+                continue  # jobs in two VMs that share a GPU through vGPUs each hold their own VM's vGPU
             theirs_old = base_slots(view, other.name)
             for theirs in slots_on(other, slot.node, slot.gpu):
                 if not _overlap(slot, theirs):
@@ -201,6 +211,8 @@ def slot_free(view: View, name: str) -> Iterable[Violation]:
 
 def _kind_mismatch(job: Job, found: Slice, slot: Slot, model: GpuModel | None) -> str | None:
     req = job.request
+    if job.vm is not None:
+        return None  # a job inside a VM holds the VM's GPUs, whatever their mode: placement.vm-gpus judges
     if found.kind == "unusable":
         return f"GPU {slot.gpu} of {slot.node} is in {found.gpu.mode} mode and serves VMs, not jobs"
     if req.kind == "gpus":
@@ -525,3 +537,111 @@ def _dynamic_oversubscription(node: Node, gpu: Gpu, key: GpuKey, fractions: list
         f"({names(j.name for j in fractions)})",
         "move a fraction to another GPU, or shrink a request",
     )
+
+
+def _fmt(amount: float) -> str:
+    return f"{amount:g}"
+
+
+@rule(
+    "placement.cpu-memory-fit",
+    "The CPUs and memory the running jobs on a node request (per node of a gang) fit the node's `cpus` and "
+    "`memory_gib`; a node without them is not checked.",
+    "node",
+)
+def cpu_memory_fit(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    if node is None or (node.cpus is None and node.memory_gib is None):
+        return
+    # only the jobs that ask for CPUs or memory count; most ask for neither, so look no further for them
+    asking: dict[str, Job] = {}
+    for gpu in node.gpus:
+        for holder in view.holders(name, gpu.index):
+            job = view.job(holder) if holder not in asking else None
+            if job is not None and job.status == "running" and (
+                job.request.cpus is not None or job.request.memory_gib is not None
+            ):
+                asking[holder] = job
+    jobs = [asking[n] for n in sorted(asking)]
+    for what, have, asked in (
+        ("CPUs", node.cpus, [(j.name, j.request.cpus) for j in jobs]),
+        ("GiB of memory", node.memory_gib, [(j.name, j.request.memory_gib) for j in jobs]),
+    ):
+        wanted = [(n, a) for n, a in asked if a is not None]
+        total = sum(a for _, a in wanted)
+        if have is not None and total > have + EPSILON:
+            yield Violation(
+                "placement.cpu-memory-fit",
+                f"node/{name}",
+                f"the jobs on {name} request {_fmt(total)} {what}, it has {have} "
+                f"({names(f'{n}: {_fmt(a)}' for n, a in wanted)})",
+                "place a job on another node, or shrink its request",
+            )
+
+
+@rule(
+    "placement.node-affinity",
+    "A job is placed only on nodes whose labels match its `node_selector` and `node_affinity` (checked when "
+    "it is placed: a later label change does not evict it, as in Kubernetes).",
+    "job",
+)
+def node_affinity(view: View, name: str) -> Iterable[Violation]:
+    job = view.job(name)
+    if job is None or not (job.node_selector or job.node_affinity):
+        return
+    for node_name in sorted({s.node for s in new_slots(view, job)}):
+        node = view.node(node_name)
+        why = job.label_mismatch(node.labels) if node is not None else None
+        if why is not None:
+            yield Violation(
+                "placement.node-affinity",
+                job_target(name),
+                f"job {name} is placed on {node_name}, which does not match its {why}",
+                "place it on a node whose labels match (`gpuadmin get nodes -l KEY=VALUE`)",
+            )
+
+
+@rule(
+    "placement.vm-gpus",
+    "A job with `vm` holds only GPUs that VM holds (passthrough, its device group, or its vGPUs); a job "
+    "without `vm` never holds a GPU a VM holds.",
+    "job",
+)
+def vm_placement(view: View, name: str) -> Iterable[Violation]:
+    job = _running(view, name)
+    if job is None:
+        return
+    for node_name in sorted({s.node for s in job.placement}):
+        node = view.node(node_name)
+        if node is None or (job.vm is None and not node.vms):
+            continue  # placement.slot-exists; or no VM on the node to keep a job off
+        indexes = sorted({s.gpu for s in job.placement if s.node == node_name})
+        if job.vm is not None:
+            vm = next((v for v in node.vms if v.name == job.vm), None)
+            allowed = set(vm_gpus(node, vm)) if vm is not None else set()
+            outside = [i for i in indexes if i not in allowed]
+            if vm is None:
+                yield Violation(
+                    "placement.vm-gpus",
+                    job_target(name),
+                    f"job {name} runs in VM {job.vm}, which is not on {node_name}",
+                    "place it on the host that runs the VM",
+                )
+            elif outside:
+                yield Violation(
+                    "placement.vm-gpus",
+                    job_target(name),
+                    f"job {name} runs in VM {job.vm} but holds GPU(s) {names(map(str, outside))} of {node_name}, "
+                    f"which the VM does not hold (it holds {names(map(str, sorted(allowed))) or 'none'})",
+                    "bind it to GPUs of its VM",
+                )
+            continue
+        held = vm_holders(node) if node.vms else {}
+        for index in indexes:
+            if index in held:
+                yield Violation(
+                    "placement.vm-gpus",
+                    job_target(name),
+                    f"job {name} holds GPU {index} of {node_name}, which VM {held[index]} holds",
+                    f"only a job with vm: {held[index]} runs there; place this one elsewhere",
+                )

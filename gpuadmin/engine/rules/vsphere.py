@@ -24,6 +24,23 @@ def passthrough_gpus(node: Node, vm: Vm) -> list[int]:
     return sorted(held)
 
 
+def vm_gpus(node: Node, vm: Vm) -> list[int]:
+    """The GPUs a job inside `vm` may hold: its passthrough GPUs and device group, and GPUs with its vGPUs."""
+    held = set(passthrough_gpus(node, vm))
+    held |= {g.index for g in node.gpus if any(v.vm == vm.name for v in g.vgpus or ())}
+    return sorted(held)
+
+
+def vm_holders(node: Node) -> dict[int, str]:
+    """GPU index → the VM holding it, for every GPU some VM on the host holds (the first VM where several
+    share a GPU through vGPUs): GPUs a job outside that VM never lands on."""
+    out: dict[int, str] = {}
+    for vm in node.vms:
+        for index in vm_gpus(node, vm):
+            out.setdefault(index, vm.name)
+    return out
+
+
 @rule(
     "vsphere.hardware-version", "A VM's hardware version is at most the highest its ESXi host runs.", "node"
 )

@@ -32,6 +32,14 @@ from gpuadmin.engine.scheduler.index import (
     UnitId,
     job_unit_need,
 )
+from gpuadmin.engine.scheduler.node_filters import (
+    NO_NEEDS,
+    NodeNeeds,
+    NodeResources,
+    VmSlots,
+    allowed_nodes,
+    needs_of,
+)
 from gpuadmin.engine.scheduler.order import Cost, JobOrder, QueueBook, estimate_cost, fair_shares, make_books
 from gpuadmin.engine.scheduler.preempt import Eligible, find_eviction
 from gpuadmin.engine.scheduler.scores import Score, Scorer
@@ -58,6 +66,7 @@ class Step:
     mig: tuple[int, int] | None = None  # (gpu, start)
     unit: TsUnit | None = None
     open_gpu: int | None = None  # a free full GPU a fraction turns into a shared one (dynamic sharing)
+    vm_gpus: list[int] = field(default_factory=list)  # GPUs of the job's VM (never in the index)
 
 
 @dataclass
@@ -120,6 +129,12 @@ class Cycle:
         self.bind_cost: dict[str, Cost] = {}
         self.victims: dict[str, str] = {}  # evicted job → the job it made room for
         self.failed: set[Shape] = set()
+        # node-level filters (node_filters): jobs with node needs, the CPUs/memory left, the VMs' free GPUs
+        self.needs: dict[str, NodeNeeds] = {}
+        self.failed_needs: set[tuple[Shape, NodeNeeds]] = set()
+        self.label_memo: dict[NodeNeeds, set[int]] = {}
+        self.resources = NodeResources(state)
+        self.vms = VmSlots(state)
         self.refused: dict[str, list[Violation]] = {}
         self._pool: tuple[dict[str, Job], dict[int, set[str]]] | None = None
         self.target = workload  # a given FGD target workload; None: learned from the state in `_collect`
@@ -146,6 +161,9 @@ class Cycle:
             self.fifo[job.name] = i
             shape = shape_of(job)
             self.shapes[job.name] = shape
+            needs = needs_of(job)
+            if needs:
+                self.needs[job.name] = needs
             cost = cost_of.get(shape)
             if cost is None:
                 cost = cost_of[shape] = estimate_cost(shape, typical)
@@ -191,6 +209,12 @@ class Cycle:
 
     # -------------------------------------------------------------------------------------------- placement
     def place(self, job: Job, shape: Shape, restrict: set[int] | None = None) -> Choice | None:
+        needs = self.needs.get(job.name, NO_NEEDS)
+        if needs:
+            return self.place_with_needs(shape, needs, restrict)
+        return self.place_shape(shape, restrict)
+
+    def place_shape(self, shape: Shape, restrict: set[int] | None = None) -> Choice | None:
         if shape.kind == "gpus" and shape.nodes > 1:
             return self._place_gang(shape, restrict)
         if shape.kind == "gpus":
@@ -199,7 +223,27 @@ class Cycle:
             found = self._place_mig(shape, restrict)
             if found is not None or not shape.shared:
                 return found
-        return self._place_unit(job, shape, restrict)
+        return self._place_unit(shape, restrict)
+
+    def place_with_needs(self, shape: Shape, needs: NodeNeeds, restrict: set[int] | None) -> Choice | None:
+        """Placement for a job with node-level needs: inside its VM, or on the nodes that pass the filters."""
+        if needs.vm is not None:
+            return self._place_in_vm(shape, needs, restrict)
+        allowed = allowed_nodes(self.index, needs, self.resources, self.label_memo)
+        return self.place_shape(shape, allowed if restrict is None else restrict & allowed)
+
+    def _place_in_vm(self, shape: Shape, needs: NodeNeeds, restrict: set[int] | None) -> Choice | None:
+        assert needs.vm is not None
+        host = self.vms.host.get(needs.vm)
+        nc = self.index.by_name.get(host) if host is not None else None
+        if nc is None or nc.idx < 0 or (restrict is not None and nc.idx not in restrict):
+            return None  # the host is not schedulable (cordoned, draining, down) or not where we may look
+        if self.resources.shortfall(nc.name, needs) is not None:
+            return None
+        gpus = self.vms.pick(needs.vm, shape.gpus)
+        if gpus is None:
+            return None
+        return Choice([Slot(node=nc.name, gpu=g) for g in gpus], [Step(nc, vm_gpus=gpus)])
 
     def _pick(self, members: set[int], top: int | None, shape: Shape, restrict: set[int] | None) -> int | None:
         if restrict is None and not shape.rdma:
@@ -302,7 +346,7 @@ class Cycle:
         nc = self.index.nodes[best[1]]
         return Choice([Slot(node=nc.name, gpu=best[2], mig_start=best[3])], [Step(nc, mig=(best[2], best[3]))])
 
-    def _place_unit(self, job: Job, shape: Shape, restrict: set[int] | None) -> Choice | None:
+    def _place_unit(self, shape: Shape, restrict: set[int] | None) -> Choice | None:
         if shape.exclusive:
             return None
         index = self.index
@@ -378,7 +422,10 @@ class Cycle:
 
     def _commit(self, job: Job, choice: Choice, cost: Cost) -> None:
         for step in choice.steps:
-            if step.gpus:
+            if step.vm_gpus:
+                assert job.vm is not None
+                self.vms.take(job.vm, step.vm_gpus)
+            elif step.gpus:
                 self.index.take_whole(step.node, step.gpus, job.name)
             elif step.mig is not None:
                 self.index.take_mig(step.node, step.mig[0], step.mig[1], job.name)
@@ -387,6 +434,8 @@ class Cycle:
             elif step.open_gpu is not None:
                 unit = self.index.open_shared(step.node, step.open_gpu)
                 self.index.take_unit(step.node, unit, job.name, job_unit_need(job, unit))
+        if job.request.cpus or job.request.memory_gib:
+            self.resources.take(job, {s.node for s in choice.slots})
         book = self.books[job.queue]
         book.used_gpus += cost.gpus
         book.used_gib += cost.gib
@@ -402,12 +451,16 @@ class Cycle:
         blocked = self._quota_block(job, book, self.costs[job.name])
         if blocked is not None:
             return blocked
-        if restrict is None and shape in self.failed:
-            return "no-fit"
+        needs = self.needs.get(job.name, NO_NEEDS)
+        if restrict is None and (shape in self.failed or (needs and (shape, needs) in self.failed_needs)):
+            return "no-fit"  # capacity only shrinks while jobs bind: what failed fails again
         choice = self.place(job, shape, restrict)
         if choice is None:
             if restrict is None:
-                self.failed.add(shape)
+                if needs:
+                    self.failed_needs.add((shape, needs))
+                else:
+                    self.failed.add(shape)
             return "no-fit"
         cost = self.exact_cost(job, choice.slots)
         blocked = self._quota_block(job, book, cost)
@@ -424,8 +477,8 @@ class Cycle:
             on_node: dict[int, set[str]] = {}
             by_name = self.index.by_name
             for j in self.state.jobs.values():
-                if j.status != "running" or not j.preemptible:
-                    continue
+                if j.status != "running" or not j.preemptible or j.vm is not None:
+                    continue  # a job in a VM holds GPUs no other job can use: evicting it frees nothing
                 jobs[j.name] = j
                 for slot in j.placement:
                     nc = by_name.get(slot.node)
@@ -462,6 +515,9 @@ class Cycle:
 
     def try_preempt(self, job: Job) -> bool:
         shape = self.shapes[job.name]
+        needs = self.needs.get(job.name, NO_NEEDS)
+        if needs.vm is not None:
+            return False  # inside a VM only its own jobs run, and they are never victims
         eligible = self._eligible_for(job)
         jobs, on_node = self._victim_pool()
         nodes = [nc for nc in self.index.nodes if any(eligible(jobs[n], {}) for n in on_node.get(nc.idx, ()))]
@@ -469,6 +525,8 @@ class Cycle:
             return False
         if shape.nodes > 1:  # a gang also takes nodes that are free already
             nodes = self.index.nodes
+        if needs.labelled:
+            nodes = [nc for nc in nodes if needs.labels_match(nc.node)]
         found = find_eviction(self.index, shape, jobs, eligible, self._usage_gpus, nodes)
         if found is None:
             return False
@@ -479,17 +537,20 @@ class Cycle:
             tentative[v.queue] = tentative.get(v.queue, 0.0) + self._usage_gpus(v)
         for v in found.victims:
             self.index.release(v)
+            self.resources.give_back(v, {s.node for s in v.placement})
             self._unbook(v)
         outcome = self.try_bind(job, restrict=set(found.nodes))
         if outcome != "bound":
             for v in found.victims:
                 self.index.hold(v)
+                self.resources.take(v, {s.node for s in v.placement})
                 self._book(v)
             return False
         for v in found.victims:
             self.victims[v.name] = job.name
             self.outcome[v.name] = "preempted"
         self.failed.clear()  # capacity was released
+        self.failed_needs.clear()
         return True
 
     def _unbook(self, job: Job) -> None:
@@ -543,6 +604,7 @@ class Cycle:
                 self.outcome[name] = "bound"
         if self.victims:  # evictions released capacity: give the jobs that did not fit one more try
             self.failed.clear()
+            self.failed_needs.clear()
             for name in self.order:
                 if self.outcome.get(name) == "no-fit":
                     self.outcome[name] = self.try_bind(self.state.jobs[name])

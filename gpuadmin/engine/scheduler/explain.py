@@ -22,6 +22,7 @@ from gpuadmin.engine.scheduler.cycle import Cycle
 from gpuadmin.engine.scheduler.fgd import EPS_SHARE, unit_need, usable_memory, whole_fit
 from gpuadmin.engine.scheduler.filters import mig_profile_name, model_ok, node_ok, shape_unit_fits
 from gpuadmin.engine.scheduler.index import NodeCap
+from gpuadmin.engine.scheduler.node_filters import NO_NEEDS, NodeNeeds, node_misfit
 from gpuadmin.engine.scheduler.preempt import find_eviction
 from gpuadmin.engine.scheduler.shape import Shape
 from gpuadmin.engine.state import ClusterState
@@ -169,8 +170,10 @@ class Explainer:
         ahead_count = (qpos - 1) if qpos is not None else 0
         named: tuple[str, ...] = tuple(finding.details.get("victims", ()))
         shape = cycle.shapes.get(name)
-        nodes = self.nodes_summary(shape) if shape is not None and finding.reason not in (
-            "unknown-queue", "refused") else None
+        needs = cycle.needs.get(name, NO_NEEDS)
+        nodes = None
+        if shape is not None and finding.reason not in ("unknown-queue", "refused"):
+            nodes = self.needs_summary(shape, needs) if needs else self.nodes_summary(shape)
         return Explanation(
             name,
             job.queue,
@@ -272,12 +275,18 @@ class Explainer:
                 "set-quota",
                 ({"op": "set-quota", "queue": book.name, "quota": new_quota.model_dump(exclude_none=True)},),
             )
+        needs = cycle.needs.get(job.name, NO_NEEDS)
+        if needs:
+            found = self._needs_finding(shape, needs)
+            if found is not None:
+                return found
         finding = self._shape_memo.get(shape)
         if finding is None:
             finding = self._fit_finding(shape)
             self._shape_memo[shape] = finding
         if (
             remedies
+            and needs.vm is None  # inside a VM only its own jobs run, and they are never victims
             and finding.remedy is None
             and finding.reason not in ("no-such-model", "no-such-profile", "fits-now")
         ):
@@ -375,6 +384,81 @@ class Explainer:
         self._nodes_memo[shape] = text
         self._fit_memo[shape] = fit
         return text
+
+    # ---------------------------------------------------------------------------------------------- node needs
+    def _needs_misfit(self, nc: NodeCap, shape: Shape, needs: NodeNeeds) -> str | None:
+        """Why one node cannot host a job with node-level needs: its state, then the node filters
+        (kube-scheduler's words), then its GPUs (for a job in a VM: the VM's free GPUs)."""
+        if nc.node.state != "ready":
+            return nc.node.state
+        cycle = self.cycle
+        why = node_misfit(nc, needs, cycle.resources, cycle.vms.host.get(needs.vm) if needs.vm else None)
+        if why is not None or needs.vm is None:
+            return why if why is not None else self._node_misfit(nc, shape)
+        free = len(cycle.vms.free.get(needs.vm, ()))
+        return None if free >= shape.gpus else f"fewer than {shape.gpus} free GPUs in VM {needs.vm}"
+
+    def needs_summary(self, shape: Shape, needs: NodeNeeds) -> str:
+        """`nodes_summary` for a job with node-level needs: one look per node (labels, CPUs and memory tell
+        nodes apart that the GPU-only grouping would merge)."""
+        counts: dict[str, int] = {}
+        fit = 0
+        nodes = (*self.index.nodes, *self.index.blocked)
+        for nc in nodes:
+            why = self._needs_misfit(nc, shape, needs)
+            if why is None:
+                fit += 1
+            else:
+                counts[why] = counts.get(why, 0) + 1
+        text = f"{fit}/{len(nodes)} nodes fit"
+        if counts:
+            text += ": " + ", ".join(f"{c} {why}" for why, c in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+        return text
+
+    def _needs_finding(self, shape: Shape, needs: NodeNeeds) -> _Finding | None:
+        """The reason when the node-level needs alone keep the job off every node that has room for its
+        GPUs; None where some node passes them (the GPU findings then say the rest)."""
+        cycle = self.cycle
+        asks = {"cpus": needs.cpus, "memory_gib": needs.memory_gib}
+        if needs.vm is not None:
+            host = cycle.vms.host.get(needs.vm)
+            nc = self.index.by_name.get(host) if host is not None else None
+            if nc is None:
+                return _Finding("vm-not-found", f"VM {needs.vm} is on no node", {"vm": needs.vm})
+            why = self._needs_misfit(nc, shape, needs)
+            if why is None:
+                return _Finding("fits-now", f"fits now in VM {needs.vm} on {nc.name}; the next cycle binds it",
+                                {"vm": needs.vm, "node": nc.name})
+            if nc.node.state != "ready":
+                return _Finding(f"node-{nc.node.state}", f"VM {needs.vm} runs on {nc.name}, which is "
+                                f"{nc.node.state}", {"vm": needs.vm, "node": nc.name},
+                                f"uncordon {nc.name}" if nc.node.state == "cordoned" else None)
+            free = len(cycle.vms.free.get(needs.vm, ()))
+            return _Finding("vm-capacity" if why.startswith("fewer") else "node-resources",
+                            f"needs {_plural(shape.gpus, 'GPU')} in VM {needs.vm} on {nc.name}: {why} "
+                            f"({free} of the VM's {cycle.vms.total.get(needs.vm, 0)} GPUs free)",
+                            {"vm": needs.vm, "node": nc.name, "free_vm_gpus": free, **asks})
+        ready = self.index.nodes
+        labelled = [nc for nc in ready if not needs.labelled or needs.labels_match(nc.node)]
+        if not labelled:
+            return _Finding("node-selector", f"no ready node matches its node selector/affinity "
+                            f"({len(ready)} ready)", {"ready_nodes": len(ready)},
+                            "label a node to match, or change the job's node_selector / node_affinity")
+        sized = [nc for nc in labelled if cycle.resources.shortfall(nc.name, needs) is None]
+        if not sized:
+            most_cpus = max((cycle.resources.cpus.get(nc.name) or 0.0 for nc in labelled), default=0.0)
+            most_mem = max((cycle.resources.memory.get(nc.name) or 0.0 for nc in labelled), default=0.0)
+            return _Finding("node-resources", f"needs {_n(needs.cpus)} CPUs and {_n(needs.memory_gib)} GiB of "
+                            f"memory on a node; of the {len(labelled)} ready nodes it may use, the most free are "
+                            f"{_n(most_cpus)} CPUs and {_n(most_mem)} GiB",
+                            {**asks, "most_free_cpus": most_cpus, "most_free_memory_gib": most_mem})
+        if any(self._node_misfit(nc, shape) is None for nc in sized):
+            return None
+        if any(self._node_misfit(nc, shape) is None for nc in ready):
+            return _Finding("node-selector", f"GPUs are free only on nodes its node selector/affinity or its "
+                            f"CPU and memory request rule out ({len(sized)} of {len(ready)} ready nodes pass "
+                            "them)", {**asks, "nodes_passing": len(sized)})
+        return None
 
     def _node_groups(self) -> list[tuple[NodeCap, int]]:
         """Nodes that look the same to every shape (state, RDMA, GPUs and their free parts), one of each with

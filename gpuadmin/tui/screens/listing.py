@@ -34,7 +34,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "nodes": ("NAME", "STATE", "GPUS", "USED", "FREE", "MODES", "MODELS", "RDMA", "PLATFORM", "ORCHESTRATOR"),
     "gpus": ("NODE", "GPU", "MODE", "LAYOUT", "HOLDERS", "MODEL", "NODE_STATE"),
     "slices": ("NODE", "GPU", "SLICE", "SHARE", "HOLDERS", "MODEL"),
-    "jobs": ("NAME", "STATUS", "DETAIL", "QUEUE", "REQUEST", "PRIORITY", "PREEMPTIBLE"),
+    "jobs": ("NAME", "STATUS", "AGE", "DETAIL", "QUEUE", "REQUEST", "PRIORITY", "PREEMPTIBLE", "OWNER"),
     "queues": ("NAME", "USE", "USED_GPUS", "QUOTA", "LIMIT", "BORROWED_GPUS", "WEIGHT", "PRIORITY"),
     "journal": ("ID", "REVISION", "OUTCOME", "ACTOR", "ORIGIN", "CHANGES", "AT", "MESSAGE"),
 }

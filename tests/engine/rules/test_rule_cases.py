@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from _rulekit import Scenario, everything
+from _rulekit import Scenario, base_inventory, everything
 
 from gpuadmin.engine.rules import RULES, check
-from gpuadmin.model import DeviceGroup, DynamicSharing, MigInstance, NotInCatalog, VGpu, Vm
+from gpuadmin.model import DeviceGroup, DynamicSharing, Inventory, Job, MigInstance, NotInCatalog, VGpu, Vm
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,13 @@ def pairs_host(groups: list[list[int]]) -> dict[str, Any]:
 
 
 S = Scenario
+
+
+def with_job(raw: dict[str, Any]) -> Inventory:
+    """The base cluster with one more job committed (not an edit of the scenario)."""
+    base = base_inventory()
+    return base.model_copy(update={"jobs": [*base.jobs, Job.model_validate(raw)]})
+
 T_BM1 = "node/bm1"
 
 CASES: list[Case] = [
@@ -931,6 +938,104 @@ CASES: list[Case] = [
         .submit(running("f", [("bm2", 3)], fraction=0.5))
         .submit(running("g", [("bm2", 3)], gpu_memory_gib=39.7)),
         "bm2/3",
+    ),
+    # ---------------------------------------- placement: what the job asks of its node
+    Case(
+        "placement.cpu-memory-fit",
+        "32 CPUs and 256 GiB on a node of 64 and 512",
+        lambda: S()
+        .node("bm2", cpus=64, memory_gib=512)
+        .submit(running("c", [("bm2", 2)], gpus=1, cpus=32, memory_gib=256)),
+    ),
+    Case(
+        "placement.cpu-memory-fit",
+        "a node without cpus or memory_gib is not checked",
+        lambda: S().submit(running("c", [("bm2", 2)], gpus=1, cpus=4096, memory_gib=1e6)),
+    ),
+    Case(
+        "placement.cpu-memory-fit",
+        "96 CPUs on a node of 64",
+        lambda: S().node("bm2", cpus=64, memory_gib=512).submit(running("c", [("bm2", 2)], gpus=1, cpus=96)),
+        "node/bm2",
+    ),
+    Case(
+        "placement.cpu-memory-fit",
+        "two jobs whose memory adds up past the node's",
+        lambda: S()
+        .node("bm2", cpus=64, memory_gib=512)
+        .submit(running("c", [("bm2", 2)], gpus=1, memory_gib=300))
+        .submit(running("d", [("bm2", 3)], gpus=1, memory_gib=300)),
+        "node/bm2",
+    ),
+    Case(
+        "placement.node-affinity",
+        "selector and affinity match the node's labels",
+        lambda: S()
+        .node("bm2", labels={"pool": "training", "gpu": "h100"})
+        .submit(
+            {
+                **running("a", [("bm2", 2)], gpus=1),
+                "node_selector": {"pool": "training"},
+                "node_affinity": [
+                    {"key": "gpu", "operator": "In", "values": ["h100", "h200"]},
+                    {"key": "spot", "operator": "DoesNotExist"},
+                ],
+            }
+        ),
+    ),
+    Case(
+        "placement.node-affinity",
+        "a label changed after placement does not evict",
+        lambda: S(with_job({**running("a", [("bm2", 2)], gpus=1), "node_selector": {"pool": "training"}}))
+        .node("bm2", labels={"pool": "serving"})
+        .job("a", priority=1),
+    ),
+    Case(
+        "placement.node-affinity",
+        "node selector pool=training on an unlabelled node",
+        lambda: S().submit({**running("a", [("bm2", 2)], gpus=1), "node_selector": {"pool": "training"}}),
+        "job/a",
+    ),
+    Case(
+        "placement.node-affinity",
+        "affinity NotIn the node's pool",
+        lambda: S()
+        .node("bm2", labels={"pool": "serving"})
+        .submit(
+            {
+                **running("a", [("bm2", 2)], gpus=1),
+                "node_affinity": [{"key": "pool", "operator": "NotIn", "values": ["serving"]}],
+            }
+        ),
+        "job/a",
+    ),
+    Case(
+        "placement.vm-gpus",
+        "a job in VM train-01 on two GPUs of its device group",
+        lambda: S().submit({**running("v", [("esx1", 0), ("esx1", 1)], gpus=2), "vm": "train-01"}),
+    ),
+    Case(
+        "placement.vm-gpus",
+        "a job in VM pt-01 on its passthrough GPU",
+        lambda: S().submit({**running("v", [("esx2", 3)], gpus=1), "vm": "pt-01"}),
+    ),
+    Case(
+        "placement.vm-gpus",
+        "a job in VM train-01 on a GPU of dev-01",
+        lambda: S().submit({**running("v", [("esx1", 4)], gpus=1), "vm": "train-01"}),
+        "job/v",
+    ),
+    Case(
+        "placement.vm-gpus",
+        "a job in VM train-01 on another host",
+        lambda: S().submit({**running("v", [("esx2", 0)], gpus=1), "vm": "train-01"}),
+        "job/v",
+    ),
+    Case(
+        "placement.vm-gpus",
+        "a job outside any VM on a GPU of VM train-01",
+        lambda: S().submit(running("v", [("esx1", 0)], gpus=1)),
+        "job/v",
     ),
     # ---------------------------------------- nodes
     Case("node.no-new-placements", "cordon keeps running jobs", lambda: S().node("bm2", state="cordoned")),

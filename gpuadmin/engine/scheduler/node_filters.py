@@ -1,0 +1,153 @@
+"""Node-level filters: what a job asks of the node itself, not of its GPUs (kube-scheduler's NodeAffinity and
+NodeResourcesFit plugins), and jobs that run inside a vSphere VM.
+
+* `NodeNeeds`        — a job's node-level request, hashable (jobs are grouped by it as by their `Shape`); the
+                       empty one means "any node", and such jobs keep the cycle's fast path untouched;
+* `NodeResources`    — the CPUs and memory left on each schedulable node, updated as the cycle binds and
+                       evicts; a node without `cpus` / `memory_gib` in the inventory is not checked;
+* `VmSlots`          — the GPUs each VM holds that no job in it runs on yet (the index never offers a GPU a
+                       VM holds, so a job without `vm` never lands there);
+* `node_misfit`      — why one node is not a candidate, in kube-scheduler's words ("Insufficient cpu",
+                       "didn't match node selector/affinity"), for explanations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuadmin.engine.rules.vsphere import vm_gpus
+from gpuadmin.engine.scheduler.index import CapacityIndex, NodeCap
+from gpuadmin.engine.state import ClusterState
+from gpuadmin.model import Job, Node
+from gpuadmin.model.inventory import AffinityOperator, term_matches
+
+EPSILON = 1e-9
+INSUFFICIENT_CPU = "Insufficient cpu"
+INSUFFICIENT_MEMORY = "Insufficient memory"
+NO_LABEL_MATCH = "didn't match node selector/affinity"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeNeeds:
+    cpus: float = 0.0
+    memory_gib: float = 0.0
+    selector: tuple[tuple[str, str], ...] = ()
+    affinity: tuple[tuple[str, AffinityOperator, tuple[str, ...]], ...] = ()
+    vm: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.cpus or self.memory_gib or self.selector or self.affinity or self.vm)
+
+    @property
+    def labelled(self) -> bool:
+        return bool(self.selector or self.affinity)
+
+    def labels_match(self, node: Node) -> bool:
+        labels = node.labels
+        return all(labels.get(k) == v for k, v in self.selector) and all(
+            term_matches(k, op, values, labels) for k, op, values in self.affinity
+        )
+
+
+NO_NEEDS = NodeNeeds()
+
+
+def needs_of(job: Job) -> NodeNeeds:
+    req = job.request
+    if req.cpus is None and req.memory_gib is None and not job.node_selector and not job.node_affinity and (
+        job.vm is None
+    ):
+        return NO_NEEDS
+    return NodeNeeds(
+        req.cpus or 0.0,
+        req.memory_gib or 0.0,
+        tuple(sorted((job.node_selector or {}).items())),
+        tuple(t.as_tuple() for t in job.node_affinity or ()),
+        job.vm,
+    )
+
+
+class NodeResources:
+    """CPUs and memory left per node (by node name; None where the inventory does not say)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.cpus: dict[str, float | None] = {}
+        self.memory: dict[str, float | None] = {}
+        for node in state.nodes.values():
+            self.cpus[node.name] = float(node.cpus) if node.cpus is not None else None
+            self.memory[node.name] = float(node.memory_gib) if node.memory_gib is not None else None
+        for job in state.jobs.values():
+            if job.status == "running" and (job.request.cpus or job.request.memory_gib):
+                self.take(job, {s.node for s in job.placement})
+
+    def _add(self, job: Job, nodes: set[str], sign: float) -> None:
+        cpus, memory = job.request.cpus or 0.0, job.request.memory_gib or 0.0
+        for name in nodes:
+            have = self.cpus.get(name)
+            if have is not None:
+                self.cpus[name] = have + sign * cpus
+            mem = self.memory.get(name)
+            if mem is not None:
+                self.memory[name] = mem + sign * memory
+
+    def take(self, job: Job, nodes: set[str]) -> None:
+        self._add(job, nodes, -1.0)
+
+    def give_back(self, job: Job, nodes: set[str]) -> None:
+        self._add(job, nodes, 1.0)
+
+    def shortfall(self, name: str, needs: NodeNeeds) -> str | None:
+        cpus, memory = self.cpus.get(name), self.memory.get(name)
+        if needs.cpus and cpus is not None and needs.cpus > cpus + EPSILON:
+            return INSUFFICIENT_CPU
+        if needs.memory_gib and memory is not None and needs.memory_gib > memory + EPSILON:
+            return INSUFFICIENT_MEMORY
+        return None
+
+
+def node_misfit(nc: NodeCap, needs: NodeNeeds, resources: NodeResources, vm_host: str | None) -> str | None:
+    """Why the node cannot take a job with these needs for node-level reasons; None where it can."""
+    if needs.vm is not None and nc.name != vm_host:
+        return f"not the host of VM {needs.vm}"
+    if needs.labelled and not needs.labels_match(nc.node):
+        return NO_LABEL_MATCH
+    return resources.shortfall(nc.name, needs)
+
+
+class VmSlots:
+    """Per VM: its host and the GPUs it holds that no running (or just bound) job in it holds."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.host: dict[str, str] = {}
+        self.free: dict[str, list[int]] = {}
+        self.total: dict[str, int] = {}
+        for node in state.nodes.values():
+            for vm in node.vms:
+                self.host[vm.name] = node.name
+                self.free[vm.name] = vm_gpus(node, vm)
+                self.total[vm.name] = len(self.free[vm.name])
+        for job in state.jobs.values():
+            if job.status == "running" and job.vm is not None:
+                self.take(job.vm, [s.gpu for s in job.placement])
+
+    def take(self, vm: str, gpus: list[int]) -> None:
+        free = self.free.get(vm)
+        if free is not None:
+            self.free[vm] = [g for g in free if g not in gpus]
+
+    def pick(self, vm: str, count: int) -> list[int] | None:
+        free = self.free.get(vm, [])
+        return sorted(free)[:count] if len(free) >= count else None
+
+
+def allowed_nodes(index: CapacityIndex, needs: NodeNeeds, resources: NodeResources,
+                  label_memo: dict[NodeNeeds, set[int]]) -> set[int]:
+    """The schedulable nodes (by index position) that pass the node-level filters now."""
+    label_key = NodeNeeds(selector=needs.selector, affinity=needs.affinity)
+    labelled = label_memo.get(label_key)
+    if labelled is None:
+        labelled = label_memo[label_key] = {nc.idx for nc in index.nodes if label_key.labels_match(nc.node)}
+    if not (needs.cpus or needs.memory_gib):
+        return labelled
+    nodes = index.nodes
+    return {i for i in labelled if resources.shortfall(nodes[i].name, needs) is None}
