@@ -571,13 +571,20 @@ class Service:
         return Moved(current, touched)
 
     def _nodes_only_state(self) -> ClusterState:
-        """Nodes and who holds each GPU, without parsing every job: enough for the node and GPU listings."""
+        """Nodes and who holds each GPU, without parsing every job (only those sharing a GPU dynamically): enough
+        for the node and GPU listings."""
         if self._state is not None or self.store is None:
             return self.state
         if self._nodes_state is None or self._nodes_state.revision != self.store.revision():
             nodes = self.store.load_nodes()
+            holders = self.store.load_holders()
+            # a dynamically shared GPU is listed with its holders' shares: parse just those jobs
+            sharing = {n.name for n in nodes if n.sharing is not None}
+            sharers = self.store.load_jobs(
+                name for (node, _), names in holders.items() if node in sharing for name in names)
             self._nodes_state = ClusterState(cluster=self.store.cluster(), revision=self.store.revision(),
-                                             nodes={n.name: n for n in nodes}, holders=self.store.load_holders())
+                                             nodes={n.name: n for n in nodes}, holders=holders,
+                                             jobs={j.name: j for j in sharers})
         return self._nodes_state
 
     def labels_by_node(self) -> dict[str, dict[str, str]]:

@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -322,6 +322,12 @@ class Store:
             rows = _fetch(conn, "nodes")
         with _no_gc():
             return self._validate("nodes", _NODES, rows)
+
+    def load_jobs(self, names: Iterable[str]) -> list[Job]:
+        """These jobs only (those that exist), in submission order."""
+        with self._read() as conn:
+            rows = _fetch(conn, "jobs", sorted(set(names)))
+        return self._validate("jobs", _JOBS, rows)
 
     def load_queues(self) -> list[Queue]:
         with self._read() as conn:
@@ -673,9 +679,14 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
         raise StateCorrupt(f"{path}: not a readable gpuadmin state ({exc})") from exc
 
 
-def _fetch(conn: sqlite3.Connection, table: str) -> _Rows:
+def _fetch(conn: sqlite3.Connection, table: str, names: list[str] | None = None) -> _Rows:
+    """A table's rows in order; only the named ones where `names` is given."""
     rows = _Rows()
-    for name, seq, data in conn.execute(f"SELECT name, seq, data FROM {table} ORDER BY seq"):
+    query = f"SELECT name, seq, data FROM {table}"
+    if names is not None:
+        query += " WHERE name IN (SELECT value FROM json_each(?))"
+    cursor = conn.execute(query + " ORDER BY seq", (json.dumps(names),) if names is not None else ())
+    for name, seq, data in cursor:
         rows.names.append(name)
         rows.seqs.append(seq)
         rows.data.append(data)

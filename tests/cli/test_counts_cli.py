@@ -4,6 +4,7 @@ is partly used), holders of every kind (VMs too), shares in GPUs, one unit per c
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from tests.cli.clikit import SAMPLES, gpuadmin
@@ -58,3 +59,15 @@ def test_queue_columns_have_one_unit_each() -> None:
     assert len(research[3].split(".")[-1]) <= 2  # USED_GPUS to two decimals
     wide = gpuadmin("--inventory", SAMPLES / "oci-h100.yaml", "get", "queues", "-o", "wide").out.splitlines()[0]
     assert wide.split()[5:8] == ["QUOTA_GIB", "LIMIT_GIB", "USED_GIB"]
+
+
+def test_dynamically_shared_gpu_lists_its_holders_shares_from_a_state_too(state: Path) -> None:
+    """Node listings read a state without parsing every job; a dynamically shared GPU still shows who holds
+    how much of it — the same row as from the inventory file."""
+    from_file = {g["name"]: g for g in _items("oci-h100.yaml", "gpus")}["gpu-h100-09/0"]
+    result = gpuadmin("--state", state, "get", "gpus", "-o", "json")
+    assert result.code == 0, result.err
+    from_state = {g["name"]: g for g in json.loads(result.out)["items"]}["gpu-h100-09/0"]
+    assert from_state == from_file
+    assert from_state["holders"].startswith("nb-alice(0.5, 39.6GiB)")
+    assert from_state["layout"].startswith("shared by 3:")
