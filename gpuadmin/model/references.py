@@ -6,24 +6,24 @@ physical rules (MIG placements, vGPU sizes, quotas) belong to the engine's rule 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.model.diagnostics import Diagnostic, PathPart, dotted
 from gpuadmin.model.inventory import Inventory, Node
 
 
-def _duplicates(
-    names: Iterable[tuple[str | int, tuple[PathPart, ...]]], what: str
-) -> list[Diagnostic]:
-    seen: dict[str | int, tuple[PathPart, ...]] = {}
+def _duplicates(names: Sequence[str | int], path: Callable[[int], tuple[PathPart, ...]], what: str) -> list[Diagnostic]:
+    """Each repeat of a name, at `path(i)` of the repeat. Paths are built only for repeats: an inventory
+    has tens of thousands of names and almost never a duplicate."""
+    if len(set(names)) == len(names):
+        return []
+    seen: dict[str | int, int] = {}
     out: list[Diagnostic] = []
-    for name, path in names:
-        first = seen.get(name)
-        if first is None:
-            seen[name] = path
-        else:
-            out.append(Diagnostic(f"duplicate {what} {name!r} (first defined at {dotted(first)})", path,
+    for i, name in enumerate(names):
+        first = seen.setdefault(name, i)
+        if first != i:
+            out.append(Diagnostic(f"duplicate {what} {name!r} (first defined at {dotted(path(first))})", path(i),
                                   "reference"))
     return out
 
@@ -35,8 +35,7 @@ def _check_node(node: Node, base: tuple[PathPart, ...]) -> list[Diagnostic]:
         known = ", ".join(sorted(catalog.shapes))
         out.append(Diagnostic(f"unknown shape {node.shape!r}", (*base, "shape"), "reference",
                               hint=f"known shapes: {known}; or omit 'shape'"))
-    out += _duplicates(((g.index, (*base, "gpus", i, "index")) for i, g in enumerate(node.gpus)),
-                       "GPU index")
+    out += _duplicates([g.index for g in node.gpus], lambda i: (*base, "gpus", i, "index"), "GPU index")
     indexes = {g.index for g in node.gpus}
     vms = {vm.name for vm in node.vms}
     groups = {g.name for g in node.device_groups}
@@ -59,15 +58,15 @@ def _check_node(node: Node, base: tuple[PathPart, ...]) -> list[Diagnostic]:
         if gpu.vm is not None and gpu.vm not in vms:
             out.append(Diagnostic(f"passthrough GPU names VM {gpu.vm!r}, which is not defined on node "
                                   f"{node.name!r}", (*path, "vm"), "reference"))
-    out += _duplicates(((g.name, (*base, "device_groups", i, "name"))
-                        for i, g in enumerate(node.device_groups)), "device group")
+    out += _duplicates([g.name for g in node.device_groups], lambda i: (*base, "device_groups", i, "name"),
+                       "device group")
     for i, group in enumerate(node.device_groups):
         for j, index in enumerate(group.gpus):
             if index not in indexes:
                 out.append(Diagnostic(f"device group {group.name!r} names GPU {index}, which node "
                                       f"{node.name!r} does not have", (*base, "device_groups", i, "gpus", j),
                                       "reference"))
-    out += _duplicates(((vm.name, (*base, "vms", i, "name")) for i, vm in enumerate(node.vms)), "VM")
+    out += _duplicates([vm.name for vm in node.vms], lambda i: (*base, "vms", i, "name"), "VM")
     for i, vm in enumerate(node.vms):
         if vm.device_group is not None and vm.device_group not in groups:
             out.append(Diagnostic(f"VM {vm.name!r} names device group {vm.device_group!r}, which is not "
@@ -84,9 +83,9 @@ def check_references(inv: Inventory) -> list[Diagnostic]:
     """Every dangling reference and duplicate name, each with the dotted path of the offending field."""
     catalog = get_catalog()
     out: list[Diagnostic] = []
-    out += _duplicates(((q.name, ("queues", i, "name")) for i, q in enumerate(inv.queues)), "queue")
-    out += _duplicates(((n.name, ("nodes", i, "name")) for i, n in enumerate(inv.nodes)), "node")
-    out += _duplicates(((j.name, ("jobs", i, "name")) for i, j in enumerate(inv.jobs)), "job")
+    out += _duplicates([q.name for q in inv.queues], lambda i: ("queues", i, "name"), "queue")
+    out += _duplicates([n.name for n in inv.nodes], lambda i: ("nodes", i, "name"), "node")
+    out += _duplicates([j.name for j in inv.jobs], lambda i: ("jobs", i, "name"), "job")
     nodes = {n.name: n for n in inv.nodes}
     queues = {q.name for q in inv.queues}
     vm_hosts: dict[str, list[str]] = {}

@@ -55,7 +55,9 @@ def _gc_paused() -> Iterator[None]:
     and tens of thousands of lasting ones (the models). With the GC running, each young generation pass
     rescans all of them: on the 1,024-node inventory that is most of the load time. Paused, the raw objects
     are freed by reference counting before the GC is back (nothing here makes cycles: recursive aliases are
-    refused), and only the models are left for it to see.
+    refused), and only the models are left. Those are frozen (`gc.freeze()`, as the store's load does): they
+    form no cycles, and re-enabling the GC over them would make the next allocation pay one collection of
+    every model (~35 ms at 10,000 jobs).
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -63,6 +65,7 @@ def _gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            gc.freeze()
             gc.enable()
 
 
