@@ -655,8 +655,8 @@ class Service:
         return node, gpu, model
 
     def choices(self, node_name: str | None = None) -> dict[str, Any]:
-        """The names a form offers to pick from: queues, and on a node its VMs, device groups, GPUs and the
-        vGPU types of its boards."""
+        """The names a form offers to pick from: queues, and on a node its VMs, device groups, GPUs, the
+        vGPU types of its boards and its dynamic sharing (None: off), which the sharing form starts from."""
         check_action(self.role, "read")
         catalog = get_catalog()
         out: dict[str, Any] = {"queues": sorted(self.state.queues), "shapes": sorted(catalog.shapes),
@@ -672,6 +672,7 @@ class Service:
                 if model is not None:
                     types.setdefault(gpu.model, [v.name for v in model.vgpu_types])
             out["vgpu_types"] = types
+            out["sharing"] = None if node.sharing is None else node.sharing.model_dump(mode="json")
         return out
 
     # scheduling ---------------------------------------------------------------------------------
