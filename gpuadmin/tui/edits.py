@@ -114,19 +114,20 @@ def _device_groups(session: Session, row: Row | None) -> FormSpec:
 def _sharing(session: Session, row: Row | None) -> FormSpec:
     assert row is not None
     node = str(row["NAME"])
-    current = session.call(lambda: session.service.choices(node))["sharing"]
+    choices = session.call(lambda: session.service.choices(node))
+    current = choices["sharing"]
+    reserve = current["reserved_gib"] if current is not None else choices["reserved_gib_default"]
 
     def build(v: dict[str, Any]) -> Items:
-        reserve = {"reserved_gib": v["reserved_gib"]} if v["fractions"] == "dynamic" and v["reserved_gib"] is not None \
-            else {}
-        return [{"op": "set-sharing", "node": node, "fractions": v["fractions"], **reserve}]
+        given = v["fractions"] == "dynamic" and v["reserved_gib"] is not None
+        return [{"op": "set-sharing", "node": node, "fractions": v["fractions"],
+                 **({"reserved_gib": v["reserved_gib"]} if given else {})}]
 
     return FormSpec(f"dynamic sharing of {node}", [
         Field("fractions", "fractions on full GPUs", "choice", ("dynamic", "off"),
               default="off" if current is None else "dynamic"),
-        Field("reserved_gib", "GiB reserved per shared GPU (dynamic)", "float",
-              default=_text(current["reserved_gib"]) if current is not None else "", required=False,
-              help="empty: 0.5"),
+        Field("reserved_gib", "GiB reserved per shared GPU (dynamic)", "float", default=_text(reserve),
+              required=False, help=f"empty: the default, {_text(choices['reserved_gib_default'])}"),
     ], build, note="Turning sharing off (or raising the reserve) under running fractions is refused unless they are "
                    "preempted first; the plan names them.")
 
