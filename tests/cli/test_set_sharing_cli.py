@@ -56,3 +56,15 @@ def test_the_documented_example_applies_and_undo_restores_the_state_exactly(stat
     undone = gpuadmin("--state", state, "undo", "--yes")
     assert undone.code == 0, undone.err
     assert _export(state) == before
+
+
+def test_bad_set_sharing_fields_name_file_line_column_and_exit_2(state: Path, tmp_path: Path) -> None:
+    changes = tmp_path / "bad.yaml"
+    changes.write_text("changes:\n  - {op: set-sharing, node: gpu-h100-09, fractions: off, reserved_gib: 1}\n"
+                       "  - {op: set-sharing, node: gpu-h100-09, fractions: sometimes}\n", encoding="utf-8")
+    before = _export(state)
+    bad = gpuadmin("--state", state, "apply", "-f", changes, "--yes")
+    assert bad.code == 2
+    assert f"{changes}:2:5: changes[0]: 'reserved_gib' applies to fractions: dynamic, not off" in bad.err
+    assert f"{changes}:3:53: changes[1].fractions: expected one of dynamic, off, got 'sometimes'" in bad.err
+    assert _export(state) == before
