@@ -26,6 +26,7 @@ from gpuadmin.engine.state import ClusterState, View
 from gpuadmin.errors import ExitCode, GpuadminError
 from gpuadmin.model import Inventory, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
+from gpuadmin.model.inventory import DEFAULT_RESERVED_GIB
 from gpuadmin.render.board import node_board
 from gpuadmin.render.describe import describe_entry, describe_gpu, describe_job, describe_node, describe_queue
 from gpuadmin.render.overview import cluster_overview
@@ -683,8 +684,9 @@ class Service:
         return node, gpu, model
 
     def choices(self, node_name: str | None = None) -> dict[str, Any]:
-        """The names a form offers to pick from: queues, and on a node its VMs, device groups, GPUs and the
-        vGPU types of its boards."""
+        """The names a form offers to pick from: queues, and on a node its VMs, device groups, GPUs, the
+        vGPU types of its boards and its dynamic sharing (None: off) with the inventory's default reserve, which the
+        sharing form starts from."""
         check_action(self.role, "read")
         catalog = get_catalog()
         out: dict[str, Any] = {"queues": sorted(self.state.queues), "shapes": sorted(catalog.shapes),
@@ -700,6 +702,8 @@ class Service:
                 if model is not None:
                     types.setdefault(gpu.model, [v.name for v in model.vgpu_types])
             out["vgpu_types"] = types
+            out["sharing"] = None if node.sharing is None else node.sharing.model_dump(mode="json")
+            out["reserved_gib_default"] = DEFAULT_RESERVED_GIB
         return out
 
     # scheduling ---------------------------------------------------------------------------------

@@ -47,6 +47,11 @@ def test_roles() -> None:
     with pytest.raises(NotPermitted, match="set-quota"):
         check_action("operator", "apply", quota)
     check_action("admin", "apply", quota)
+    # dynamic sharing is node configuration, like a GPU's mode: an operator's to change, a viewer's to read
+    sharing = [ch.SetSharing(op="set-sharing", node="n", fractions="off")]
+    with pytest.raises(NotPermitted):
+        check_action("viewer", "apply", sharing)
+    check_action("operator", "apply", sharing)
 
 
 def test_init_refuses_an_inventory_that_breaks_a_rule(tmp_path: Path) -> None:

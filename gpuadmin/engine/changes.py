@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field, TypeAdapter, model_validator
 
 from gpuadmin.model.inventory import (
+    DEFAULT_RESERVED_GIB,
     DeviceGroup,
     Job,
     MigInstance,
@@ -51,6 +52,30 @@ class SetTimeSlicing(StrictModel):
     gpu: NonNegInt
     replicas: Annotated[int, Field(ge=1)]
     mig_profile: Name | None = None
+
+
+class SetSharing(StrictModel):
+    """Turn a node's dynamic GPU sharing on (`fractions: dynamic`, as the inventory's `sharing` field) or off.
+
+    `reserved_gib` is the memory kept back per shared GPU; omitted, the inventory's default. Turning sharing off,
+    or raising the reserve, under running fractions is refused unless they are preempted in the same plan.
+    """
+
+    op: Literal["set-sharing"]
+    node: Name
+    fractions: Literal["dynamic", "off"]
+    reserved_gib: Annotated[float, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _reserve_only_when_on(self) -> SetSharing:
+        if self.fractions == "off" and self.reserved_gib is not None:
+            raise ValueError("'reserved_gib' applies to fractions: dynamic, not off")
+        return self
+
+    @property
+    def reserve(self) -> float:
+        """The reserve the node gets when sharing is turned on."""
+        return DEFAULT_RESERVED_GIB if self.reserved_gib is None else self.reserved_gib
 
 
 class SetDeviceGroups(StrictModel):
@@ -204,6 +229,7 @@ Change = Annotated[
     SetMig
     | SetMode
     | SetTimeSlicing
+    | SetSharing
     | SetDeviceGroups
     | AssignVgpu
     | RemoveVgpu
@@ -256,6 +282,7 @@ __all__ = [
     "SetMig",
     "SetMode",
     "SetQuota",
+    "SetSharing",
     "SetTimeSlicing",
     "SubmitJob",
     "Uncordon",

@@ -97,6 +97,15 @@ def _replicas(node: Node) -> str:
     return ", ".join(parts) or "no time-slicing"
 
 
+def _sharing_note(node: Node) -> str:
+    """Dynamic sharing changes nothing on the node: KAI/Run:ai fractions are a scheduler matter, so the plan says
+    so as a comment rather than inventing a command."""
+    state = f"on ({node.sharing.reserved_gib:g} GiB reserved per GPU)" if node.sharing is not None else "off"
+    return (f"# dynamic sharing {state}: nothing to run on {node.name}; fractions on whole GPUs are a scheduler "
+            "setting (KAI: helm --set global.gpuSharing=true, cluster-wide), and gpuadmin binds them to this "
+            "node's full GPUs only while it shares (`gpuadmin export pods` writes their gpu-fraction pods)")
+
+
 def _node_commands(before: Node | None, after: Node) -> list[str]:
     out: list[str] = []
     old = {g.index: g for g in before.gpus} if before is not None else {}
@@ -122,6 +131,8 @@ def _node_commands(before: Node | None, after: Node) -> list[str]:
             # need their migStrategy even without sharing
             out.append(f"gpuadmin export device-plugin | kubectl apply -f -  # {_replicas(after)}")
             out.append(_label(after.name, "nvidia.com/device-plugin.config", f"gpuadmin-{after.name}"))
+        if (before.sharing if before is not None else None) != after.sharing:
+            out.append(_sharing_note(after))
         if before is not None and before.state != after.state:
             if after.state == "cordoned":
                 out.append(f"kubectl cordon {after.name}")

@@ -23,7 +23,7 @@ from gpuadmin.engine.mig import place
 from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target, target_of
 from gpuadmin.engine.state import ClusterState, EntityKind, View
-from gpuadmin.model import Gpu, Job, Node, Queue, VGpu
+from gpuadmin.model import DynamicSharing, Gpu, Job, Node, Queue, VGpu
 
 # Checks the planner makes while applying a change to the view, before the rules run. Their ids share
 # the rules' namespace and are listed with them in docs/rules.md.
@@ -241,6 +241,15 @@ def _set_time_slicing(view: View, c: ch.SetTimeSlicing, touched: Touched) -> Non
                for i in gpu.mig or ()]
         new = gpu.model_copy(update={"mig": mig})
     _put_gpu(view, node, new, touched)
+
+
+def _set_sharing(view: View, c: ch.SetSharing, touched: Touched) -> None:
+    node = _node(view, c.node)
+    sharing = DynamicSharing(fractions="dynamic", reserved_gib=c.reserve) if c.fractions == "dynamic" else None
+    view.put_node(node.name, node.model_copy(update={"sharing": sharing}))
+    touched.nodes.add(node.name)
+    # every GPU: their holders' placement and oversubscription are judged again under the new sharing
+    touched.gpus |= {(node.name, g.index) for g in node.gpus}
 
 
 def _set_device_groups(view: View, c: ch.SetDeviceGroups, touched: Touched) -> None:
@@ -485,6 +494,7 @@ _HANDLERS: dict[type[BaseModel], Callable[[View, Any, Touched], None]] = {
     ch.SetMig: _set_mig,
     ch.SetMode: _set_mode,
     ch.SetTimeSlicing: _set_time_slicing,
+    ch.SetSharing: _set_sharing,
     ch.SetDeviceGroups: _set_device_groups,
     ch.AssignVgpu: _assign_vgpu,
     ch.RemoveVgpu: _remove_vgpu,
@@ -567,7 +577,8 @@ def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
 # A violation of one of these is a cause: on the same target, or on the jobs that held the GPU it hits, the
 # violations that come after it follow from it (a typo'd profile, then the layout rules that cannot judge it;
 # a repartition that destroys held slices, then each holder's placement rules).
-_ROOT_RULES = ("change.", "mig.profile-exists", "mig.model-supports", "mig.repartition-evicts", "mode.change-evicts")
+_ROOT_RULES = ("change.", "mig.profile-exists", "mig.model-supports", "mig.repartition-evicts", "mode.change-evicts",
+               "mode.sharing-change-evicts")
 
 
 def follow_ons(state: ClusterState, violations: Sequence[Violation]) -> dict[int, int]:

@@ -20,7 +20,7 @@ from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.service import Moved, Plan, SchedulePlan, Service, Stale, confirmation
-from gpuadmin.tui.edits import EDITS, EDITS_BY_ID
+from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.form import FormScreen, FormSpec, Items
@@ -163,10 +163,7 @@ class GpuadminApp(App[int]):
             if action == "schedule":
                 return isinstance(self.screen, ViewScreen)
             if action == "edit":
-                edit = EDITS_BY_ID[str(parameters[0])]
-                screen = self.screen
-                return (isinstance(screen, ListingScreen) and screen.kind in edit.views
-                        and (not edit.needs_row or screen.current_row() is not None))
+                return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
         if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
@@ -291,10 +288,19 @@ class GpuadminApp(App[int]):
         self.exit(0)
 
     # changes: built here, planned and applied by the service, reviewed on screen --------------------
+    def _edit_target(self, edit: Edit) -> tuple[bool, Row | None]:
+        """Whether an edit applies on the screen on top, and the row it opens with (one node's screen: its name)."""
+        screen = self.screen
+        if isinstance(screen, NodeScreen):
+            return "node" in edit.views, {"NAME": screen.node}
+        if isinstance(screen, ListingScreen) and screen.kind in edit.views:
+            row = screen.current_row()
+            return row is not None or not edit.needs_row, row
+        return False, None
+
     def action_edit(self, edit_id: str) -> None:
         edit = EDITS_BY_ID[edit_id]
-        screen = self.screen
-        row = screen.current_row() if isinstance(screen, ListingScreen) else None
+        row = self._edit_target(edit)[1]  # the gate has checked that it applies
         try:
             opened = edit.open(self.session, row)
             if opened == "mig":

@@ -111,6 +111,27 @@ def _device_groups(session: Session, row: Row | None) -> FormSpec:
         note="Groups of 2, 4 or 8 GPUs in one NVSwitch domain; an empty value removes every group.")
 
 
+def _sharing(session: Session, row: Row | None) -> FormSpec:
+    assert row is not None
+    node = str(row["NAME"])
+    choices = session.call(lambda: session.service.choices(node))
+    current = choices["sharing"]
+    reserve = current["reserved_gib"] if current is not None else choices["reserved_gib_default"]
+
+    def build(v: dict[str, Any]) -> Items:
+        given = v["fractions"] == "dynamic" and v["reserved_gib"] is not None
+        return [{"op": "set-sharing", "node": node, "fractions": v["fractions"],
+                 **({"reserved_gib": v["reserved_gib"]} if given else {})}]
+
+    return FormSpec(f"dynamic sharing of {node}", [
+        Field("fractions", "fractions on full GPUs", "choice", ("dynamic", "off"),
+              default="off" if current is None else "dynamic"),
+        Field("reserved_gib", "GiB reserved per shared GPU (dynamic)", "float", default=_text(reserve),
+              required=False, help=f"empty: the default, {_text(choices['reserved_gib_default'])}"),
+    ], build, note="Turning sharing off (or raising the reserve) under running fractions is refused unless they are "
+                   "preempted first; the plan names them.")
+
+
 def _attach_vm(session: Session, row: Row | None) -> FormSpec:
     assert row is not None
     node = str(row["NAME"])
@@ -252,6 +273,7 @@ EDITS: tuple[Edit, ...] = (
     Edit("edit.detach_vm", "A", "Detach VM", frozenset({"nodes"}), True, _detach_vm),
     Edit("edit.add_node", "N", "Add node", frozenset({"nodes"}), False, _add_node),
     Edit("edit.remove_node", "X", "Remove node", frozenset({"nodes"}), True, _remove_node),
+    Edit("edit.sharing", "F", "Sharing", frozenset({"nodes", "node"}), True, _sharing),
     Edit("edit.submit_job", "n", "New job", frozenset({"jobs"}), False, _submit_job),
     Edit("edit.cancel_job", "x", "Cancel job", frozenset({"jobs"}), True, _cancel_job),
     Edit("edit.preempt_job", "P", "Preempt", frozenset({"jobs"}), True, _preempt_job),

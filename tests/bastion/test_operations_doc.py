@@ -45,8 +45,9 @@ def _probes() -> list[tuple[str, str, list[Any], list[EntityDiff]]]:
     restore = [SimpleNamespace(op="restore")]
     probes += [
         ("`restore` (what undo and import are made of) of a node's configuration: its state, GPU modes, MIG "
-         "layouts, vGPUs, device groups, VMs", "apply", restore,
-         [EntityDiff("node", "n", _NODE, {**_NODE, "state": "cordoned"})]),
+         "layouts, vGPUs, device groups, VMs, dynamic sharing", "apply", restore,
+         [EntityDiff("node", "n", _NODE, {**_NODE, "state": "cordoned",
+                                          "sharing": {"fractions": "dynamic", "reserved_gib": 0.5}})]),
         ("a plan that adds or removes a node, by any op (`restore` included)", "apply", restore,
          [EntityDiff("node", "n", None, _NODE)]),
         ("a plan that changes a queue, by any op", "apply", restore,

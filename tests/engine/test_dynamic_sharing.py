@@ -161,3 +161,70 @@ def test_fgd_measure_credits_free_gpus_of_a_sharing_node_to_fractions(state: Clu
     # fragment for both fractional classes, which cannot run there
     weights = {c.share or c.gpus: c.weight for c in workload.classes}
     assert frag == pytest.approx(0.5 * (weights[1] + weights[0.9]) + 2 * (weights[0.5] + weights[0.9]))
+
+
+def set_sharing(node: str, fractions: str, **fields: Any) -> dict[str, Any]:
+    return {"op": "set-sharing", "node": node, "fractions": fractions, **fields}
+
+
+def test_set_sharing_turns_a_node_on_with_the_inventory_default_reserve(state: ClusterState) -> None:
+    turned_on = plan(state, changes(set_sharing("plain-01", "dynamic")))
+    assert turned_on.allowed, turned_on.violations
+    (diff,) = turned_on.diff
+    assert (diff.name, diff.before and diff.before.get("sharing")) == ("plain-01", None)
+    assert diff.after is not None and diff.after["sharing"] == {"fractions": "dynamic", "reserved_gib": 0.5}
+    state.commit(turned_on.view)
+    fraction = plan(state, changes(submit("nb-2", fraction=0.25),
+                                   {"op": "bind-job", "name": "nb-2", "placement": ["plain-01/1"]}))
+    assert fraction.allowed, fraction.violations
+
+
+def test_set_sharing_off_under_a_running_fraction_is_refused_and_the_hint_works(state: ClusterState) -> None:
+    refused = plan(state, changes(set_sharing("shared-01", "off")))
+    rules = [v.rule for v in refused.violations]
+    assert rules[0] == "mode.sharing-change-evicts" and refused.violations[0].target == "shared-01/0"
+    assert "nb-1" in refused.violations[0].message and "preempt nb-1 in the same plan" in (
+        refused.violations[0].hint or "")
+    # the fraction's own placement violation follows from it, so the root cause is what an operator reads first
+    assert "placement.matches-request" in rules and set(refused.caused_by.values()) == {0}
+    followed = plan(state, changes(set_sharing("shared-01", "off"), {"op": "preempt-job", "name": "nb-1"}))
+    assert followed.allowed, followed.violations
+    assert followed.effects.evicted == ["nb-1"]
+    assert followed.view.node("shared-01").sharing is None  # type: ignore[union-attr]
+    # nothing runs on a Kubernetes node for it: the plan says so as a comment, not as an invented command
+    (note,) = followed.commands["shared-01"]
+    assert note.startswith("# dynamic sharing off: nothing to run on shared-01") and "global.gpuSharing" in note
+
+
+def test_set_sharing_raising_the_reserve_is_judged_against_the_running_fractions(state: ClusterState) -> None:
+    state.commit(plan(state, changes(submit("nb-2", gpu_memory_gib=39),
+                                     {"op": "bind-job", "name": "nb-2", "placement": ["shared-01/0"]})).view)
+    kept = plan(state, changes(set_sharing("shared-01", "dynamic", reserved_gib=1)))
+    assert kept.allowed, kept.violations  # 0.5 + 39 / 78.6 GiB ≤ 1
+    raised = plan(state, changes(set_sharing("shared-01", "dynamic", reserved_gib=3)))
+    assert raised.violations[0].rule == "mode.sharing-change-evicts"
+    assert "from 1.5 to 3 GiB" in raised.violations[0].message
+
+
+def test_set_sharing_then_undo_is_exact(state: ClusterState) -> None:
+    before = state.to_inventory().model_dump(mode="json")
+    applied = plan(state, changes(set_sharing("shared-01", "off"), {"op": "preempt-job", "name": "nb-1"},
+                                  set_sharing("plain-01", "dynamic", reserved_gib=2)))
+    assert applied.allowed, applied.violations
+    state.commit(applied.view)
+    undo = plan(state, inverse(applied.diff))
+    assert undo.allowed, undo.violations
+    state.commit(undo.view)
+    assert state.to_inventory().model_dump(mode="json") == before
+
+
+def test_set_sharing_fields_are_checked_like_any_change() -> None:
+    with pytest.raises(ValueError, match="'reserved_gib' applies to fractions: dynamic"):
+        changes(set_sharing("shared-01", "off", reserved_gib=1))
+    with pytest.raises(ValueError, match="fractions"):
+        changes(set_sharing("shared-01", "always"))
+
+
+def test_set_sharing_on_a_missing_node_is_refused(state: ClusterState) -> None:
+    refused = plan(state, changes(set_sharing("nope", "dynamic")))
+    assert [v.rule for v in refused.violations] == ["change.target-exists"]

@@ -23,7 +23,7 @@ from gpuadmin.service import check_state
 from gpuadmin.store import load_inventory
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample-inventories"
-IDEMPOTENT = (ch.SetMig, ch.SetMode, ch.SetTimeSlicing, ch.Cordon, ch.Uncordon, ch.SetQuota)
+IDEMPOTENT = (ch.SetMig, ch.SetMode, ch.SetTimeSlicing, ch.SetSharing, ch.Cordon, ch.Uncordon, ch.SetQuota)
 BASE = load_inventory(SAMPLES / "oci-h100.yaml")
 
 
@@ -50,8 +50,8 @@ def a_change(draw: Any, state: ClusterState) -> ch.Change:
     node = state.nodes[draw(st.sampled_from(nodes))]
     gpu = draw(st.sampled_from(node.gpus))
     jobs = list(state.jobs.values())
-    kind = draw(st.sampled_from(["set-mig", "set-mode", "set-ts", "cordon", "uncordon", "drain", "quota",
-                                 "bind", "preempt", "cancel", "submit"]))
+    kind = draw(st.sampled_from(["set-mig", "set-mode", "set-ts", "sharing", "cordon", "uncordon", "drain",
+                                 "quota", "bind", "preempt", "cancel", "submit"]))
     value: dict[str, Any]
     if kind == "set-mig":
         value = {"op": "set-mig", "node": node.name, "gpu": gpu.index, "instances": _mig_layout(draw, gpu.model)}
@@ -62,6 +62,10 @@ def a_change(draw: Any, state: ClusterState) -> ch.Change:
             value["replicas"] = draw(st.integers(1, 8))
     elif kind == "set-ts":
         value = {"op": "set-time-slicing", "node": node.name, "gpu": gpu.index, "replicas": draw(st.integers(1, 8))}
+    elif kind == "sharing":
+        value = {"op": "set-sharing", "node": node.name, "fractions": draw(st.sampled_from(["dynamic", "off"]))}
+        if value["fractions"] == "dynamic" and draw(st.booleans()):
+            value["reserved_gib"] = draw(st.sampled_from([0, 0.5, 4, 40]))
     elif kind in ("cordon", "uncordon", "drain"):
         value = {"op": kind, "node": node.name}
     elif kind == "quota":

@@ -149,6 +149,12 @@ FLOWS: dict[str, Flow] = {
         {"groups": "dg-a:0,1,2,3 dg-b:4,5 dg-d:6,7"},
         applied=lambda s: [g.name for g in _node(s, "esx-hgx-02").device_groups] == ["dg-a", "dg-b", "dg-d"],
         refused={"groups": "dg-a:0,1,2 dg-b:4,5"}),  # a group of 3
+    "set-sharing": Flow(
+        "cluster", "nodes", "name=gpu-h100-02", "F", ["set-sharing"], {"fractions": "dynamic", "reserved_gib": "1"},
+        setup=[{"op": "set-sharing", "node": "gpu-h100-02", "fractions": "dynamic"},
+               {"op": "bind-job", "name": "nb-dana", "placement": [{"node": "gpu-h100-02", "gpu": 5}]}],
+        applied=lambda s: (sharing := _node(s, "gpu-h100-02").sharing) is not None and sharing.reserved_gib == 1,
+        refused={"fractions": "off", "reserved_gib": ""}),  # nb-dana's fraction holds GPU 5
     "add-node": Flow(
         "cluster", "nodes", None, "N", ["add-node"],
         {"name": "gpu-h100-21", "platform": "baremetal", "shape": "BM.GPU.H100.8", "model": "H100-SXM5-80GB",
@@ -711,3 +717,27 @@ async def test_marked_nodes_are_cordoned_in_one_plan(state_dir: Path) -> None:
     assert [nodes[n].state for n in ("gpu-h100-01", "gpu-h100-02", "gpu-h100-07", "gpu-h100-09", "gpu-h100-11")] == [
         "cordoned", "cordoned", "ready", "cordoned", "cordoned"]
     assert last(state_dir) == (1, "applied", ["cordon"] * 4)  # one plan, one revision
+
+
+async def test_sharing_from_one_nodes_screen_starts_from_its_current_sharing(state_dir: Path) -> None:
+    """`F` on a node's own screen: the form shows the node's sharing, and what it plans is applied and journaled."""
+    apply_elsewhere(state_dir, [{"op": "set-sharing", "node": "gpu-h100-02", "fractions": "dynamic",
+                                 "reserved_gib": 1.5}])
+    app = console(state_dir, "nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_row(pilot, "name=gpu-h100-02")
+        await press(pilot, "enter", "F")
+        form = app.screen
+        assert isinstance(form, FormScreen), type(form).__name__
+        assert form.query_one("#field-fractions", Select).value == "dynamic"
+        assert form.query_one("#field-reserved_gib", Input).value == "1.5"
+        fill(app, {"fractions": "off"})
+        await press(pilot, "ctrl+o")
+        shown = review(app)
+        assert [c.model_dump(exclude_none=True) for c in shown.plan.changes] == [
+            {"op": "set-sharing", "node": "gpu-h100-02", "fractions": "off"}]
+        assert "ALLOWED" in static_text(app, "#review")
+        await confirm(pilot)
+    assert last(state_dir) == (2, "applied", ["set-sharing"])
+    assert Service(state_dir=state_dir).state.nodes["gpu-h100-02"].sharing is None

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpuadmin.engine.rules.base import Violation, gpu_target, node_target, rule
-from gpuadmin.engine.rules.nodes import gpu_at, gpu_before_after, names, slots_on
-from gpuadmin.engine.sharing import shares_dynamically, usable_gib
+from gpuadmin.engine.rules.nodes import EPSILON, base_slots, gpu_at, gpu_before_after, holder_jobs, names, slots_on
+from gpuadmin.engine.sharing import is_fractional, need, shares_dynamically, usable_gib
 from gpuadmin.engine.state import GpuKey, View
 
 # The device plugin refuses fewer ("number of replicas must be >= 2", gpu-facts §3.1): a software rule.
@@ -196,3 +196,49 @@ def sharing_reserve(view: View, name: str) -> Iterable[Violation]:
             f"fractions on GPU(s) {names(str(g.index) for g in starved)} ({names(sorted({g.model for g in starved}))})",
             "lower sharing.reserved_gib (default 0.5 GiB)",
         )
+
+
+@rule(
+    "mode.sharing-change-evicts",
+    "Turning a node's dynamic sharing off, or raising its reserve past what the running fractions take, evicts "
+    "those fractions in the same plan, never silently.",
+    "gpu",
+)
+def sharing_change_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
+    found = gpu_at(view, key)
+    base_node = view.base.nodes.get(key[0])
+    if found is None or base_node is None:
+        return
+    node, gpu = found
+    if node.sharing == base_node.sharing or gpu.mode != "full":
+        return  # a mode change is mode.change-evicts's
+    if not shares_dynamically(base_node, base_node.gpu(key[1])):
+        return
+    # fractions that held the GPU before this plan and still do: the ones the change would strand
+    kept = [job for job in holder_jobs(view, *key)
+            if is_fractional(job) and (key[0], key[1], None) in base_slots(view, job.name)]
+    if not kept:
+        return
+    who = names(job.name for job in kept)
+    evict = f"preempt {who} in the same plan (op: preempt-job) or drain {key[0]} first"
+    if not shares_dynamically(node, gpu):
+        yield Violation(
+            "mode.sharing-change-evicts",
+            gpu_target(*key),
+            f"turning dynamic sharing off on {key[0]} would strand the fraction(s) on GPU {key[1]}: {who}",
+            evict,
+        )
+        return
+    usable = usable_gib(node, gpu)
+    taken = sum(need(job, usable) for job in kept)
+    if taken <= 1 + EPSILON:
+        return
+    assert node.sharing is not None and base_node.sharing is not None
+    yield Violation(
+        "mode.sharing-change-evicts",
+        gpu_target(*key),
+        f"raising the reserve on {key[0]} from {base_node.sharing.reserved_gib:g} to {node.sharing.reserved_gib:g} "
+        f"GiB per shared GPU leaves fractions {usable:.1f} GiB of GPU {key[1]}, less than its running ones take "
+        f"({taken * usable:.1f} GiB: {who})",
+        f"{evict}, or keep reserved_gib at {base_node.sharing.reserved_gib:g} GiB",
+    )

@@ -48,6 +48,22 @@ def dynamic(reserved_gib: float = 0.5) -> Scenario:
     return S().node("bm2", sharing=DynamicSharing(fractions="dynamic", reserved_gib=reserved_gib))
 
 
+def already_shared(*fractions: dict[str, Any]) -> Scenario:
+    """bm2 sharing dynamically in the committed state, these fractions running on it: the base a set-sharing
+    plan starts from."""
+    before = dynamic()
+    for fraction in fractions:
+        before.submit(fraction)
+    before.state.commit(before.view)
+    return S(before.state.to_inventory())
+
+
+def sharing_changed(reserved_gib: float | None, *fractions: dict[str, Any]) -> Scenario:
+    """What set-sharing does to bm2 on that base: sharing off (None) or a new reserve."""
+    sharing = None if reserved_gib is None else DynamicSharing(fractions="dynamic", reserved_gib=reserved_gib)
+    return already_shared(*fractions).node("bm2", sharing=sharing)
+
+
 def vgpus(*items: tuple[str, str]) -> list[VGpu]:
     return [VGpu(vm=vm, profile=profile) for vm, profile in items]
 
@@ -923,6 +939,32 @@ CASES: list[Case] = [
         "reserving 80 GiB of an 80 GB H100",
         lambda: dynamic(reserved_gib=80),
         "node/bm2",
+    ),
+    Case(
+        "mode.sharing-change-evicts",
+        "sharing off with the fraction preempted in the same plan",
+        lambda: sharing_changed(None, running("f", [("bm2", 3)], fraction=0.5)).preempt("f"),
+    ),
+    Case(
+        "mode.sharing-change-evicts",
+        "the reserve raised to 2 GiB: half a GPU and 38 GiB still fit the 77.6 GiB left",
+        lambda: sharing_changed(
+            2, running("f", [("bm2", 3)], fraction=0.5), running("g", [("bm2", 3)], gpu_memory_gib=38)
+        ),
+    ),
+    Case(
+        "mode.sharing-change-evicts",
+        "sharing off under a running fraction",
+        lambda: sharing_changed(None, running("f", [("bm2", 3)], fraction=0.5)),
+        "bm2/3",
+    ),
+    Case(
+        "mode.sharing-change-evicts",
+        "the reserve raised to 2 GiB: half a GPU and 39.5 GiB no longer fit",
+        lambda: sharing_changed(
+            2, running("f", [("bm2", 3)], fraction=0.5), running("g", [("bm2", 3)], gpu_memory_gib=39.5)
+        ),
+        "bm2/3",
     ),
     Case(
         "placement.no-oversubscription",
