@@ -42,10 +42,10 @@ def dotted(path: tuple[PathPart, ...]) -> str:
     """`('nodes', 3, 'gpus', 1, 'mode')` -> `nodes[3].gpus[1].mode`."""
     out = ""
     for part in path:
-        if isinstance(part, int):
+        if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
+        else:  # a name; or a key YAML read as a number or boolean (`1.: a`), which the message names as read
+            out += f".{part}" if out else str(part)
     return out or "<root>"
 
 
