@@ -26,13 +26,17 @@ def gpuadmin(*args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = N
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def state_from(sample: str, path: Path) -> Path:
+    """A fresh state at `path`, created from one of sample-inventories/ by the real `init`."""
+    result = gpuadmin("--state", path, "init", "--from", SAMPLES / sample)
+    assert result.code == 0, result.err
+    return path
+
+
 @pytest.fixture
 def state(tmp_path: Path) -> Path:
     """A fresh state created from the OCI sample."""
-    path = tmp_path / "state"
-    result = gpuadmin("--state", path, "init", "--from", SAMPLES / "oci-h100.yaml")
-    assert result.code == 0, result.err
-    return path
+    return state_from("oci-h100.yaml", tmp_path / "state")
 
 
 def hold_lock(state: Path, command: str, seconds: float) -> subprocess.Popen[str]:

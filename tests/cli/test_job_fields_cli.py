@@ -11,15 +11,12 @@ import pytest
 
 from gpuadmin.render.rows import age_text
 from gpuadmin.store import login_identity
-from tests.cli.clikit import SAMPLES, gpuadmin
+from tests.cli.clikit import gpuadmin, state_from
 
 
 @pytest.fixture
 def vsphere(tmp_path: Path) -> Path:
-    path = tmp_path / "state"
-    result = gpuadmin("--state", path, "init", "--from", SAMPLES / "vsphere-hgx.yaml")
-    assert result.code == 0, result.err
-    return path
+    return state_from("vsphere-hgx.yaml", tmp_path / "state")
 
 
 def _job(state: Path, name: str) -> dict[str, object]:
