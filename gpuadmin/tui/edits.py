@@ -51,6 +51,17 @@ def _groups(text: str) -> list[dict[str, Any]]:
     return groups
 
 
+def _labels(text: str) -> dict[str, str]:
+    """`pool=training,zone=a` -> a node selector."""
+    labels = {}
+    for part in text.replace(" ", "").split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise ValueError(f"node selector: write each label as KEY=VALUE, separated by commas ({part!r})")
+        labels[key] = value
+    return labels
+
+
 def _gpu_of(row: Row) -> tuple[str, int]:
     return str(row["NODE"]), int(row["GPU"])
 
@@ -164,11 +175,14 @@ def _submit_job(session: Session, row: Row | None) -> FormSpec:
         except ValueError:
             raise ValueError(f"amount: a number for {kind}, not {amount!r}") from None
         request: dict[str, Any] = {kind: amount, "nvlink": v["nvlink"] or False, "rdma": v["rdma"] or False}
-        if v["nodes"]:
-            request["nodes"] = v["nodes"]
+        for optional in ("nodes", "cpus", "memory_gib"):
+            if v[optional]:
+                request[optional] = v[optional]
         job: dict[str, Any] = {"name": v["name"], "queue": v["queue"], "request": request,
                                "priority": v["priority"] or 0, "preemptible": v["preemptible"] is not False}
-        return [{"op": "submit-job", "job": job}]
+        if v["node_selector"]:
+            job["node_selector"] = _labels(v["node_selector"])
+        return [{"op": "submit-job", "job": job}]  # the service stamps owner and submit time
 
     return FormSpec("submit a job", [
         Field("name", "name"),
@@ -176,6 +190,9 @@ def _submit_job(session: Session, row: Row | None) -> FormSpec:
         Field("kind", "request", "choice", ("gpus", "mig", "fraction", "gpu_memory_gib"), default="gpus"),
         Field("amount", "how much", help="8 GPUs, 3g.40gb, 0.5 of a GPU, 20 GiB"),
         Field("nodes", "nodes (a gang of whole GPUs)", "int", required=False),
+        Field("cpus", "CPUs per node", "float", required=False),
+        Field("memory_gib", "memory per node, GiB", "float", required=False),
+        Field("node_selector", "node selector", required=False, help="pool=training,zone=a (labels, all must match)"),
         Field("priority", "priority", "int", required=False),
         Field("preemptible", "preemptible", "bool", default="yes"),
         Field("nvlink", "NVLink (GPUs in one domain)", "bool", default="no"),

@@ -167,9 +167,11 @@ FLOWS: dict[str, Flow] = {
         refused={"row": "name=gpu-h100-02"}),  # runs jobs
     "submit-job": Flow(
         "cluster", "jobs", None, "n", ["submit-job"],
-        {"name": "smoke-1", "queue": "research", "kind": "gpus", "amount": "1", "priority": "7"},
+        {"name": "smoke-1", "queue": "research", "kind": "gpus", "amount": "1", "priority": "7", "cpus": "16",
+         "memory_gib": "128", "node_selector": "pool=training"},
         applied=lambda s: (j := s.state.jobs["smoke-1"]).status == "pending" and j.request.gpus == 1
-        and j.priority == 7,
+        and j.priority == 7 and (j.request.cpus, j.request.memory_gib) == (16, 128)
+        and j.node_selector == {"pool": "training"} and j.owner is not None and j.submitted is not None,
         refused={"name": "llm-pretrain-70b"}),  # the name is taken
     "cancel-job": Flow(
         "cluster", "jobs", "name=nb-alice", "x", ["cancel-job"], form=False,
