@@ -214,7 +214,7 @@ class BestFit(Cycle):
         nc = self.index.nodes[best[1]]
         return Choice([Slot(node=nc.name, gpu=best[2], mig_start=best[3])], [Step(nc, mig=(best[2], best[3]))])
 
-    def _place_unit(self, job: Job, shape: Shape, restrict: set[int] | None) -> Choice | None:
+    def _place_unit(self, shape: Shape, restrict: set[int] | None) -> Choice | None:
         if shape.exclusive:
             return None
         best: tuple[float, int, int] | None = None
@@ -272,7 +272,7 @@ class BestFitNode(BestFit):
     node that keeps the least free GPU capacity after the placement (the paper also weighs CPU, which
     gpuadmin does not schedule), then on that node the GPU that keeps the least free share."""
 
-    def _place_unit(self, job: Job, shape: Shape, restrict: set[int] | None) -> Choice | None:
+    def _place_unit(self, shape: Shape, restrict: set[int] | None) -> Choice | None:
         if shape.exclusive:
             return None
         best: tuple[float, float, int, int] | None = None
