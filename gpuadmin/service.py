@@ -319,9 +319,9 @@ class Service:
 
     def plan(self, changes: Sequence[ch.Change]) -> Plan:
         check_action(self.role, "plan")
-        return plan(self.state, self.stamp_submissions(changes))
+        return plan(self.state, self._stamped(changes))
 
-    def stamp_submissions(self, changes: Sequence[ch.Change], now: datetime | None = None) -> list[ch.Change]:
+    def _stamped(self, changes: Sequence[ch.Change]) -> list[ch.Change]:
         """A submitted job without `owner` or `submitted` gets the submitter's login identity (the journal's
         actor) and the time: who and when are facts of the submission, not of the planner (which is pure).
         A stamped change is kept as stamped: a saved plan applies with the same owner and time."""
@@ -330,7 +330,7 @@ class Service:
             if isinstance(change, ch.SubmitJob) and (change.job.owner is None or change.job.submitted is None):
                 job = change.job.model_copy(update={
                     "owner": change.job.owner or login_identity().name,
-                    "submitted": change.job.submitted or (now or datetime.now(UTC)).replace(microsecond=0),
+                    "submitted": change.job.submitted or datetime.now(UTC).replace(microsecond=0),
                 })
                 change = change.model_copy(update={"job": job})
             out.append(change)
@@ -582,7 +582,7 @@ class Service:
             # a dynamically shared GPU is listed with its holders' shares: parse just those jobs
             sharing = {n.name for n in nodes if n.sharing is not None}
             sharers = self.store.load_jobs(
-                name for (node, _), names in holders.items() if node in sharing for name in names)
+                name for (node, _), names in holders.items() if node in sharing for name in names) if sharing else []
             self._nodes_state = ClusterState(cluster=self.store.cluster(), revision=self.store.revision(),
                                              nodes={n.name: n for n in nodes}, holders=holders,
                                              jobs={j.name: j for j in sharers})

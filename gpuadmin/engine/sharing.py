@@ -14,7 +14,7 @@ from gpuadmin.model import Gpu, Job, Node
 
 def is_fractional(job: Job) -> bool:
     """A request for part of one GPU (`fraction` or `gpu_memory_gib`)."""
-    return job.request.kind in ("fraction", "gpu_memory_gib")
+    return job.request.fractional
 
 
 def shares_dynamically(node: Node | None, gpu: Gpu | None) -> bool:

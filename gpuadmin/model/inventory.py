@@ -320,6 +320,11 @@ class Request(StrictModel):
             return "fraction"
         return "gpu_memory_gib"
 
+    @property
+    def fractional(self) -> bool:
+        """A request for part of one GPU (`fraction` or `gpu_memory_gib`)."""
+        return self.fraction is not None or self.gpu_memory_gib is not None
+
 
 class Slot(StrictModel):
     """One slice a running job holds: a whole GPU, a MIG instance (by its start), or a shared replica."""
@@ -405,7 +410,7 @@ class Job(StrictModel):
             raise ValueError("a running job needs its 'placement'")
         if self.status != "running" and self.placement:
             raise ValueError(f"only a running job has a 'placement' (status is {self.status})")
-        if self.isolation == "exclusive" and self.request.kind in ("fraction", "gpu_memory_gib"):
+        if self.isolation == "exclusive" and self.request.fractional:
             raise ValueError("isolation: exclusive cannot be combined with a fractional request")
         if self.vm is not None and (self.request.gpus is None or self.request.nodes > 1):
             raise ValueError("a job in a VM ('vm') requests whole GPUs of that VM with 'gpus', on one node")
@@ -426,7 +431,7 @@ class Job(StrictModel):
         """Fractional requests share a GPU; so does any job that asks for `isolation: shared`."""
         if self.isolation is not None:
             return self.isolation == "shared"
-        return self.request.kind in ("fraction", "gpu_memory_gib")
+        return self.request.fractional
 
 
 class Inventory(StrictModel):
