@@ -1,11 +1,12 @@
 """Load and validate a 1,024-node inventory (DESIGN §11: ≤ 0.5 s).
 
 Baseline, same run: PyYAML's C loader on the same file (parsing alone, no checks at all), so the ratio says
-what the strict reading, the schema and the reference checks cost on top of parsing. The stages are timed too:
-libyaml's event stream alone (the floor of any reading through PyYAML), the strict YAML reading
-(`load_yaml_file`), and the schema and reference checks on its result (`validate_inventory`). The same load
-through the composer path (`yamlsafe._parse_composed`: the node tree, then the data; what every file was read
-with before the fast path, and what a file with an alias or a diagnostic is still read with) is timed too.
+what the strict reading, the schema and the reference checks cost on top of parsing. The same load is timed
+with the YAML read by each of the strict reader's other paths (`gpuadmin/store/yamlsafe.py`): libyaml's events
+straight to data (`_read_plain`, the default before yaml-rs, and still the path of a file yaml-rs cannot vouch
+for) and the composer (`_parse_composed`, the reference, which reports every diagnostic). The stages are timed
+too: yaml-rs parsing alone and libyaml's event stream alone (the floors of those two readings), the strict YAML
+reading (`load_yaml_file`), and the schema and reference checks on its result (`validate_inventory`).
 
     .venv/bin/python -m bench.bench_load [--nodes 1024] [--jobs 10000] [--repeat 7] [--cpu]
 """
@@ -18,12 +19,14 @@ import time
 from functools import partial
 
 import yaml
+import yaml_rs
 
 from bench.common import generated_file, interleaved_medians, median_seconds
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.service import check_state
 from gpuadmin.store import load_inventory, load_yaml_file, yamlsafe
 from gpuadmin.store.inventory_io import validate_inventory
+from gpuadmin.store.yamlsafe import LoadedYaml
 
 
 def _events_only(text: str) -> None:
@@ -45,6 +48,17 @@ def _load_composed(text: str, file: str) -> None:
         gc.enable()
 
 
+def _load_from_events(text: str, file: str) -> None:
+    """`load_inventory` with the YAML read from libyaml's events (`_read_plain`), GC paused alike."""
+    gc.disable()
+    try:
+        data = yamlsafe._read_plain(text)
+        assert data is not None
+        validate_inventory(LoadedYaml(data, file, text))
+    finally:
+        gc.enable()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=1024)
@@ -57,12 +71,15 @@ def main() -> None:
     text = path.read_text(encoding="utf-8")
     clock = time.process_time if args.cpu else time.perf_counter
     # gpuadmin first: PyYAML's loader leaves a fragmented heap behind that slows whatever runs after it
-    load, composed, read, validate, events = interleaved_medians([
+    assert yamlsafe._read_yaml_rs(text) is not None, "the generated inventory is read by yaml-rs"
+    load, from_events, composed, read, validate, events, rust = interleaved_medians([
         lambda: load_inventory(path),
+        lambda: _load_from_events(text, str(path)),
         lambda: _load_composed(text, str(path)),
         lambda: load_yaml_file(path),
         partial(validate_inventory, load_yaml_file(path)),
         lambda: _events_only(text),
+        lambda: yaml_rs.loads(text, parse_datetime=False),
     ], args.repeat, clock)
     [baseline] = interleaved_medians([lambda: yaml.load(text, Loader=yaml.CSafeLoader)], args.repeat, clock)
     inventory = load_inventory(path)
@@ -74,8 +91,10 @@ def main() -> None:
         print("(load and baseline in CPU time of this process)")
     print(f"baseline yaml.CSafeLoader parse only : {baseline * 1000:8.1f} ms (median of {args.repeat})")
     print(f"load_inventory (strict + schema + refs): {load * 1000:8.1f} ms   ratio {load / baseline:.2f}x baseline")
-    print(f"  the same through the composer path  : {composed * 1000:8.1f} ms   ratio {load / composed:.2f}x")
-    print(f"  libyaml events alone (floor)        : {events * 1000:8.1f} ms")
+    print(f"  YAML read from libyaml's events     : {from_events * 1000:8.1f} ms   ratio {load / from_events:.2f}x")
+    print(f"  YAML read by the composer path      : {composed * 1000:8.1f} ms   ratio {load / composed:.2f}x")
+    print(f"  yaml-rs parsing alone (its floor)   : {rust * 1000:8.1f} ms")
+    print(f"  libyaml events alone (their floor)  : {events * 1000:8.1f} ms")
     print(f"  strict YAML reading (load_yaml_file): {read * 1000:8.1f} ms")
     print(f"  schema + references (validate)      : {validate * 1000:8.1f} ms")
     print(f"every rule on every entity            : {rules * 1000:8.1f} ms")

@@ -5,10 +5,18 @@ data plus the text. Any path tuple — from a pydantic error, a reference check,
 `(line, column)` *lazily*, only when an error has to be reported (`LoadedYaml.mark(path)` /
 `LoadedYaml.locate(diagnostic)`), through a node tree composed from the text on first use.
 
-Two paths read the same data. The fast one (`_read_plain`) builds the data straight from libyaml's events and
-gives up on anything unusual (an alias, a tag, a refused value, a duplicate key, a syntax error...); the
-composer path (`_parse_composed`) then reads the file again and reports every problem. Each distinct plain
-scalar is resolved once per file. tests/store/test_store_yamlsafe_fastpath.py holds the two paths equal.
+Three paths read the same data, each giving up (returning None) on what it cannot vouch for:
+
+1. `_read_yaml_rs`: yaml-rs (a Rust YAML 1.2 parser that builds the data in native code), used only where
+   its reading is checked to match ours: libyaml itself accepts the text (its event count, without building
+   anything, must match the data's), the text has none of the constructs the two readers treat differently
+   (tags, anchors, block scalars, escapes, merge keys...), and every number-like plain token in it resolves
+   the same under both schemas. About twice as fast as (2) on a large inventory, checks included.
+2. `_read_plain`: the data straight from libyaml's events; gives up on anything unusual (an alias, a tag, a
+   refused value, a duplicate key, a syntax error...).
+3. `_parse_composed`, the reference: reads the file again through libyaml's composer and reports every problem.
+
+tests/store/test_store_yamlsafe_fastpath.py holds the fast paths equal to the reference.
 
 What is refused, each as a `Diagnostic(kind="yaml")` with `file:line:column`, all of a file in one
 `InputError`:
@@ -38,10 +46,12 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+import yaml_rs
 from yaml.events import (
     AliasEvent,
     MappingEndEvent,
@@ -122,6 +132,7 @@ def resolve_plain(value: str) -> str:
 
 try:
     _Base: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+    _HAS_LIBYAML = True
 except AttributeError:  # pragma: no cover - only without libyaml
     warnings.warn(
         "PyYAML was built without libyaml: inventories load with the slow pure-Python parser",
@@ -129,6 +140,7 @@ except AttributeError:  # pragma: no cover - only without libyaml
         stacklevel=1,
     )
     _Base = yaml.SafeLoader
+    _HAS_LIBYAML = False
 
 
 class _Loader(_Base):  # type: ignore[valid-type,misc]
@@ -545,10 +557,91 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _parse(text: str, file: str) -> LoadedYaml:
-    data = _read_plain(text)
+    data = _read_yaml_rs(text)
+    if data is None:
+        data = _read_plain(text)
     if data is not None:
         return LoadedYaml(data, file, text)
     return _parse_composed(text, file)
+
+
+#: Text in which yaml-rs and the reference reading may differ, or which only the reference reading reads:
+#: tags, anchors and aliases, complex keys, directives, block scalars, escapes, merge keys, more than one
+#: document, and the characters the two parsers break lines or strip differently at. A comment or a quoted
+#: string holding one of them only sends the file down the next path.
+_NOT_FOR_YAML_RS = ("!", "&", "*", "?", "%", "|", ">", "\\", "\t", "\r", "\x85", "\u2028", "\u2029", "\ufeff",
+                    "<<", "\n---", "\n...")
+
+#: A plain token that may be a number under either schema: one starting with a digit or `_`, or with a sign
+#: or a dot followed by more, after a space, a line break, a flow indicator or a colon. It runs to the next
+#: space, comma or closing bracket, so a key's token ends with its colon (`10:`), which is dropped. Tokens
+#: inside comments and quoted strings are checked too: harmless, since they resolve alike or send the file
+#: down the next path.
+_NUMBER_LIKE_RE = re.compile(r"[ \n\[{,:](?:[0-9_]|[-+.][^\s,\]}])[^\s,\]}]*")
+
+
+@lru_cache(maxsize=4096)
+def _resolves_alike(token: str) -> bool:
+    """Whether yaml-rs reads the plain scalar `token` as the same value, of the same type, as we do.
+
+    It does not for YAML 1.1 forms we refuse (`0755`, `1:30`) and for numbers it reads more widely
+    (`1_000`, `_1`, `0X1F`, `+_1` are numbers to it and strings to the core schema).
+    """
+    try:
+        ours = _plain_scalar(token)
+        theirs = yaml_rs.loads("k: " + token, parse_datetime=False)
+    except Exception:  # _NotPlain for the forms we refuse, or whatever yaml-rs refuses
+        return False
+    return theirs == {"k": ours} and theirs["k"].__class__ is ours.__class__
+
+
+def _read_yaml_rs(text: str) -> dict[str, Any] | None:
+    """The data of a plain document read by yaml-rs, where its reading is checked to be ours; else None."""
+    if not _HAS_LIBYAML or text.startswith(("---", "...")) or any(c in text for c in _NOT_FOR_YAML_RS):
+        return None
+    tokens = {token[1:].removesuffix(":") for token in _NUMBER_LIKE_RE.findall("\n" + text)}
+    if not all(map(_resolves_alike, tokens)):
+        return None
+    # libyaml's own verdict on the syntax, and its event count, without building a Python object per event
+    parser = _Loader(text)
+    try:
+        events = parser.raw_parse()
+    except yaml.YAMLError:
+        return None
+    finally:
+        parser.dispose()
+    try:
+        data = yaml_rs.loads(text, parse_datetime=False)
+    except Exception:  # a duplicate key, a mapping as a key, syntax only libyaml accepts...: the reference decides
+        return None
+    # The same count is the same tree shape, where libyaml and yaml-rs accept a text but read it differently
+    # (a mapping as a key in a list is one frozenset scalar to yaml-rs); the 4 are the stream's and the
+    # document's start and end.
+    try:
+        if not isinstance(data, dict) or _event_count(data) != events - 4:
+            return None
+    except _NotPlain:  # nested too deeply
+        return None
+    return data
+
+
+def _event_count(node: dict[str, Any] | list[Any], depth: int = 0) -> int:
+    """libyaml's events for `node`: one per scalar (keys included), two per mapping or list.
+
+    `_NotPlain` past `_FAST_MAX_DEPTH`, where the reference reading decides (it refuses what nests too deeply).
+    """
+    if depth >= _FAST_MAX_DEPTH:
+        raise _NotPlain
+    if node.__class__ is dict:
+        values: Any = node.values()
+        count = 2 + 2 * len(node)
+    else:
+        values = node
+        count = 2 + len(node)
+    for value in values:
+        if value.__class__ is dict or value.__class__ is list:
+            count += _event_count(value, depth + 1) - 1  # counted once as a scalar above
+    return count
 
 
 #: Nesting the fast path reads; deeper documents (never a real inventory) go through the composer.
