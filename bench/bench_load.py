@@ -9,12 +9,19 @@ too: yaml-rs parsing alone and libyaml's event stream alone (the floors of those
 reading (`load_yaml_file`), and the schema and reference checks on its result (`validate_inventory`).
 
     .venv/bin/python -m bench.bench_load [--nodes 1024] [--jobs 10000] [--repeat 7] [--cpu]
+    .venv/bin/python -m bench.bench_load --rss [--jobs 100000]
+
+`--rss` loads the file once in a fresh process per reading (yaml-rs where it can, as gpuadmin does; libyaml's
+events alone, as before yaml-rs) and prints that first load's time, the process's peak RSS, and its RSS with
+the inventory kept and the YAML data freed.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import subprocess
+import sys
 import time
 from functools import partial
 
@@ -59,6 +66,29 @@ def _load_from_events(text: str, file: str) -> None:
         gc.enable()
 
 
+_FRESH_LOAD = """
+import gc, os, resource, sys, time
+from gpuadmin.store import load_inventory, yamlsafe
+if sys.argv[2] == "events":
+    yamlsafe._read_yaml_rs = lambda text: None
+started = time.perf_counter()
+inventory = load_inventory(sys.argv[1])
+took = time.perf_counter() - started
+gc.collect()
+steady = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+print(f"{took:.3f} {peak} {steady} {len(inventory.jobs)}")
+"""
+
+
+def _rss(path: str) -> None:
+    for reading, label in [("yaml-rs", "yaml-rs where it can (gpuadmin)"), ("events", "libyaml's events alone")]:
+        out = subprocess.run([sys.executable, "-c", _FRESH_LOAD, path, reading], check=True, capture_output=True,
+                             text=True).stdout.split()
+        print(f"{label:34s}: first load {float(out[0]):.3f} s, peak RSS {out[1]} MB, "
+              f"RSS with the inventory kept {out[2]} MB ({out[3]} jobs)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=1024)
@@ -66,8 +96,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--cpu", action="store_true",
                         help="time the stages in CPU time of this process (steadier on a busy machine)")
+    parser.add_argument("--rss", action="store_true", help="memory of one load in a fresh process per reading")
     args = parser.parse_args()
     path = generated_file(args.nodes, args.jobs)
+    if args.rss:
+        _rss(str(path))
+        return
     text = path.read_text(encoding="utf-8")
     clock = time.process_time if args.cpu else time.perf_counter
     # gpuadmin first: PyYAML's loader leaves a fragmented heap behind that slows whatever runs after it

@@ -10,7 +10,10 @@ documents and on mutated inventories.
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -319,3 +322,35 @@ def test_mutated_sample_inventories_read_the_same_on_every_path(path: Path) -> N
     text = path.read_text(encoding="utf-8")
     for _ in range(150):
         assert_paths_agree(_mutated(rnd, text))
+
+
+def test_equal_strings_read_by_yaml_rs_are_one_object() -> None:
+    data = yamlsafe._read_yaml_rs("jobs:\n- {queue: research, model: H100}\n- {queue: research, model: H100}\n")
+    assert data is not None
+    first, second = data["jobs"]
+    assert first["queue"] is second["queue"] and first["model"] is second["model"]
+
+
+_GIVES_MEMORY_BACK = """
+import gc, os
+from gpuadmin.store import yamlsafe
+def rss_mib():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
+text = "jobs:\\n" + "".join(f"- {{name: job-{i}, queue: q{i % 50}, request: {{gpus: {i % 8 + 1}}}}}\\n"
+                            for i in range(100_000))
+before = rss_mib()
+data = yamlsafe._read_yaml_rs(text)
+assert data is not None and len(data["jobs"]) == 100_000
+del data
+gc.collect()
+print(rss_mib() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads RSS from /proc")
+def test_yaml_rs_gives_its_parse_memory_back() -> None:
+    """yaml-rs allocates with mimalloc, which keeps freed memory unless told to purge (about 50 MB here)."""
+    env = {k: v for k, v in os.environ.items() if k != "MIMALLOC_PURGE_DELAY"}
+    out = subprocess.run([sys.executable, "-c", _GIVES_MEMORY_BACK], env=env, capture_output=True, text=True,
+                         check=True)
+    assert int(out.stdout) < 20, f"{out.stdout.strip()} MiB still resident after the data was freed"
