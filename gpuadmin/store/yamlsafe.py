@@ -636,7 +636,7 @@ def _event_count(node: dict[str, Any] | list[Any], shared: dict[str, str], depth
     On the way, equal string values become one object (the first, kept in `shared`), as on the other paths:
     the models keep these strings, and a queue's name in 100,000 jobs would otherwise be 100,000 strings.
 
-    `_NotPlain` past `_FAST_MAX_DEPTH`, where the reference reading decides (it refuses what nests too deeply).
+    `_NotPlain` past `_FAST_MAX_DEPTH`: deep nesting (never a real inventory) is left to the other paths.
     """
     if depth >= _FAST_MAX_DEPTH:
         raise _NotPlain
