@@ -70,7 +70,7 @@ def test_there_are_files_to_compare() -> None:
 
 
 @pytest.mark.parametrize("path", YAML_FILES, ids=lambda p: str(p.relative_to(p.parents[1])))
-def test_every_bundled_yaml_file_reads_the_same_on_both_paths(path: Path) -> None:
+def test_every_bundled_yaml_file_reads_the_same_on_every_path(path: Path) -> None:
     text = path.read_bytes().decode("utf-8", "replace").removeprefix("\ufeff")
     assert_paths_agree(text)
 
@@ -86,7 +86,7 @@ def test_sample_inventories_take_the_fast_path(path: Path) -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_generated_inventories_read_the_same_on_both_paths(seed: int, tmp_path: Path) -> None:
+def test_generated_inventories_read_the_same_on_every_path(seed: int, tmp_path: Path) -> None:
     path = tmp_path / "inv.yaml"
     with path.open("w", encoding="utf-8") as out:
         dump_inventory(generate_inventory(24, 200, seed), out)
@@ -187,7 +187,7 @@ def block(value: Any, indent: str = "") -> str:
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(scalars, documents, min_size=1, max_size=5), st.booleans())
 @example({"true": "a", "1.": "a"}, False)  # keys read as True and 1.0: once crashed the error's dotted path
-def test_generated_documents_read_the_same_on_both_paths(doc: dict[str, Any], in_flow: bool) -> None:
+def test_generated_documents_read_the_same_on_every_path(doc: dict[str, Any], in_flow: bool) -> None:
     assert_paths_agree(flow(doc) + "\n" if in_flow else block(doc))
 
 
