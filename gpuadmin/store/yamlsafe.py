@@ -11,7 +11,7 @@ Three paths read the same data, each giving up (returning None) on what it canno
    its reading is checked to match ours: libyaml itself accepts the text (its event count, without building
    anything, must match the data's), the text has none of the constructs the two readers treat differently
    (tags, anchors, block scalars, escapes, merge keys...), and every number-like plain token in it resolves
-   the same under both schemas. About twice as fast as (2) on a large inventory, checks included.
+   the same under both schemas. On a large inventory it reads in 0.56x the time of (2), checks included.
 2. `_read_plain`: the data straight from libyaml's events; gives up on anything unusual (an alias, a tag, a
    refused value, a duplicate key, a syntax error...).
 3. `_parse_composed`, the reference: reads the file again through libyaml's composer and reports every problem.
