@@ -78,6 +78,8 @@ def test_boards_on_a_state_show_the_holders_the_inventory_shows(tmp_path: Path, 
     assert on_state.boards() == reference.boards()
     assert _listings(on_state) == _listings(reference)
     assert on_state._state is None, "the state itself was not loaded: the listings took the holders' path"
+    # the overview: computed on the state, then read from its per-revision cache by another console
+    assert on_state.overview() == reference.overview() == Service(state_dir=tmp_path / "state").overview()
 
 
 def test_node_listings_follow_another_consoles_apply(state_dir: Path) -> None:

@@ -22,11 +22,11 @@ async def _drawn(service: Service, view: str) -> tuple[list[dict[str, object]], 
     app = make_app(service, view=view)
     async with app.run_test(size=(220, 60)) as pilot:
         await settle(pilot)
-        rows = [dict(row) for row in grid(app).rows] if view != "topology" else []
+        rows = [dict(row) for row in grid(app).rows] if view in ("nodes", "gpus") else []
         return rows, screen_text(app).splitlines()[1:]
 
 
-@pytest.mark.parametrize("view", ["nodes", "gpus", "topology"])
+@pytest.mark.parametrize("view", ["overview", "nodes", "gpus", "topology"])
 @pytest.mark.parametrize("sample", ["oci-h100.yaml", "k8s-mixed.yaml"])
 async def test_views_on_a_state_show_the_use_the_inventory_shows(tmp_path: Path, sample: str, view: str) -> None:
     Service.init(tmp_path / "state", SAMPLES / sample)
