@@ -1,4 +1,4 @@
-"""`gpuadmin get nodes -o json` on the 1,024-node state, whole process (DESIGN §11: ≤ 0.6 s).
+"""`gpuadmin get nodes -o json` on the 1,024-node state, whole process (DESIGN §11: ≤ 0.6 s), and `get gpus -o json`.
 
 The state holds 1,024 nodes × 8 GPUs and 100,000 jobs. Baseline, same run: the bare interpreter starting
 and exiting (`python -c pass`), so the ratio shows what gpuadmin adds to process start. Also the RSS of
@@ -31,6 +31,8 @@ def main() -> None:
         base = median_seconds(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat)
         get = median_seconds(lambda: subprocess.run([*cli, "get", "nodes", "-o", "json"], check=True,
                                                     stdout=subprocess.DEVNULL), args.repeat)
+        gpus = median_seconds(lambda: subprocess.run([*cli, "get", "gpus", "-o", "json"], check=True,
+                                                     stdout=subprocess.DEVNULL), args.repeat)
         jobs = median_seconds(lambda: subprocess.run([*cli, "get", "jobs", "-o", "name"], check=True,
                                                      stdout=subprocess.DEVNULL), 3)
         reasons = median_seconds(lambda: subprocess.run([*cli, "get", "jobs"], check=True,
@@ -45,6 +47,7 @@ def main() -> None:
     print(f"baseline python -c pass           : {base * 1000:7.1f} ms (median of {args.repeat})")
     print(f"gpuadmin get nodes -o json        : {get * 1000:7.1f} ms   ratio {get / base:.1f}x baseline "
           f"(target <= 600 ms)")
+    print(f"gpuadmin get gpus -o json         : {gpus * 1000:7.1f} ms   ratio {gpus / base:.1f}x baseline")
     print(f"gpuadmin get jobs -o name (all)   : {jobs * 1000:7.1f} ms (median of 3)")
     print(f"gpuadmin get jobs (REASON column) : {reasons * 1000:7.1f} ms (median of 3; runs a dry-run cycle)")
     print(f"max RSS, whole state loaded ({rss[0]} nodes, {rss[1]} jobs): {rss[2]} MB (target <= 300 MB)")

@@ -260,7 +260,7 @@ class Service:
         self.inventory_path = inventory
         self.store: Store | None = Store.open(state_dir) if state_dir is not None else None
         self._state: ClusterState | None = None
-        self._nodes_state: ClusterState | None = None  # nodes and holders only, for node listings
+        self._holding: ClusterState | None = None  # nodes and the jobs holding GPUs, for node listings
         self._reasons: tuple[int, dict[str, tuple[str, str]]] | None = None  # revision, job → (code, text)
 
     # loading ----------------------------------------------------------------------------------
@@ -525,7 +525,7 @@ class Service:
             rows = [journal_row(e) for e in self.journal()]
             view = None
         else:
-            view = View(self._nodes_only_state()) if kind in _NODE_LISTINGS else self.view()
+            view = View(self._holding_state()) if kind in _NODE_LISTINGS else self.view()
             revision = view.revision
             make_rows = listing.rows
             assert make_rows is not None
@@ -571,25 +571,17 @@ class Service:
         current, touched = self.store.changed_since(revision)
         return Moved(current, touched)
 
-    def _nodes_only_state(self) -> ClusterState:
-        """Nodes and who holds each GPU, without parsing every job (only those sharing a GPU dynamically): enough
-        for the node and GPU listings."""
+    def _holding_state(self) -> ClusterState:
+        """What node and GPU listings, boards and node-label selectors read: on a state not yet loaded whole, its
+        nodes and only the jobs that hold a GPU (`Store.load_holding`), not the many that wait; else the state."""
         if self._state is not None or self.store is None:
             return self.state
-        if self._nodes_state is None or self._nodes_state.revision != self.store.revision():
-            nodes = self.store.load_nodes()
-            holders = self.store.load_holders()
-            # a dynamically shared GPU is listed with its holders' shares: parse just those jobs
-            sharing = {n.name for n in nodes if n.sharing is not None}
-            sharers = self.store.load_jobs(
-                name for (node, _), names in holders.items() if node in sharing for name in names) if sharing else []
-            self._nodes_state = ClusterState(cluster=self.store.cluster(), revision=self.store.revision(),
-                                             nodes={n.name: n for n in nodes}, holders=holders,
-                                             jobs={j.name: j for j in sharers})
-        return self._nodes_state
+        if self._holding is None or self._holding.revision != self.store.revision():
+            self._holding = self.store.load_holding()
+        return self._holding
 
     def labels_by_node(self) -> dict[str, dict[str, str]]:
-        return {n.name: n.labels for n in self._nodes_only_state().nodes.values()}
+        return {n.name: n.labels for n in self._holding_state().nodes.values()}
 
     def describe(self, kind: str, name: str, now: datetime | None = None) -> dict[str, Any]:
         check_action(self.role, "read")
@@ -633,7 +625,7 @@ class Service:
     def boards(self) -> list[dict[str, Any]]:
         """Every node's board, for the topology view."""
         check_action(self.role, "read")
-        view = View(self._nodes_only_state())
+        view = View(self._holding_state())
         return [node_board(view, node) for node in view.nodes()]
 
     def overview(self, *, reasons: bool = True) -> dict[str, Any]:

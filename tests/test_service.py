@@ -63,3 +63,34 @@ def test_init_refuses_an_inventory_that_breaks_a_rule(tmp_path: Path) -> None:
         Service.init(tmp_path / "state", broken)
     assert "mig.placement-start" in {v.rule for v in refused.value.plan.violations}
     assert not (tmp_path / "state").exists()
+
+
+def _listings(service: Service) -> dict[str, list[dict[str, object]]]:
+    return {kind: service.get(kind, reasons=False).rows for kind in ("nodes", "gpus", "groups")}
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.yaml")))
+def test_boards_on_a_state_show_the_holders_the_inventory_shows(tmp_path: Path, sample: str) -> None:
+    """The topology view's boards, and the node listings, read a state without its waiting jobs
+    (`Store.load_holding`): each GPU's holders and their shares must be those of the whole inventory."""
+    Service.init(tmp_path / "state", SAMPLES / sample)
+    on_state, reference = Service(state_dir=tmp_path / "state"), Service(inventory=SAMPLES / sample)
+    assert on_state.boards() == reference.boards()
+    assert _listings(on_state) == _listings(reference)
+    assert on_state._state is None, "the state itself was not loaded: the listings took the holders' path"
+    # the overview: computed on the state, then read from its per-revision cache by another console
+    assert on_state.overview() == reference.overview() == Service(state_dir=tmp_path / "state").overview()
+
+
+def test_node_listings_follow_another_consoles_apply(state_dir: Path) -> None:
+    """A console that listed the nodes reads them again at the next revision after another one frees GPUs:
+    the same rows as the whole state loaded at that revision gives."""
+    console, other = Service(state_dir=state_dir), Service(state_dir=state_dir)
+    before = _listings(console)
+    running = sorted(name for name, job in other.state.jobs.items() if job.status == "running")
+    other.apply(other.plan([ch.CancelJob(op="cancel-job", name=name) for name in running[:6]]))
+    after = _listings(console)
+    assert after != before
+    whole = Service(state_dir=state_dir)
+    assert whole.state.revision == 1  # loaded whole: get reads the state itself
+    assert after == _listings(whole)

@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -49,6 +49,8 @@ SCHEMA_VERSION = 1
 DB_NAME = "state.db"
 BUSY_TIMEOUT_S = 2.0
 _CHUNK = 5_000  # rows validated per pydantic call
+# the jobs that hold a GPU: those with a row in `slots` (a running job's placed slots; `verify` checks them)
+_HOLDS_A_GPU = "name IN (SELECT job FROM slots)"
 
 Verdict = Literal["allowed", "refused"]
 Outcome = Literal["applied", "refused", "stale", "lock-held", "error"]
@@ -296,6 +298,17 @@ class Store:
 
     def load(self) -> ClusterState:
         """The whole current revision, read on one snapshot, each table validated in one pydantic call."""
+        return self._load()
+
+    def load_holding(self) -> ClusterState:
+        """The current revision's queues, nodes and only the jobs that hold a GPU, read on one snapshot: all a
+        node or GPU listing reads (a GPU's use needs each holder's slots and request), without parsing the
+        other jobs, most of a large state's (the pending ones). `tests/cli/test_state_matches_inventory.py`
+        holds what it lists equal to the whole state's."""
+        return self._load(_HOLDS_A_GPU)
+
+    def _load(self, jobs_where: str = "") -> ClusterState:
+        """The state at the current revision, with the jobs `jobs_where` (an SQL condition) keeps, or all."""
         with _no_gc():
             with self._read() as conn:
                 meta = conn.execute("SELECT cluster, revision FROM meta WHERE id = 1").fetchone()
@@ -303,7 +316,7 @@ class Store:
                     raise StateCorrupt(f"{self.path}: the meta row is missing")
                 queues = _fetch(conn, "queues")
                 nodes = _fetch(conn, "nodes")
-                jobs = _fetch(conn, "jobs")
+                jobs = _fetch(conn, "jobs", jobs_where)
             inv = Inventory.model_construct(
                 version=1,
                 cluster=str(meta[0]),
@@ -322,12 +335,6 @@ class Store:
             rows = _fetch(conn, "nodes")
         with _no_gc():
             return self._validate("nodes", _NODES, rows)
-
-    def load_jobs(self, names: Iterable[str]) -> list[Job]:
-        """These jobs only (those that exist), in submission order."""
-        with self._read() as conn:
-            rows = _fetch(conn, "jobs", sorted(set(names)))
-        return self._validate("jobs", _JOBS, rows)
 
     def load_queues(self) -> list[Queue]:
         with self._read() as conn:
@@ -679,13 +686,10 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
         raise StateCorrupt(f"{path}: not a readable gpuadmin state ({exc})") from exc
 
 
-def _fetch(conn: sqlite3.Connection, table: str, names: list[str] | None = None) -> _Rows:
-    """A table's rows in order; only the named ones where `names` is given."""
+def _fetch(conn: sqlite3.Connection, table: str, where: str = "") -> _Rows:
+    """A table's rows in order; only those `where` (an SQL condition of this module's) keeps where given."""
     rows = _Rows()
-    query = f"SELECT name, seq, data FROM {table}"
-    if names is not None:
-        query += " WHERE name IN (SELECT value FROM json_each(?))"
-    cursor = conn.execute(query + " ORDER BY seq", (json.dumps(names),) if names is not None else ())
+    cursor = conn.execute(f"SELECT name, seq, data FROM {table}{f' WHERE {where}' if where else ''} ORDER BY seq")
     for name, seq, data in cursor:
         rows.names.append(name)
         rows.seqs.append(seq)

@@ -282,3 +282,22 @@ def test_engine_does_not_import_sqlite() -> None:
         code = "import sys; import gpuadmin.engine.state; print('sqlite3' in sys.modules)"
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_load_holding_is_the_whole_load_less_the_jobs_that_hold_no_gpu(tmp_path: Path) -> None:
+    """What node listings read (`load_holding`) at every revision of a history that starts, moves, stops and
+    removes running jobs: the whole load's nodes, queues and holders, and exactly the jobs that hold a GPU."""
+    state_dir = tmp_path / "state"
+    store = Store.create(state_dir, base_inventory(), actor=ME)
+    current = store.load()
+    for k in range(1, 41):
+        view = edit_for(current, k)
+        store.commit(current.revision, view, entry(f"edit {k}", current.revision))
+        current.commit(view)
+        whole, holding = store.load(), store.load_holding()
+        held = {name for names in whole.holders.values() for name in names}
+        assert holding.revision == whole.revision == k
+        assert holding.nodes == whole.nodes and holding.queues == whole.queues
+        assert holding.jobs == {name: job for name, job in whole.jobs.items() if name in held}
+        assert holders_of(holding) == holders_of(whole)
+    store.close()
