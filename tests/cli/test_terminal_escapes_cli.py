@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +192,14 @@ def test_a_refused_confirmation_names_the_plan_escaped(hostile: tuple[Path, Path
     result = gpuadmin("--state", state, "apply", "-f", changes)  # no terminal to confirm on, no --yes
     assert result.code != 0, result.err
     assert_clean(result, "apply without --yes")
+
+
+def test_stderr_escapes_a_line_whoever_writes_it() -> None:
+    """The CLI's stderr escapes what a writer forgot to (here a print straight to sys.stderr), in a real process,
+    chunk by chunk: an escape split over two writes is still escaped, the line breaks are kept."""
+    code = ("import sys; from gpuadmin.cli import main; main.run = lambda argv: ("
+            f"sys.stderr.write({CLEAR[:2]!r}), sys.stderr.write({CLEAR[2:] + chr(10) + CLIPBOARD!r}), "
+            "print('x\\u202e', file=sys.stderr), 0)[-1]; main.main()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0
+    assert proc.stderr == "\\x1b[2J\\x1b[Hclear\n\\x1b]52;c;cHduZWQ=\\x07clipx\\u202e\n"
