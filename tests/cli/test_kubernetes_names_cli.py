@@ -1,11 +1,15 @@
 """Issue 18, point 3, through the real CLI: a node that Kubernetes schedules (`orchestrator: kubernetes`) has a
 name Kubernetes could hold (a DNS-1123 subdomain, short enough for the `gpuadmin-NAME` label value gpuadmin puts
 on a GPU node), wherever the node comes in: an inventory, a change file (`add-node`, `restore`), an import. The
-refusal is bad input (exit 2) at the name's file:line:column, and nothing is written."""
+refusal is bad input (exit 2) at the name's file:line:column, and nothing is written. A name a state already
+holds is quoted in the commands a plan prints (tests/engine/test_node_commands_shell.py runs every kind)."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.cli.clikit import SAMPLES, gpuadmin
@@ -86,3 +90,39 @@ def test_an_import_cannot_bring_such_a_name_in(tmp_path: Path) -> None:
     elsewhere = gpuadmin("--inventory", SAMPLES / "oci-h100.yaml", "import", "nvidia-smi", SMI_XML, "--node",
                          "GPU_Node")  # not a Kubernetes node: any name
     assert elsewhere.code == 0, elsewhere.err
+
+
+def test_a_state_written_before_the_check_still_gets_quoted_commands(state: Path, tmp_path: Path) -> None:
+    """A Kubernetes node a state already holds under a name Kubernetes could not hold (written before the check):
+    the state opens, the plan's commands, piped into a real `sh` whose kubectl records its arguments, pass the name
+    as one argument and nothing else runs; apply and undo work."""
+    hostile = "w1;touch${IFS}INJECTED;#$(touch INJECTED)"
+    with sqlite3.connect(state / "state.db") as conn:
+        free = [(name, json.loads(data)) for name, data in conn.execute(
+            "SELECT name, data FROM nodes WHERE name NOT IN (SELECT node FROM slots) ORDER BY seq")]
+        old, node = next((name, node) for name, node in free
+                         if node.get("orchestrator") == "kubernetes" and node.get("state", "ready") == "ready")
+        conn.execute("UPDATE nodes SET name = ?, data = ? WHERE name = ?",
+                     (hostile, json.dumps({**node, "name": hostile}, separators=(",", ":")), old))
+    changes = tmp_path / "cordon.yaml"
+    changes.write_text(f"changes: [{{op: cordon, node: {json.dumps(hostile)}}}]\n", encoding="utf-8")
+    planned = gpuadmin("--state", state, "plan", "-f", changes, "-o", "json")
+    assert planned.code == 0, planned.err
+    lines = json.loads(planned.out)["commands"][hostile]
+    bin_dir, work = tmp_path / "bin", tmp_path / "work"
+    bin_dir.mkdir()
+    work.mkdir()
+    (bin_dir / "kubectl").write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n",
+                                     encoding="utf-8")
+    (bin_dir / "kubectl").chmod(0o755)
+    ran = subprocess.run(["sh", "-e"], input="\n".join(lines) + "\n", capture_output=True, text=True, cwd=work,
+                         env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert [json.loads(line) for line in ran.stdout.splitlines()] == [["cordon", "--", hostile]]
+    assert list(work.iterdir()) == []
+    # the state still opens, applies and undoes: the name rule is for what comes in, not what a state holds
+    for command in (("apply", "-f", changes, "--yes"), ("undo", "--yes")):
+        done = gpuadmin("--state", state, *command)
+        assert done.code == 0, done.err
+    listed = json.loads(gpuadmin("--state", state, "get", "nodes", hostile, "-o", "json").out)["items"]
+    assert [(n["name"], n["state"]) for n in listed] == [(hostile, "ready")]

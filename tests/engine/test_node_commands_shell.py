@@ -2,7 +2,7 @@
 value arrives as one argument, after `--`, and nothing else runs.
 
 The names here cannot come in through an inventory or a change file any more (the model refuses Kubernetes node
-names Kubernetes could not hold: tests/store/test_kubernetes_names.py); a state written before that check may
+names Kubernetes could not hold: tests/cli/test_kubernetes_names_cli.py); a state written before that check may
 still hold one, so the state is built here the way such a state loads: without validation.
 """
 
