@@ -79,8 +79,8 @@ STORED: dict[str, Any] = {"stored": True}
 def kubernetes_node_name_problem(name: str, has_gpus: bool) -> str | None:
     """Why Kubernetes could not hold a node of this name (or gpuadmin could not label it); None when it can.
 
-    Such a name never reaches a `kubectl` line: it is refused wherever a Kubernetes node comes in (inventory,
-    change file, import)."""
+    It is refused wherever a Kubernetes node comes in (inventory, change file, import), so that the `kubectl`
+    lines of a plan name nodes that exist; the lines quote every name all the same."""
     if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
         return (f"{name!r} is not a Kubernetes node name: it must be a DNS-1123 subdomain (lower-case letters, "
                 "digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)")
