@@ -9,6 +9,7 @@ from gpuadmin.catalog import GpuModel, mig_profile_name
 from gpuadmin.engine.mig import place
 from gpuadmin.model import MigInstance, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
+from gpuadmin.model.inventory import Orchestrator, kubernetes_node_name_problem
 
 
 @dataclass
@@ -48,6 +49,21 @@ def input_error(
     column: int | None = None,
 ) -> InputError:
     return InputError([Diagnostic(message, path, "schema", file, line, column, hint)])
+
+
+def node_name_problem(name: str, orchestrator: Orchestrator, has_gpus: bool) -> str | None:
+    """Why an imported node cannot be called `name` (what the Node model would refuse), before it is built:
+    the importer reports it against its source (`--node`, the file's field), never as a model error."""
+    if not 1 <= len(name) <= 253:
+        return f"a node name has 1 to 253 characters (this one has {len(name)})"
+    return kubernetes_node_name_problem(name, has_gpus) if orchestrator == "kubernetes" else None
+
+
+def check_given_node_name(name: str, orchestrator: Orchestrator, has_gpus: bool, given_as: str) -> None:
+    """`InputError` (exit 2) naming the argument the name came from, when a node cannot be called that."""
+    problem = node_name_problem(name, orchestrator, has_gpus)
+    if problem is not None:
+        raise InputError([PlainDiagnostic(f"{given_as}: {problem}")])
 
 
 _DNS_BAD = re.compile(r"[^a-z0-9-]+")

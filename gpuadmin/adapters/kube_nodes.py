@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from gpuadmin.adapters._common import input_error, place_instances
+from gpuadmin.adapters._common import input_error, node_name_problem, place_instances
 from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.engine.mig import place
 from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog
@@ -128,6 +128,9 @@ def _node(item: Any, index: int, file: str, warnings: list[str]) -> Node:
     memory = _quantity(capacity.get("memory"))
     state: NodeState = "cordoned" if spec.get("unschedulable") is True else "ready"
     gpus = _gpus(name, labels, where, file, warnings)
+    problem = node_name_problem(name, "kubernetes", bool(gpus))
+    if problem is not None:
+        raise input_error(problem, file, path=(*where, "metadata", "name"))
     return Node(
         name=name,
         platform="baremetal",

@@ -28,6 +28,7 @@ import psutil
 from gpuadmin.adapters._common import (
     ImportResult,
     NoDriverError,
+    check_given_node_name,
     derive_mig_profile,
     input_error,
     place_instances,
@@ -255,8 +256,11 @@ def import_local(
     cpus = psutil.cpu_count(logical=False) or psutil.cpu_count() or os.cpu_count() or 1
     memory_gib = max(1, round(psutil.virtual_memory().total / (1 << 30)))
     rdma = _rdma(Path(sys_root), rdma_network, warnings)
+    name = node_name or socket.gethostname().split(".")[0]
+    check_given_node_name(name, orchestrator, bool(gpus), "--node" if node_name else
+                          f"the host name {name!r} (give the node's name with --node)")
     node = Node(
-        name=node_name or socket.gethostname().split(".")[0],
+        name=name,
         platform=platform,
         orchestrator=orchestrator,
         cpus=cpus,

@@ -29,6 +29,7 @@ from xml.parsers import expat
 
 from gpuadmin.adapters._common import (
     ImportResult,
+    check_given_node_name,
     derive_mig_profile,
     input_error,
     mig_slice_options,
@@ -396,6 +397,7 @@ def parse_nvidia_smi(
         )
     memory: dict[int, int] = {}
     gpus = [_gpu(element, index, parsed, file, warnings, memory) for index, element in enumerate(elements)]
+    check_given_node_name(node_name, orchestrator, bool(gpus), "--node")
     node = Node(name=node_name, platform=platform, orchestrator=orchestrator, gpus=gpus, nvlink=_nvlink(elements))
     return ImportResult(node, warnings, memory)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuadmin.errors import ExitCode
+from gpuadmin.render.text import safe
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
@@ -54,7 +55,7 @@ def _plan(args: argparse.Namespace, ctx: Context) -> int:
     show(plan, args.output)
     if args.save is not None:
         service.save_plan(plan, args.save)
-        sys.stderr.write(f"gpuadmin: plan saved to {args.save}\n")
+        sys.stderr.write(f"gpuadmin: plan saved to {safe(args.save)}\n")
     return ExitCode.OK if plan.allowed else ExitCode.REFUSED
 
 
@@ -115,7 +116,7 @@ def _reverse(args: argparse.Namespace, ctx: Context) -> int:
     service = ctx.service()
     service.lock_wait = args.wait
     reversal = service.undo(args.to) if args.command == "undo" else service.redo()
-    sys.stderr.write(f"gpuadmin: {reversal.description}\n")
+    sys.stderr.write(f"gpuadmin: {safe(reversal.description)}\n")
     return submit(service, reversal.plan, yes=args.yes, fmt=args.output, intent=reversal.intent,
                   verb="undone" if args.command == "undo" else "redone")
 

@@ -20,8 +20,10 @@ if TYPE_CHECKING:
 
 
 def _warn(warnings: list[str]) -> None:
-    for warning in warnings:
-        sys.stderr.write(f"gpuadmin: warning: {warning}\n")
+    from gpuadmin.render.text import safe
+
+    for warning in warnings:  # they name nodes, jobs and products as the inventory or the source spells them
+        sys.stderr.write(f"gpuadmin: warning: {safe(warning)}\n")
 
 
 def _host(args: argparse.Namespace) -> tuple[Platform, Orchestrator]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuadmin.errors import ExitCode
+from gpuadmin.render.text import safe
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
@@ -29,12 +30,12 @@ def _init(args: argparse.Namespace, ctx: Context) -> int:
         raise InputError([Diagnostic("--group and --no-others go with --shared")])
     revision = Service.init(state_dir, args.source, role=ctx.requested_role, force=args.force,
                             shared_group=args.group, others_read=not args.no_others)
-    sys.stderr.write(f"gpuadmin: state created at {state_dir} (revision {revision})\n")
+    sys.stderr.write(safe(f"gpuadmin: state created at {state_dir} (revision {revision})") + "\n")
     if args.shared:
         decision = ctx.decision()
-        sys.stderr.write(f"gpuadmin: shared with group {args.group}"
-                         f"{'' if args.no_others else '; other users may read it (viewers)'}; "
-                         f"your role on it: {decision.role} ({decision.why}, from {decision.source})\n")
+        sys.stderr.write(safe(f"gpuadmin: shared with group {args.group}"
+                              f"{'' if args.no_others else '; other users may read it (viewers)'}; "
+                              f"your role on it: {decision.role} ({decision.why}, from {decision.source})") + "\n")
     return ExitCode.OK
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuadmin.errors import ExitCode
+from gpuadmin.render.text import safe
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
@@ -48,7 +49,7 @@ def _tui(args: argparse.Namespace, ctx: Context) -> int:
         ctx.role = "viewer"
     notice = first_run_state(ctx)
     if notice is not None:
-        sys.stderr.write(f"gpuadmin: {notice}\n")
+        sys.stderr.write(f"gpuadmin: {safe(notice)}\n")
     service = ctx.service()
 
     from gpuadmin.tui.app import GpuadminApp
@@ -56,7 +57,7 @@ def _tui(args: argparse.Namespace, ctx: Context) -> int:
     app = GpuadminApp(service, theme=args.theme, view=args.view, notice=notice, color=ctx.color)
     if args.screenshot is not None:
         path = app.save_screenshot_headless(args.screenshot, size=(args.width, args.height))
-        sys.stderr.write(f"gpuadmin: screenshot saved to {path}\n")
+        sys.stderr.write(f"gpuadmin: screenshot saved to {safe(path)}\n")
         return ExitCode.OK
     app.run()
     return app.return_code or ExitCode.OK

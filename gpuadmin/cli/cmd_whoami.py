@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from gpuadmin.errors import ExitCode
+from gpuadmin.render.text import safe
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
@@ -57,7 +58,7 @@ def _whoami(args: argparse.Namespace, ctx: Context) -> int:
                      f"your access: {data['access']})")
     else:
         lines.append(f"inventory {data['inventory']} (in memory)")
-    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    sys.stdout.write("".join(f"{safe(line)}\n" for line in lines))  # user and group names are the system's
     return ExitCode.OK
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuadmin import __version__
+from gpuadmin.cli.terminal import TerminalSafeStream
 from gpuadmin.errors import ExitCode, GpuadminError
 
 if TYPE_CHECKING:
@@ -83,8 +84,10 @@ class Context:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        from gpuadmin.render.text import safe
+
         self.print_usage(sys.stderr)
-        sys.stderr.write(f"gpuadmin: error: {message}\n")
+        sys.stderr.write(f"gpuadmin: error: {safe(message)}\n")  # it quotes the arguments as given
         raise SystemExit(ExitCode.BAD_INPUT)
 
 
@@ -110,8 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def report(error: GpuadminError) -> ExitCode:
-    """The one place a failure becomes text on stderr and an exit code."""
-    sys.stderr.write("".join(f"{line}\n" for line in error.lines()))
+    """The one place a failure becomes text on stderr and an exit code, every line escaped."""
+    from gpuadmin.render.text import safe_lines
+
+    sys.stderr.write("".join(f"{safe_lines(line)}\n" for line in error.lines()))
     return error.exit_code
 
 
@@ -136,6 +141,7 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):  # a name in a non-UTF-8 terminal prints escaped, never crashes
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    sys.stderr = TerminalSafeStream(sys.stderr)
     try:
         code = run(sys.argv[1:])
     except KeyboardInterrupt:

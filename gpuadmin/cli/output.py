@@ -1,4 +1,9 @@
-"""Output formats of `get` and friends: table, wide, json, yaml, name. Data to stdout only."""
+"""Output formats of `get` and friends: table, wide, json, yaml, name. Data to stdout only.
+
+Every format passes its text through `gpuadmin.render.text.safe`: a table cell or a name as a visible escape
+(`\x1b`), a JSON or YAML document with that format's own escapes (`\u001b`, `\u202e`), so that it still reads
+back to the exact names it holds. Diagnostics go to stderr through `TerminalSafeStream`.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from gpuadmin.render.text import cell_text, safe
+from gpuadmin.render.text import cell_text, needs_escaping, safe
 
 MIN_WIDTH = 8  # a truncated column keeps at least this much (or its header)
 
@@ -71,7 +76,8 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: TextIO | 
 
 
 def as_json(data: Any, out: TextIO | None = None) -> None:
-    (out or sys.stdout).write(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+    (out or sys.stdout).write(safe(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False), document=True)
+                              + "\n")
 
 
 def json_list(head: dict[str, Any], key: str, items: Iterable[Any], out: TextIO | None = None) -> None:
@@ -80,11 +86,11 @@ def json_list(head: dict[str, Any], key: str, items: Iterable[Any], out: TextIO 
     out = out or sys.stdout
     out.write("{\n")
     for name, value in head.items():
-        out.write(f"  {json.dumps(name)}: {indented_json(value, '  ')},\n")
+        out.write(f"  {json.dumps(name)}: {safe(indented_json(value, '  '), document=True)},\n")
     out.write(f"  {json.dumps(key)}: [")
     first = True
     for item in items:
-        out.write(("\n    " if first else ",\n    ") + indented_json(item, "    "))
+        out.write(("\n    " if first else ",\n    ") + safe(indented_json(item, "    "), document=True))
         first = False
     out.write("]\n}\n" if first else "\n  ]\n}\n")
 
@@ -163,7 +169,7 @@ def yaml_list(head: dict[str, Any], key: str, items: Iterable[Any], out: TextIO 
 
     def write(data: Any) -> None:
         nonlocal open_ended
-        text = yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, default_flow_style=False)
+        text = _yaml_text(yaml.dump, data)
         if text.endswith("\n...\n"):
             open_ended = True
             text = text.removesuffix("...\n")
@@ -183,24 +189,31 @@ def yaml_list(head: dict[str, Any], key: str, items: Iterable[Any], out: TextIO 
 
 
 class _BlockDumper(yaml.CSafeDumper):
-    """Multi-line strings as block scalars (`|-`), as NVIDIA's own ConfigMap examples write a config."""
+    """Multi-line strings as block scalars (`|-`), as NVIDIA's own ConfigMap examples write a config; text that
+    holds a character a terminal would act on in a double-quoted scalar, the one style with escapes."""
 
 
 def _str(dumper: _BlockDumper, value: str) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+    style = '"' if needs_escaping(value) else "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
 _BlockDumper.add_representer(str, _str)
 
 
+def _yaml_text(dump: Callable[..., str], data: Any) -> str:
+    """YAML text with no raw terminal escape: libyaml escapes the C0 and C1 controls of a double-quoted scalar
+    but writes the bidi controls as they are (they are printable to YAML); `safe` escapes those."""
+    text = dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return safe(text, document=True)
+
+
 def as_yaml(data: Any, out: TextIO | None = None) -> None:
-    (out or sys.stdout).write(yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True,
-                                        default_flow_style=False))
+    (out or sys.stdout).write(_yaml_text(yaml.dump, data))
 
 
 def yaml_documents(items: list[Any], out: TextIO | None = None) -> None:
-    (out or sys.stdout).write(yaml.dump_all(items, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True,
-                                            default_flow_style=False))
+    (out or sys.stdout).write(_yaml_text(yaml.dump_all, items))
 
 
 def names(kind: str, values: Iterable[str], out: TextIO | None = None) -> None:

@@ -4,15 +4,22 @@ Pure functions of the before/after of each node. MIG lines use the catalog's nvi
 GIs are created largest first, the order in which the driver's greedy placement reproduces a valid
 layout (mig-parted retries orderings for the same reason). Kubernetes nodes get the GPU Operator's
 labels instead of hand-run MIG lines being the only route.
+
+Operators pipe these lines into `sh`, so every value taken from an inventory is one shell word
+(`shlex.quote`), passed after `--` where it is an operand (a name is never read as an option), and comments
+never hold a line break. The model refuses Kubernetes node names that Kubernetes could not hold; the quoting
+holds even for a state written before that check.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.mig import compute_slices_of
 from gpuadmin.model import Gpu, Node
+from gpuadmin.model.inventory import NODE_CONFIG_PREFIX
 
 if TYPE_CHECKING:
     from gpuadmin.engine.planner import EntityDiff
@@ -21,7 +28,7 @@ if TYPE_CHECKING:
 
 def mig_config_name(node: str) -> str:
     """The mig-parted config gpuadmin exports for a node (`gpuadmin export mig-parted`)."""
-    return f"gpuadmin-{node}"
+    return f"{NODE_CONFIG_PREFIX}{node}"
 
 
 #: nvidia-smi compute-instance profile ID by compute slices: NVML's CI profile constants (1_SLICE=0, 2=1, 3=2,
@@ -42,7 +49,7 @@ def _mig_create(gpu: Gpu) -> list[str]:
                      key=lambda pi: (-pi[0].memory_slices, -pi[0].compute_slices, pi[1].start or 0))
     ids = ",".join(str(p.profile_id) for p, _ in ordered)
     where = " ".join(f"{i.profile}@{i.start}" for _, i in ordered)
-    out = [f"nvidia-smi mig -i {gpu.index} -cgi {ids} -C  # {where}"]
+    out = [f"nvidia-smi mig -i {gpu.index} -cgi {ids} -C  {_comment(where)}"]
     for profile, instance in ordered:
         if not instance.split or instance.start is None:
             continue
@@ -51,11 +58,12 @@ def _mig_create(gpu: Gpu) -> list[str]:
         ci_ids = [CI_PROFILE_IDS.get(s) for s in slices if s is not None]
         if len(ci_ids) != len(cis) or None in ci_ids:
             continue  # mig.compute-instances refuses such a split; nothing runnable to print
+        # the profile name is the catalog's (the inventory's spelling only selected it) and the start a number
         gi = (f"$(nvidia-smi mig -i {gpu.index} -lgi | awk '$4==\"{profile.name}\" && "
               f"$7==\"{instance.start}:{profile.memory_slices}\" {{print $6}}')")
         out.append(f"GI={gi}; nvidia-smi mig -i {gpu.index} -gi \"$GI\" -dci && nvidia-smi mig -i {gpu.index} "
-                   f"-gi \"$GI\" -cci {','.join(str(i) for i in ci_ids)}  # {', '.join(cis)} in "
-                   f"{profile.name}@{instance.start}")
+                   f"-gi \"$GI\" -cci {','.join(str(i) for i in ci_ids)}  "
+                   + _comment(f"{', '.join(cis)} in {profile.name}@{instance.start}"))
     return out
 
 
@@ -82,10 +90,18 @@ def _gpu_commands(node: Node, before: Gpu | None, after: Gpu | None) -> list[str
     return out
 
 
-def _label(node: str, key: str, value: str | None) -> str:
-    if value is None:
-        return f"kubectl label node {node} {key}-"
-    return f"kubectl label node {node} {key}={value} --overwrite"
+def _comment(text: str) -> str:
+    """A shell comment of one line: a line break in a name would end the comment and start a command."""
+    return "# " + " ".join(text.splitlines())
+
+
+def _kubectl(*words: str, operands: tuple[str, ...]) -> str:
+    """A kubectl line: its own words, then `--` and the operands, each one shell word."""
+    return " ".join(("kubectl", *words, "--", *map(shlex.quote, operands)))
+
+
+def _label(node: str, key: str, value: str) -> str:
+    return _kubectl("label", "--overwrite", "node", operands=(node, f"{key}={value}"))
 
 
 def _replicas(node: Node) -> str:
@@ -101,9 +117,10 @@ def _sharing_note(node: Node) -> str:
     """Dynamic sharing changes nothing on the node: KAI/Run:ai fractions are a scheduler matter, so the plan says
     so as a comment rather than inventing a command."""
     state = f"on ({node.sharing.reserved_gib:g} GiB reserved per GPU)" if node.sharing is not None else "off"
-    return (f"# dynamic sharing {state}: nothing to run on {node.name}; fractions on whole GPUs are a scheduler "
-            "setting (KAI: helm --set global.gpuSharing=true, cluster-wide), and gpuadmin binds them to this "
-            "node's full GPUs only while it shares (`gpuadmin export pods` writes their gpu-fraction pods)")
+    return _comment(f"dynamic sharing {state}: nothing to run on {node.name}; fractions on whole GPUs are a "
+                    "scheduler setting (KAI: helm --set global.gpuSharing=true, cluster-wide), and gpuadmin binds "
+                    "them to this node's full GPUs only while it shares (`gpuadmin export pods` writes their "
+                    "gpu-fraction pods)")
 
 
 def _node_commands(before: Node | None, after: Node) -> list[str]:
@@ -129,17 +146,18 @@ def _node_commands(before: Node | None, after: Node) -> list[str]:
         if sharing_changed or mig_changed:
             # every GPU node has its own device-plugin config (`gpuadmin export device-plugin`): MIG nodes
             # need their migStrategy even without sharing
-            out.append(f"gpuadmin export device-plugin | kubectl apply -f -  # {_replicas(after)}")
-            out.append(_label(after.name, "nvidia.com/device-plugin.config", f"gpuadmin-{after.name}"))
+            out.append(f"gpuadmin export device-plugin | kubectl apply -f -  {_comment(_replicas(after))}")
+            out.append(_label(after.name, "nvidia.com/device-plugin.config", mig_config_name(after.name)))
         if (before.sharing if before is not None else None) != after.sharing:
             out.append(_sharing_note(after))
         if before is not None and before.state != after.state:
             if after.state == "cordoned":
-                out.append(f"kubectl cordon {after.name}")
+                out.append(_kubectl("cordon", operands=(after.name,)))
             elif after.state == "draining":
-                out.append(f"kubectl drain {after.name} --ignore-daemonsets --delete-emptydir-data")
+                out.append(_kubectl("drain", "--ignore-daemonsets", "--delete-emptydir-data",
+                                    operands=(after.name,)))
             elif after.state == "ready":
-                out.append(f"kubectl uncordon {after.name}")
+                out.append(_kubectl("uncordon", operands=(after.name,)))
     return out
 
 

@@ -24,6 +24,7 @@ from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target, target_of
 from gpuadmin.engine.state import ClusterState, EntityKind, View
 from gpuadmin.model import DynamicSharing, Gpu, Job, Node, Queue, VGpu
+from gpuadmin.model.inventory import STORED
 
 # Checks the planner makes while applying a change to the view, before the rules run. Their ids share
 # the rules' namespace and are listed with them in docs/rules.md.
@@ -608,5 +609,5 @@ def inverse(diffs: Iterable[EntityDiff]) -> list[ch.Change]:
             value[d.kind] = d.before
             if d.after is None and d.seq is not None:
                 value["seq"] = d.seq
-        out.append(ch.Restore.model_validate(value, strict=False))
+        out.append(ch.Restore.model_validate(value, strict=False, context=STORED))
     return out

@@ -7,9 +7,10 @@ needs the catalog; the models here check only what one object can know about its
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -21,6 +22,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
 from gpuadmin.catalog import get_catalog
 
@@ -57,6 +59,37 @@ def _timestamp(value: object) -> object:
 Timestamp = Annotated[
     datetime, BeforeValidator(_timestamp), PlainSerializer(datetime.isoformat, return_type=str)
 ]
+
+
+#: Kubernetes node names are DNS-1123 subdomains (`IsDNS1123Subdomain`): lower-case alphanumeric labels of
+#: `a-z0-9-`, each starting and ending alphanumeric, joined by dots, at most 253 characters in all.
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+#: gpuadmin names a Kubernetes GPU node's device-plugin and mig-parted configs `gpuadmin-NAME` and labels the
+#: node with that name (`nvidia.com/device-plugin.config`, `nvidia.com/mig.config`): a label value holds at
+#: most 63 characters.
+NODE_CONFIG_PREFIX = "gpuadmin-"
+LABEL_VALUE_MAX = 63
+
+#: The validation context of values gpuadmin wrote itself (a state's rows, the journal's before and after):
+#: the name rule, younger than some states, is not applied to them, so a state that holds such a name still
+#: opens and undoes (and its node commands quote the name). Everything that comes in is checked.
+STORED: dict[str, Any] = {"stored": True}
+
+
+def kubernetes_node_name_problem(name: str, has_gpus: bool) -> str | None:
+    """Why Kubernetes could not hold a node of this name (or gpuadmin could not label it); None when it can.
+
+    It is refused wherever a Kubernetes node comes in (inventory, change file, import), so that the `kubectl`
+    lines of a plan name nodes that exist; the lines quote every name all the same."""
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        return (f"{name!r} is not a Kubernetes node name: it must be a DNS-1123 subdomain (lower-case letters, "
+                "digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)")
+    longest = LABEL_VALUE_MAX - len(NODE_CONFIG_PREFIX)
+    if has_gpus and len(name) > longest:
+        return (f"the name of a Kubernetes GPU node must be at most {longest} characters (it has {len(name)}): "
+                f"gpuadmin labels the node with the value {NODE_CONFIG_PREFIX}NAME, and a Kubernetes label value "
+                f"holds at most {LABEL_VALUE_MAX}")
+    return None
 
 
 class StrictModel(BaseModel):
@@ -228,6 +261,18 @@ class Node(StrictModel):
                 "device groups or vGPUs)"
             )
         return orchestrator
+
+    @model_validator(mode="after")
+    def _kubernetes_node_name(self, info: ValidationInfo) -> Node:
+        if not self.kubernetes or (info.context or {}).get("stored"):
+            return self
+        problem = kubernetes_node_name_problem(self.name, bool(self.gpus))
+        if problem is not None:
+            # raised as the `name` field's error, so that the diagnostic points at the name in the file
+            error = PydanticCustomError("kubernetes_node_name", "{problem}", {"problem": problem})
+            raise ValidationError.from_exception_data(
+                type(self).__name__, [InitErrorDetails(type=error, loc=("name",), input=self.name)])
+        return self
 
     @property
     def kubernetes(self) -> bool:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from gpuadmin.engine.state import ClusterState, GpuKey, View, job_gpu_keys
 from gpuadmin.model import Inventory, Job, Node, Queue, Request
+from gpuadmin.model.inventory import STORED
 from gpuadmin.store.errors import (
     LockHolder,
     StaleRevision,
@@ -364,7 +365,8 @@ class Store:
         try:
             # in chunks: one joined string of 100,000 rows and all its models at once is the load's peak
             for chunk in range(0, len(rows.data), _CHUNK):
-                part = adapter.validate_json("[" + ",".join(rows.data[chunk : chunk + _CHUNK]) + "]")
+                part = adapter.validate_json("[" + ",".join(rows.data[chunk : chunk + _CHUNK]) + "]",
+                                             context=STORED)
                 models += compact(part) if compact is not None else part
         except ValidationError as exc:
             first = exc.errors()[0]

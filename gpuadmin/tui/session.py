@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from gpuadmin.errors import GpuadminError
+from gpuadmin.render.text import safe_lines
 from gpuadmin.service import Moved, NotPermitted, Service, Table, check_action
 
 T = TypeVar("T")
@@ -68,8 +69,9 @@ class Session:
 
 
 def error_lines(error: GpuadminError) -> str:
-    """An error as the console shows it: the CLI's lines, less the program name."""
-    return "\n".join(line.removeprefix("gpuadmin: ") for line in error.lines())
+    """An error as the console shows it: the CLI's lines, less the program name, each escaped as on stderr (a
+    lock holder's text or a file name is anyone's)."""
+    return "\n".join(safe_lines(line.removeprefix("gpuadmin: ")) for line in error.lines())
 
 
 __all__ = ["Session", "error_lines"]

@@ -72,8 +72,11 @@ def test_tables_fit_the_terminal_and_piped_output_stays_whole() -> None:
 
 def test_a_non_utf8_stdout_does_not_crash(tmp_path: Path) -> None:
     inventory = tmp_path / "unicode.yaml"
-    inventory.write_text(OCI.read_text(encoding="utf-8").replace("gpu-h100-06", "gpu-h100-06-Ωμέγα"),
-                         encoding="utf-8")
+    # Kubernetes could not hold that name (DNS-1123): the node is one nothing schedules pods on
+    unicode = OCI.read_text(encoding="utf-8").replace("gpu-h100-06", "gpu-h100-06-Ωμέγα")
+    kubernetes = "name: gpu-h100-06-Ωμέγα\n    platform: baremetal\n    orchestrator: kubernetes\n"
+    assert kubernetes in unicode
+    inventory.write_text(unicode.replace(kubernetes, kubernetes.replace("kubernetes", "none")), encoding="utf-8")
     bad = tmp_path / "bad.yaml"
     bad.write_text("changes: [{op: set-mig, node: gpu-h100-06-Ωμέγα, gpu: 1, instances: [{profile: 3g.45gb}]}]\n",
                    encoding="utf-8")

@@ -66,9 +66,9 @@ SET_MIG_COMMANDS = {
     "kubernetes": [
         "gpuadmin export mig-parted | kubectl -n gpu-operator create configmap gpuadmin-mig-parted-config "
         "--from-file=config.yaml=/dev/stdin --dry-run=client -o yaml | kubectl apply -f -",
-        "kubectl label node gpu-h100-12 nvidia.com/mig.config=gpuadmin-gpu-h100-12 --overwrite",
+        "kubectl label --overwrite node -- gpu-h100-12 nvidia.com/mig.config=gpuadmin-gpu-h100-12",
         "gpuadmin export device-plugin | kubectl apply -f -  # no time-slicing",
-        "kubectl label node gpu-h100-12 nvidia.com/device-plugin.config=gpuadmin-gpu-h100-12 --overwrite",
+        "kubectl label --overwrite node -- gpu-h100-12 nvidia.com/device-plugin.config=gpuadmin-gpu-h100-12",
     ],
     "none": ["nvidia-smi -i 2 -mig 1", "nvidia-smi mig -i 2 -cgi 5,9 -C  # 4g.40gb@0 3g.40gb@4"],
 }
@@ -171,7 +171,7 @@ def test_kubernetes_nodes_get_operator_labels_not_nvidia_smi_lines() -> None:
     assert result.allowed, result.violations
     lines = result.commands["hgx-h200-01"]
     assert not any(line.startswith("nvidia-smi") for line in lines), "mig-manager applies MIG on Kubernetes"
-    assert "kubectl label node hgx-h200-01 nvidia.com/mig.config=gpuadmin-hgx-h200-01 --overwrite" in lines
+    assert "kubectl label --overwrite node -- hgx-h200-01 nvidia.com/mig.config=gpuadmin-hgx-h200-01" in lines
     assert any("nvidia.com/gpu x4 on GPU 7" in line for line in lines)
-    assert lines[-1] == ("kubectl label node hgx-h200-01 nvidia.com/device-plugin.config=gpuadmin-hgx-h200-01 "
-                         "--overwrite")
+    assert lines[-1] == ("kubectl label --overwrite node -- hgx-h200-01 "
+                         "nvidia.com/device-plugin.config=gpuadmin-hgx-h200-01")

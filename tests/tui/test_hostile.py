@@ -12,12 +12,13 @@ import pytest
 
 from gpuadmin.render.text import safe
 from gpuadmin.service import Service
-from gpuadmin.store import load_inventory
+from gpuadmin.store import LockHeld, LockHolder, load_inventory
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.help import HelpScreen
 from gpuadmin.tui.screens.listing import ListingScreen
 from gpuadmin.tui.screens.node import NodeScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
+from gpuadmin.tui.session import error_lines
 from tests.tui.tuikit import (
     HOSTILE,
     command,
@@ -275,3 +276,13 @@ async def test_forms_over_hostile_names(hostile_state: Path) -> None:
         await press(pilot, "escape")
         assert isinstance(app.screen, ListingScreen) and app.is_running
     assert Service(state_dir=hostile_state).revision() == 0
+
+
+def test_an_error_naming_hostile_text_is_escaped_in_a_notification() -> None:
+    """The lock file is anyone's to write: its holder's text reaches a notification escaped, as on stderr."""
+    holder = LockHolder(actor="\x1b]52;c;cHduZWQ=\x07mallory", uid=1000, pid=1, host="\x1b[2Jbastion",
+                        command="gpuadmin apply \u202eevil\x9b", since="2026-12-03T10:00:00Z")
+    shown = error_lines(LockHeld(holder))
+    assert not RAW.findall(shown)
+    assert shown == (r"conflict: state is locked by \x1b]52;c;cHduZWQ=\x07mallory (pid 1 on \x1b[2Jbastion, "
+                     r"gpuadmin apply \u202eevil\x9b, since 10:00:00Z)")
