@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -96,10 +95,10 @@ def test_cli_writes_a_loadable_file(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.slow
-def test_full_size_is_fast(tmp_path: Path) -> None:
-    t0 = time.perf_counter()
+def test_full_size_generates(tmp_path: Path) -> None:
+    """The 1,024-node / 100,000-job size writes a file (its time is bench/'s business, not a test's)."""
     assert main(["--nodes", "1024", "--jobs", "100000", "-o", str(tmp_path / "big.yaml")]) == 0
-    assert time.perf_counter() - t0 < 20  # ~4 s on the 2-core CI box; generous for a loaded machine
+    assert (tmp_path / "big.yaml").stat().st_size > 0
 
 
 def test_sharing_variant_shares_full_gpus_and_passes_every_rule() -> None:
