@@ -43,7 +43,7 @@ from gpuadmin.store import (
     load_model_file,
     login_identity,
 )
-from gpuadmin.store.changes_io import load_changes
+from gpuadmin.store.changes_io import load_changes, located_in
 from gpuadmin.store.roles import ROLES, Role, RoleDecision, lower, role_ceiling
 from gpuadmin.store.shared import make_shared_dir
 from gpuadmin.store.state_db import Outcome, Verdict
@@ -327,10 +327,15 @@ class Service:
             raise InputError([Diagnostic(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}")
                               for e in exc.errors()]) from exc
 
-    def plan(self, changes: Sequence[ch.Change], released: Mapping[str, frozenset[SlotKey]] | None = None) -> Plan:
-        """`released`: only for an undo or redo, the slots the entries it reverts released (`released_slots`)."""
+    def plan(self, changes: Sequence[ch.Change], released: Mapping[str, frozenset[SlotKey]] | None = None, *,
+             source: Path | None = None) -> Plan:
+        """`released`: only for an undo or redo, the slots the entries it reverts released (`released_slots`).
+        `source`: the change file the changes come from, so that a change found bad names its line:column."""
         check_action(self.role, "plan")
-        return plan(self.state, self._stamped(changes), released)
+        try:
+            return plan(self.state, self._stamped(changes), released)
+        except InputError as bad:
+            raise (located_in(bad, source) if source is not None else bad) from None
 
     def _stamped(self, changes: Sequence[ch.Change]) -> list[ch.Change]:
         """A submitted job without `owner` or `submitted` gets the submitter's login identity (the journal's

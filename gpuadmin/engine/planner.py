@@ -616,21 +616,25 @@ def plan(state: ClusterState, changes: Sequence[ch.Change],
 def _check_positions(view: View, changes: Sequence[ch.Change]) -> None:
     """A restore's `seq` puts a removed entity back at a free position of its table: two entities at one
     position is bad input (exit 2), not a rule. Judged once every change is applied, so that an undo which
-    removes the entity now there frees its position in the same plan. Costs a scan of the table only for a
-    plan that gives positions."""
-    wanted = view.seq_edits
-    if not wanted:
+    removes the entity now there frees its position in the same plan. One scan of a table, and only for a plan
+    that gives positions in it."""
+    if not view.seq_edits:
         return
+    at: dict[tuple[EntityKind, int], list[str]] = {}  # (kind, position) → who would be there
+    for (kind, name), seq in view.seq_edits.items():
+        at.setdefault((kind, seq), []).append(name)
     lookup = {"node": view.node, "job": view.job, "queue": view.queue}
-    for (kind, name), seq in wanted.items():
-        others = [other for other, at in view.base.seqs[kind].items()
-                  if at == seq and other != name and lookup[kind](other) is not None]
-        others += [other for (k, other), at in wanted.items() if k == kind and at == seq and other != name]
-        if others:
+    for kind in sorted({kind for kind, _ in view.seq_edits}):
+        for other, seq in view.base.seqs[kind].items():
+            if (kind, seq) in at and (kind, other) not in view.seq_edits and lookup[kind](other) is not None:
+                at[(kind, seq)].append(other)
+    for (kind, seq), holders in at.items():
+        if len(holders) > 1:
+            name, other = holders[0], holders[1]
             index = next(i for i, c in enumerate(changes)
                          if isinstance(c, ch.Restore) and c.kind == kind and c.name == name)
             raise InputError([Diagnostic(
-                f"restore of {kind} {name!r} puts it at position {seq}, which {kind} {others[0]!r} holds",
+                f"restore of {kind} {name!r} puts it at position {seq}, which {kind} {other!r} holds",
                 ("changes", index, "seq"),
                 hint="leave 'seq' out to put it at the end, or give a free position")])
 

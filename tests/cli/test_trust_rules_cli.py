@@ -146,6 +146,7 @@ def test_a_restore_at_a_taken_position_is_bad_input(state: Path, tmp_path: Path)
     code, _, err = _apply(state, changes, "--as-role", "admin")
     assert code == 2 and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and "position 1" in err and "queue 'q'" in err
+    assert "changes.yaml:2:" in err and "changes[0].seq" in err
     assert gpuadmin("--state", state, "get", "queues", "-o", "name").out.split() == ["queue/q"]
 
 
