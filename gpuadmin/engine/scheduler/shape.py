@@ -12,6 +12,7 @@ from typing import Literal
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.scheduler.fgd import TaskClass
 from gpuadmin.model import Job
+from gpuadmin.model.inventory import Isolation
 
 ShapeKind = Literal["gpus", "mig", "fraction", "memory"]
 
@@ -28,6 +29,7 @@ class Shape:
     nvlink: bool
     rdma: bool
     shared: bool  # `Job.shared`, the one notion of "this job may share" of the rules and the scheduler
+    isolation: Isolation | None  # as written, for explanations only: decisions follow `shared`
 
     @property
     def exclusive(self) -> bool:
@@ -93,4 +95,5 @@ def shape_of(job: Job) -> Shape:
         nvlink=req.nvlink,
         rdma=req.rdma,
         shared=job.shared,
+        isolation=job.isolation,
     )
