@@ -33,7 +33,8 @@ CHANGE_CHECKS: dict[str, str] = {
     "change.target-exists": "The node, GPU, VM, device group, job or queue a change names exists.",
     "change.unique-name": "A submitted job, added queue or added node does not reuse a name.",
     "change.fields": "A change's fields fit its operation (e.g. replicas only with time-sliced).",
-    "change.job-status": "Only pending or preempted jobs are bound; only running jobs are preempted.",
+    "change.job-status": "Only pending or preempted jobs are bound (by bind-job, or by a restore that runs a job, "
+                         "undo's own give-backs aside); only running jobs are preempted.",
     "change.in-use": "A queue with jobs or a node with running jobs is not removed.",
     "change.node-down": "A down node is not cordoned, drained or uncordoned: only repair-node (admin) brings it "
                         "back, recording the repair; repair-node applies only to a down node.",
@@ -504,6 +505,13 @@ def _restore(view: View, c: ch.Restore, touched: Touched) -> None:
                 touched.gpus |= {(node.name, g.index) for g in node.gpus}
         touched.nodes.add(c.name)
     elif c.kind == "job":
+        current = view.job(c.name)
+        if (c.job is not None and c.job.status == "running" and current is not None
+                and current.status not in ("pending", "preempted", "running") and c.name not in view.released):
+            # it amounts to a bind-job, which starts only a pending or preempted job
+            raise ChangeRefused("change.job-status", job_target(c.name),
+                                f"a restore would run job {c.name!r} again, which is {current.status}; only "
+                                "pending or preempted jobs are bound", "submit it again as a new job")
         view.put_job(c.name, c.job)
         touched.jobs.add(c.name)
     else:

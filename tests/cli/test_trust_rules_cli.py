@@ -38,6 +38,7 @@ jobs:
   - {name: np, queue: q, request: {gpus: 1}, preemptible: false, status: running, placement: [{node: n-ok, gpu: 0}]}
   - {name: p, queue: q, request: {gpus: 1}, status: running, placement: [{node: n-cord, gpu: 0}]}
   - {name: sel, queue: q, request: {gpus: 1}, node_selector: {pool: a}}
+  - {name: done, queue: q, request: {gpus: 1}, status: completed}
 """
 
 N_DOWN = ("{name: n-down, platform: baremetal, state: STATE, labels: {pool: b}, "
@@ -75,6 +76,14 @@ def test_a_restore_placing_a_job_is_judged_like_bind_job(state: Path, tmp_path: 
     assert code == 1
     assert "[node.no-new-placements] job/sel" in out and "[placement.node-affinity] job/sel" in out
     assert "status: running" not in gpuadmin("--state", state, "describe", "job", "sel").out
+
+
+def test_a_restore_cannot_run_a_completed_job_again(state: Path, tmp_path: Path) -> None:
+    """bind-job starts only a pending or preempted job; a restore that runs one is judged the same."""
+    changes = _changes(tmp_path, "{op: restore, kind: job, name: done, job: {name: done, queue: q, request: {gpus: 1}, "
+                                 "status: running, placement: [{node: n-ok, gpu: 1}]}}")
+    code, out, _ = _apply(state, changes)
+    assert code == 1 and "[change.job-status] job/done" in out
 
 
 def test_undo_gives_back_the_slots_its_entry_released_and_no_others(state: Path, tmp_path: Path) -> None:
