@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
-from gpuadmin.engine.planner import inverse, plan
+from gpuadmin.engine.planner import inverse, plan, released_slots
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.service import check_state
 from gpuadmin.store import load_inventory
@@ -117,11 +117,20 @@ def run_sequence(data: Any, steps: int) -> None:
         else:
             assert again.diff == [] or not again.allowed
 
-        undo = plan(state, inverse(result.diff))
+        undo_changes = inverse(result.diff)
+        undo = plan(state, undo_changes, released_slots(result.diff))
+        stopped = [v.target.removeprefix("job/") for v in undo.violations
+                   if v.rule == "placement.non-preemptible-kept"]
+        if stopped:  # undoing the bind of a non-preemptible job stops it: only an admin's override may
+            assert set(stopped) <= set(result.effects.bound), undo.violations
+            overrides: list[ch.Change] = [ch.PreemptJob(op="preempt-job", name=n, override=True, reason="undo")
+                                          for n in stopped]
+            undo = plan(state, overrides + undo_changes, released_slots(result.diff))
         assert undo.allowed, f"undo refused: {undo.violations}"
         state.commit(undo.view)
         assert snapshot(state) == before, "undo must restore the previous state exactly"
-        redo = plan(state, inverse([type(d)(d.kind, d.name, d.after, d.before) for d in result.diff]))
+        reverted = [type(d)(d.kind, d.name, d.after, d.before) for d in result.diff]
+        redo = plan(state, inverse(reverted), released_slots(reverted))
         state.commit(redo.view)
         assert snapshot(state) == after
 

@@ -508,7 +508,7 @@ class Explainer:
                 return None
             if not any(i.domain is not None for i in infos):
                 modes = "/".join(sorted({i.mode for i in infos}))
-                return f"{modes} only (job {'is exclusive' if shape.exclusive else 'takes whole GPUs'})"
+                return f"{modes} only (job {'is exclusive' if shape.isolation == 'exclusive' else 'takes whole GPUs'})"
             if shape.nvlink and g >= 2 and nc.free_whole(shape.model) >= g:
                 return f"no free NVLink domain of {g}"
             shared = sum(1 for i in infos if i.units.get(None) is not None and i.units[None].dynamic)
@@ -693,7 +693,7 @@ class Explainer:
             return _Finding(
                 "isolation",
                 f"no unshared {p} instance free; {shared_free} time-sliced {p} "
-                "instances have replicas left, but the job is isolation: exclusive",
+                "instances have replicas left, but the job is exclusive",
                 details,
                 remedy,
                 kind,

@@ -12,6 +12,7 @@ from typing import Literal
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.scheduler.fgd import TaskClass
 from gpuadmin.model import Job
+from gpuadmin.model.inventory import Isolation
 
 ShapeKind = Literal["gpus", "mig", "fraction", "memory"]
 
@@ -27,8 +28,13 @@ class Shape:
     model: str | None  # catalog name where the catalog knows it, else as written
     nvlink: bool
     rdma: bool
-    exclusive: bool
-    shared: bool
+    shared: bool  # `Job.shared`, the one notion of "this job may share" of the rules and the scheduler
+    isolation: Isolation | None  # as written, for explanations only: decisions follow `shared`
+
+    @property
+    def exclusive(self) -> bool:
+        """Never shares a slice: isolation: exclusive, or the default of a whole-GPU or MIG request."""
+        return not self.shared
 
     @property
     def gang(self) -> bool:
@@ -88,6 +94,6 @@ def shape_of(job: Job) -> Shape:
         model=canonical_model(req.model),
         nvlink=req.nvlink,
         rdma=req.rdma,
-        exclusive=job.isolation == "exclusive",
         shared=job.shared,
+        isolation=job.isolation,
     )
