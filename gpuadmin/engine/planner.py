@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
@@ -30,7 +30,8 @@ from gpuadmin.model import DynamicSharing, Gpu, Job, Node, Queue, VGpu
 CHANGE_CHECKS: dict[str, str] = {
     "change.target-exists": "The node, GPU, VM, device group, job or queue a change names exists.",
     "change.unique-name": "A submitted job, added queue or added node does not reuse a name.",
-    "change.fields": "A change's fields fit its operation (e.g. replicas only with time-sliced).",
+    "change.fields": "A change's fields fit its operation (e.g. replicas only with time-sliced), and it leaves "
+                     "every node valid as the inventory defines it (device groups only on vSphere hosts).",
     "change.job-status": "Only pending or preempted jobs are bound; only running jobs are preempted.",
     "change.in-use": "A queue with jobs or a node with running jobs is not removed.",
     "change.node-down": "A down node is not cordoned, drained or uncordoned: only repair-node (admin) brings it "
@@ -553,6 +554,26 @@ def _effects(view: View) -> Effects:
     return effects
 
 
+def _nodes_outside_schema(view: View) -> list[Violation]:
+    """Nodes the inventory schema itself would refuse. Handlers edit nodes with `model_copy`, which skips the
+    model's own checks, so a change could leave, say, device groups on a bare-metal node: a state that no longer
+    exports or reads back. Only edited nodes are re-read (a node is small; job and queue edits carry values the
+    change schema has validated)."""
+    out: list[Violation] = []
+    for name, node in view.node_edits.items():
+        if node is None:
+            continue
+        try:
+            Node.model_validate(node.model_dump(exclude_none=True))
+        except ValidationError as invalid:
+            problem = invalid.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            message = str(problem["msg"]).removeprefix("Value error, ")
+            out.append(Violation("change.fields", node_target(name),
+                                 f"the change leaves node {name} invalid: {where + ': ' if where else ''}{message}"))
+    return out
+
+
 def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
     view = View(state)
     touched = Touched()
@@ -562,6 +583,7 @@ def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
             _HANDLERS[type(change)](view, change, touched)
         except ChangeRefused as refused:
             refusals.append(refused.violation)
+    refusals += _nodes_outside_schema(view)
     violations = refusals + check(view, touched)
     diff = _diff(view)
     commands = node_commands(view, diff) if not violations else {}  # nothing to run for a refused plan

@@ -163,6 +163,26 @@ def test_device_groups_and_vm_attach_on_vsphere() -> None:
     assert vm.device_group is None
 
 
+def test_device_groups_on_a_bare_metal_node_are_refused_not_stored() -> None:
+    """Found by the state machine: set-device-groups on a bare-metal node was allowed, and the state it left
+    could no longer be turned into an inventory (`export inventory` crashed). A change may not leave a node that
+    the inventory schema refuses."""
+    state = oci()
+    before = state.to_inventory()
+    result = plan(state, changes({"op": "set-device-groups", "node": "gpu-h100-12",
+                                  "groups": [{"name": "dg-a", "gpus": [0, 1]}]}))
+    assert not result.allowed
+    assert [(v.rule, v.target) for v in result.violations] == [("change.fields", "node/gpu-h100-12")]
+    assert "need platform: vsphere" in result.violations[0].message
+    assert state.to_inventory() == before
+    # on a vSphere host the same change is judged by the device-group rules, not refused as invalid
+    vsphere = ClusterState.from_inventory(VSPHERE)
+    host = next(n for n in vsphere.nodes.values() if not n.device_groups and len(n.gpus) >= 2)
+    fine = plan(vsphere, changes({"op": "set-device-groups", "node": host.name,
+                                  "groups": [{"name": "dg-a", "gpus": [0, 1]}]}))
+    assert "change.fields" not in {v.rule for v in fine.violations}
+
+
 def test_kubernetes_nodes_get_operator_labels_not_nvidia_smi_lines() -> None:
     state = ClusterState.from_inventory(load_inventory(SAMPLES / "k8s-mixed.yaml"))
     result = plan(state, changes(
