@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,10 +19,10 @@ from typing import Any, Literal
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.mig import free_starts
-from gpuadmin.engine.planner import EntityDiff, Plan, inverse, plan
+from gpuadmin.engine.planner import EntityDiff, Plan, inverse, plan, released_slots
 from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.scheduler import Explanation, SchedulePlan, explain, schedule
-from gpuadmin.engine.state import ClusterState, View
+from gpuadmin.engine.state import ClusterState, SlotKey, View
 from gpuadmin.errors import ExitCode, GpuadminError
 from gpuadmin.model import Inventory, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
@@ -43,7 +43,7 @@ from gpuadmin.store import (
     load_model_file,
     login_identity,
 )
-from gpuadmin.store.changes_io import load_changes
+from gpuadmin.store.changes_io import load_changes, located_in
 from gpuadmin.store.roles import ROLES, Role, RoleDecision, lower, role_ceiling
 from gpuadmin.store.shared import make_shared_dir
 from gpuadmin.store.state_db import Outcome, Verdict
@@ -126,6 +126,8 @@ def check_action(role: Role, action: str, changes: Sequence[ch.Change] = (),
 def admin_reasons(changes: Sequence[ch.Change], diff: Sequence[EntityDiff] = ()) -> list[str]:
     """Why a plan needs an admin: its admin ops, else what its diff does to nodes and queues (empty: it doesn't)."""
     ops: list[str] = sorted({c.op for c in changes if c.op in _ADMIN_OPS})
+    if any(isinstance(c, ch.PreemptJob) and c.override for c in changes):
+        ops.append("preempt-job with override (of a non-preemptible job)")
     if ops:
         return ops
     verb = {"add": "adds", "remove": "removes", "modify": "changes"}
@@ -137,7 +139,13 @@ def admin_reasons(changes: Sequence[ch.Change], diff: Sequence[EntityDiff] = ())
             reasons.append(f"{verb[d.action]} node {d.name}")
         elif d.kind == "node" and _facts(d.before) != _facts(d.after):
             reasons.append(f"changes the inventory facts of node {d.name}")
+        elif d.kind == "node" and _down(d.before) and not _down(d.after):
+            reasons.append(f"brings node {d.name} back from down (what repair-node does)")
     return reasons[:3] + ([f"and {len(reasons) - 3} more"] if len(reasons) > 3 else [])
+
+
+def _down(node: dict[str, Any] | None) -> bool:
+    return node is not None and node.get("state") == "down"
 
 
 def _facts(node: dict[str, Any] | None) -> tuple[Any, ...]:
@@ -178,6 +186,8 @@ def confirmation(the_plan: Plan) -> Confirmation:
             what.append(f"removes {removed}")
         if any(c.op == "drain" for c in the_plan.changes):
             what.append("drains")
+        if the_plan.vgpus_lost:
+            what.append(f"takes {the_plan.vgpus_lost} vGPU(s) from their VMs")
         token = the_plan.confirmation_token
         return Confirmation(True, token, f"This plan {', '.join(what)}. Type {token!r} to apply: ")
     return Confirmation(False, "yes", "Apply this plan? [y/N] ")
@@ -317,9 +327,15 @@ class Service:
             raise InputError([Diagnostic(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}")
                               for e in exc.errors()]) from exc
 
-    def plan(self, changes: Sequence[ch.Change]) -> Plan:
+    def plan(self, changes: Sequence[ch.Change], released: Mapping[str, frozenset[SlotKey]] | None = None, *,
+             source: Path | None = None) -> Plan:
+        """`released`: only for an undo or redo, the slots the entries it reverts released (`released_slots`).
+        `source`: the change file the changes come from, so that a change found bad names its line:column."""
         check_action(self.role, "plan")
-        return plan(self.state, self._stamped(changes))
+        try:
+            return plan(self.state, self._stamped(changes), released)
+        except InputError as bad:
+            raise (located_in(bad, source) if source is not None else bad) from None
 
     def _stamped(self, changes: Sequence[ch.Change]) -> list[ch.Change]:
         """A submitted job without `owner` or `submitted` gets the submitter's login identity (the journal's
@@ -353,7 +369,7 @@ class Service:
                     self._rebase_or_refuse(the_plan, current, expected_hash, intent)
                 if self._state is None or self._state.revision != current:
                     self._state = None
-                fresh = plan(self.state, the_plan.changes)
+                fresh = plan(self.state, the_plan.changes, the_plan.released)
                 check_action(self.role, "apply", fresh.changes, fresh.diff)
                 if rebased and _what(fresh) != _what(the_plan):
                     message = (f"stale plan: it was made at revision {the_plan.base_revision}; at revision "
@@ -462,7 +478,8 @@ class Service:
                 first_before.setdefault(key, EntityDiff(raw["kind"], raw["name"], raw["before"], raw["after"],
                                                        raw.get("seq")))
         ids = [e.id for e in undone if e.id is not None]
-        return Reversal(self.plan(inverse(first_before.values())), {"undoes": ids},
+        diffs = list(first_before.values())
+        return Reversal(self.plan(inverse(diffs), released_slots(diffs)), {"undoes": ids},
                         "undo " + ", ".join(_entry_label(e) for e in reversed(undone)))
 
     def redo(self) -> Reversal:
@@ -475,7 +492,8 @@ class Service:
         again = [EntityDiff(raw["kind"], raw["name"], raw["after"], raw["before"], raw.get("seq"))
                  for raw in entry.diff or ()]
         assert entry.id is not None
-        return Reversal(self.plan(inverse(again)), {"redoes": entry.id}, f"redo {_entry_label(entry)}")
+        return Reversal(self.plan(inverse(again), released_slots(again)), {"redoes": entry.id},
+                        f"redo {_entry_label(entry)}")
 
     def _history(self) -> tuple[list[JournalEntry], list[JournalEntry]]:
         """The applied changes in effect (oldest first) and those undone that redo may bring back (the

@@ -87,6 +87,33 @@ def test_a_destructive_plan_needs_the_node_name_typed(state_dir: Path) -> None:
     assert not confirmation(service.plan(CORDON)).destructive
 
 
+def test_a_plan_that_takes_vgpus_away_needs_the_node_name_typed(tmp_path: Path) -> None:
+    """Issue 18, point 10: vGPUs removed explicitly (the only way a VM loses one) make the plan destructive."""
+    Service.init(tmp_path / "vsphere", SAMPLES / "vsphere-hgx.yaml")
+    service = Service(state_dir=tmp_path / "vsphere")
+    removal = service.plan([ch.RemoveVgpu(op="remove-vgpu", node="esx-vdi-01", gpu=2, vm=vm, profile="A40-24C")
+                            for vm in ("vdi-11", "vdi-12")])
+    asked = confirmation(removal)
+    assert removal.allowed and removal.destructive and asked.token == "esx-vdi-01"
+    assert "takes 2 vGPU(s) from their VMs" in asked.prompt
+    with pytest.raises(NotConfirmed):
+        service.submit(removal, confirmed="yes")
+    assert service.submit(removal, confirmed="esx-vdi-01") is not None
+
+
+def test_an_override_of_a_non_preemptible_job_needs_the_node_name_typed(state_dir: Path) -> None:
+    """Issue 18, point 11: the admin's override evicts, so it is confirmed by typing what it hits."""
+    admin = Service(state_dir=state_dir, role="admin")
+    job = next(j for j in admin.state.jobs.values() if j.status == "running" and not j.preemptible)
+    override = admin.plan([ch.PreemptJob(op="preempt-job", name=job.name, override=True, reason="INC-7: XID 79")])
+    assert override.allowed and confirmation(override).destructive
+    with pytest.raises(NotConfirmed):
+        admin.submit(override, confirmed="yes")
+    with pytest.raises(NotPermitted):
+        Service(state_dir=state_dir, role="operator").submit(override, confirmed=confirmation(override).token)
+    assert admin.submit(override, confirmed=confirmation(override).token) is not None
+
+
 def test_a_viewer_cannot_submit(state_dir: Path) -> None:
     viewer = Service(state_dir=state_dir, role="viewer")
     with pytest.raises(NotPermitted):

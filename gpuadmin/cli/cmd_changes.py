@@ -50,7 +50,7 @@ def _plan(args: argparse.Namespace, ctx: Context) -> int:
 
     style.configure(ctx.color)
     service = ctx.service()
-    plan = service.plan(service.load_changes(args.file))
+    plan = service.plan(service.load_changes(args.file), source=args.file)
     show(plan, args.output)
     if args.save is not None:
         service.save_plan(plan, args.save)
@@ -85,11 +85,12 @@ def submit(service: Service, plan: Plan, *, yes: bool, fmt: str, verb: str = "ap
     return ExitCode.OK
 
 
-def apply_changes(ctx: Context, service: Service, changes: list[Change], *, yes: bool, fmt: str) -> int:
+def apply_changes(ctx: Context, service: Service, changes: list[Change], *, yes: bool, fmt: str,
+                  source: Path | None = None) -> int:
     from gpuadmin.service import check_action
 
     check_action(ctx.role, "apply", changes)  # before anything is planned, locked or journaled
-    return submit(service, service.plan(changes), yes=yes, fmt=fmt)
+    return submit(service, service.plan(changes, source=source), yes=yes, fmt=fmt)
 
 
 def _apply(args: argparse.Namespace, ctx: Context) -> int:
@@ -104,7 +105,8 @@ def _apply(args: argparse.Namespace, ctx: Context) -> int:
     if args.plan is not None:
         plan, expected_hash = service.plan_saved(args.plan)
         return submit(service, plan, yes=args.yes, fmt=args.output, expected_hash=expected_hash)
-    return apply_changes(ctx, service, service.load_changes(args.file), yes=args.yes, fmt=args.output)
+    return apply_changes(ctx, service, service.load_changes(args.file), yes=args.yes, fmt=args.output,
+                         source=args.file)
 
 
 def _reverse(args: argparse.Namespace, ctx: Context) -> int:

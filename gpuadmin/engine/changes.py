@@ -24,6 +24,8 @@ from gpuadmin.model.inventory import (
     StrictModel,
 )
 
+MAX_SEQ = 2**63 - 1  # the largest position an entity's table holds (a SQLite INTEGER)
+
 
 class SetMig(StrictModel):
     """Enable MIG with exactly this layout; a missing `start` is chosen by the engine."""
@@ -171,10 +173,25 @@ class BindJob(StrictModel):
 
 
 class PreemptJob(StrictModel):
-    """Evict a running job; it is requeued with status `preempted`."""
+    """Evict a running job; it is requeued with status `preempted`.
+
+    A non-preemptible job is never preempted, short of an admin's explicit override: `override: true` with the
+    `reason` (journaled with the plan). Such a plan needs an admin and is destructive (typed confirmation).
+    """
 
     op: Literal["preempt-job"]
     name: Name
+    override: bool | None = None  # None, not False, by default: a plain preempt-job reads as it was written
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _override_has_reason(self) -> PreemptJob:
+        if self.override and not (self.reason or "").strip():
+            raise ValueError("override: true needs a 'reason' (it is journaled): why this non-preemptible job "
+                             "must stop")
+        if not self.override and self.reason is not None:
+            raise ValueError("'reason' goes with override: true (preempting a non-preemptible job)")
+        return self
 
 
 class SetQuota(StrictModel):
@@ -215,13 +232,18 @@ class Restore(StrictModel):
     node: Node | None = None
     job: Job | None = None
     queue: Queue | None = None
-    seq: Annotated[int, Field(ge=1)] | None = None  # where a removed entity goes back (FIFO order)
+    # where a removed entity goes back (FIFO order); a position SQLite can store
+    seq: Annotated[int, Field(ge=1, le=MAX_SEQ)] | None = None
 
     @model_validator(mode="after")
     def _value_matches_kind(self) -> Restore:
         given = [k for k in ("node", "job", "queue") if getattr(self, k) is not None]
         if given and given != [self.kind]:
             raise ValueError(f"restore of a {self.kind} takes only '{self.kind}'")
+        value = getattr(self, self.kind)
+        if value is not None and value.name != self.name:
+            raise ValueError(f"restore of {self.kind} {self.name!r} holds a {self.kind} named {value.name!r}: "
+                             "a restore puts back the entity it names")
         return self
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,8 @@ from gpuadmin.engine.commands import node_commands
 from gpuadmin.engine.mig import place
 from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target, target_of
-from gpuadmin.engine.state import ClusterState, EntityKind, View
+from gpuadmin.engine.state import ClusterState, EntityKind, SlotKey, View
+from gpuadmin.errors import Diagnostic, InputError
 from gpuadmin.model import DynamicSharing, Gpu, Job, Node, Queue, VGpu
 
 # Checks the planner makes while applying a change to the view, before the rules run. Their ids share
@@ -93,6 +95,9 @@ class Plan:
     hash: str
     view: View
     caused_by: dict[int, int] = field(default_factory=dict)  # violation index → the violation it follows from
+    # the slots an undo or redo gives back without the new-placement rules (see `released_slots`); a re-plan
+    # of this plan (apply, under the lock) passes them again
+    released: dict[str, frozenset[SlotKey]] = field(default_factory=dict)
 
     @property
     def allowed(self) -> bool:
@@ -104,10 +109,16 @@ class Plan:
 
     @property
     def destructive(self) -> bool:
-        """Stops running work or removes something: evictions, a drain, a removal. Such a plan is confirmed by
-        typing the name of what it hits, not by a yes."""
+        """Stops running work or removes something: evictions, a drain, a removal, a VM's vGPU taken away. Such a
+        plan is confirmed by typing the name of what it hits, not by a yes."""
         return (bool(self.effects.evicted) or any(d.action == "remove" for d in self.diff)
-                or any(c.op == "drain" for c in self.changes))
+                or any(c.op == "drain" for c in self.changes) or self.vgpus_lost > 0)
+
+    @property
+    def vgpus_lost(self) -> int:
+        """How many vGPUs the nodes this plan keeps lose (a removed node's go with it: that is a removal)."""
+        return sum((_vgpus(d.before) - _vgpus(d.after)).total() for d in self.diff
+                   if d.kind == "node" and d.action == "modify")
 
     @property
     def confirmation_token(self) -> str:
@@ -135,6 +146,12 @@ class Plan:
             "effects": self.effects.to_json(),
             "commands": self.commands,
         }
+
+
+def _vgpus(node: dict[str, Any] | None) -> Counter[tuple[int, str, str]]:
+    """A dumped node's vGPUs: (GPU index, VM, profile) → how many."""
+    return Counter((g["index"], v["vm"], v["profile"]) for g in (node or {}).get("gpus") or ()
+                   for v in g.get("vgpus") or ())
 
 
 def dump(model: BaseModel | None) -> dict[str, Any] | None:
@@ -292,6 +309,7 @@ def _remove_vgpu(view: View, c: ch.RemoveVgpu, touched: Touched) -> None:
         raise ChangeRefused("change.target-exists", gpu_target(c.node, c.gpu),
                             f"GPU has no vGPU {c.profile} for VM {c.vm!r}")
     _put_gpu(view, node, gpu.model_copy(update={"vgpus": vgpus}), touched)
+    view.remove_vgpus((node.name, gpu.index), [(c.vm, c.profile)])
     touched.nodes.add(node.name)
 
 
@@ -425,6 +443,8 @@ def _preempt(view: View, c: ch.PreemptJob, touched: Touched) -> None:
     job = _job(view, c.name)
     if job.status != "running":
         raise ChangeRefused("change.job-status", job_target(c.name), f"job {c.name!r} is not running")
+    if c.override:
+        view.overridden.add(job.name)  # placement.non-preemptible-kept lets it go; the service asks for an admin
     _evict(view, job, touched)
 
 
@@ -473,12 +493,13 @@ def _remove_node(view: View, c: ch.RemoveNode, touched: Touched) -> None:
 
 
 def _restore(view: View, c: ch.Restore, touched: Touched) -> None:
-    view.restored.add((c.kind, c.name))
     if c.seq is not None and view.seq_of(c.kind, c.name) is None:
         view.put_at(c.kind, c.name, c.seq)
     if c.kind == "node":
         before = view.node(c.name)
         view.put_node(c.name, c.node)
+        if before is not None and c.node is not None:
+            _restored_vgpus(view, before, c.node)
         for node in (before, c.node):
             if node is not None:
                 touched.gpus |= {(node.name, g.index) for g in node.gpus}
@@ -489,6 +510,19 @@ def _restore(view: View, c: ch.Restore, touched: Touched) -> None:
     else:
         view.put_queue(c.name, c.queue)
         touched.queues.add(c.name)
+
+
+def _restored_vgpus(view: View, before: Node, after: Node) -> None:
+    """A restore writes a node whole: a vGPU it leaves out is removed explicitly, as by remove-vgpu."""
+    for gpu in before.gpus:
+        kept = after.gpu(gpu.index)
+        lost = _vgpu_count(gpu) - (_vgpu_count(kept) if kept is not None else Counter())
+        if lost:
+            view.remove_vgpus((before.name, gpu.index), lost.elements())
+
+
+def _vgpu_count(gpu: Gpu) -> Counter[tuple[str, str]]:
+    return Counter((v.vm, v.profile) for v in gpu.vgpus or ())
 
 
 _HANDLERS: dict[type[BaseModel], Callable[[View, Any, Touched], None]] = {
@@ -574,8 +608,12 @@ def _nodes_outside_schema(view: View) -> list[Violation]:
     return out
 
 
-def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
+def plan(state: ClusterState, changes: Sequence[ch.Change],
+         released: Mapping[str, frozenset[SlotKey]] | None = None) -> Plan:
+    """`released`: the slots the journal entries an undo or redo reverts released, by job (`released_slots`);
+    none for any other plan, whose restores are judged like the forward changes they amount to."""
     view = View(state)
+    view.released = dict(released or {})
     touched = Touched()
     refusals: list[Violation] = []
     for change in changes:
@@ -584,6 +622,7 @@ def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
         except ChangeRefused as refused:
             refusals.append(refused.violation)
     refusals += _nodes_outside_schema(view)
+    _check_positions(view, changes)
     violations = refusals + check(view, touched)
     diff = _diff(view)
     commands = node_commands(view, diff) if not violations else {}  # nothing to run for a refused plan
@@ -593,7 +632,33 @@ def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
         "diff": [d.to_json() for d in diff],
     }).encode()).hexdigest()
     return Plan(state.revision, list(changes), violations, diff, _effects(view), commands, digest, view,
-                follow_ons(state, violations))
+                follow_ons(state, violations), dict(view.released))
+
+
+def _check_positions(view: View, changes: Sequence[ch.Change]) -> None:
+    """A restore's `seq` puts a removed entity back at a free position of its table: two entities at one
+    position is bad input (exit 2), not a rule. Judged once every change is applied, so that an undo which
+    removes the entity now there frees its position in the same plan. One scan of a table, and only for a plan
+    that gives positions in it."""
+    if not view.seq_edits:
+        return
+    at: dict[tuple[EntityKind, int], list[str]] = {}  # (kind, position) → who would be there
+    for (kind, name), seq in view.seq_edits.items():
+        at.setdefault((kind, seq), []).append(name)
+    lookup = {"node": view.node, "job": view.job, "queue": view.queue}
+    for kind in sorted({kind for kind, _ in view.seq_edits}):
+        for other, seq in view.base.seqs[kind].items():
+            if (kind, seq) in at and (kind, other) not in view.seq_edits and lookup[kind](other) is not None:
+                at[(kind, seq)].append(other)
+    for (kind, seq), holders in at.items():
+        if len(holders) > 1:
+            name, other = holders[0], holders[1]
+            index = next(i for i, c in enumerate(changes)
+                         if isinstance(c, ch.Restore) and c.kind == kind and c.name == name)
+            raise InputError([Diagnostic(
+                f"restore of {kind} {name!r} puts it at position {seq}, which {kind} {other!r} holds",
+                ("changes", index, "seq"),
+                hint="leave 'seq' out to put it at the end, or give a free position")])
 
 
 # A violation of one of these is a cause: on the same target, or on the jobs that held the GPU it hits, the
@@ -619,6 +684,24 @@ def follow_ons(state: ClusterState, violations: Sequence[Violation]) -> dict[int
                 for holder in state.holders.get((node, gpu), ()):
                     roots.setdefault(job_target(holder), i)
     return out
+
+
+def released_slots(diffs: Iterable[EntityDiff]) -> dict[str, frozenset[SlotKey]]:
+    """The slots each job held before these diffs and not after: what reverting them gives back. An undo (or a
+    redo) passes them to `plan`; they are the only placements a restore makes without the new-placement rules."""
+    out: dict[str, frozenset[SlotKey]] = {}
+    for d in diffs:
+        if d.kind == "job":
+            given_back = _held(d.before) - _held(d.after)
+            if given_back:
+                out[d.name] = frozenset(given_back)
+    return out
+
+
+def _held(job: dict[str, Any] | None) -> set[SlotKey]:
+    if job is None or job.get("status") != "running":
+        return set()
+    return {(s["node"], s["gpu"], s.get("mig_start")) for s in job.get("placement") or ()}
 
 
 def inverse(diffs: Iterable[EntityDiff]) -> list[ch.Change]:

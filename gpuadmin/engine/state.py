@@ -8,7 +8,8 @@ Models are treated as immutable values; an edit puts a new copy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
@@ -17,6 +18,7 @@ from gpuadmin.model import Inventory, Job, Node, Queue
 
 EntityKind = Literal["node", "job", "queue"]
 GpuKey = tuple[str, int]  # (node name, GPU index)
+SlotKey = tuple[str, int, int | None]  # (node name, GPU index, MIG start): one slot a job holds
 _T = TypeVar("_T")
 
 
@@ -138,8 +140,14 @@ class View:
         self._holder_edits: dict[GpuKey, set[str]] = {}
         self._usage_edits: dict[str, Usage | None] = {}
         self.seq_edits: dict[tuple[EntityKind, str], int] = {}  # positions restored by undo
-        # Entities put back as a journal recorded them (undo): what they hold is not a new placement.
-        self.restored: set[tuple[EntityKind, str]] = set()
+        # The slots, by job, that the journal entries an undo (or redo) reverts released: given back, they are
+        # not new placements. Everything else a restore places is judged like a bind-job.
+        self.released: dict[str, frozenset[SlotKey]] = {}
+        # Non-preemptible jobs an admin's preempt-job evicts with `override` (journaled with its reason).
+        self.overridden: set[str] = set()
+        # vGPUs the plan takes away explicitly (remove-vgpu, or a restore that writes the GPU without them), by
+        # GPU: (VM, profile) → how many. Any other vGPU a VM loses is a violation (vgpu.not-dropped).
+        self.vgpus_removed: dict[GpuKey, Counter[tuple[str, str]]] = {}
         self._queue_usage_edits: dict[str, Usage] = {}
 
     @property
@@ -225,6 +233,10 @@ class View:
 
     def put_node(self, name: str, node: Node | None) -> None:
         self.node_edits[name] = node
+
+    def remove_vgpus(self, key: GpuKey, vgpus: Iterable[tuple[str, str]]) -> None:
+        """Record vGPUs (VM, profile) this plan removes on purpose."""
+        self.vgpus_removed.setdefault(key, Counter()).update(vgpus)
 
     def put_queue(self, name: str, queue: Queue | None) -> None:
         self.queue_edits[name] = queue

@@ -35,6 +35,16 @@ def parse_changes(text: str | bytes, file: str = "<changes>") -> list[Change]:
     return validate_changes(load_yaml(text, file))
 
 
+def located_in(error: InputError, path: str | Path) -> InputError:
+    """A plan of this file's changes found them bad (a restore's position taken, say): its diagnostics, which
+    name a change by its path (`changes[2].seq`), with this file's line:column."""
+    if not any(d.file is None and d.path[:1] == ("changes",) for d in error.diagnostics):
+        return error
+    loaded = load_yaml_file(path)
+    return InputError([loaded.locate(d) if d.file is None and d.path[:1] == ("changes",) else d
+                       for d in error.diagnostics])
+
+
 def load_document(path: str | Path) -> tuple[Literal["inventory", "changes"], Inventory | list[Change]]:
     """An inventory or a change file, told apart by its top-level `changes` key."""
     loaded = load_yaml_file(path)

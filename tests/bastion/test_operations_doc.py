@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from gpuadmin.engine.changes import PreemptJob
 from gpuadmin.engine.planner import EntityDiff
 from gpuadmin.service import NotPermitted, check_action
 from gpuadmin.store.changes_io import OPS
@@ -55,6 +56,10 @@ def _probes() -> list[tuple[str, str, list[Any], list[EntityDiff]]]:
         ("a plan that changes a node's inventory facts (platform, orchestrator, shape, CPUs, memory, RDMA, labels, "
          "NVLink, vSphere version, GPU models), by any op", "apply", restore,
          [EntityDiff("node", "n", _NODE, {**_NODE, "cpus": 128})]),
+        ("a plan that brings a `down` node back (what `repair-node` does), by any op (`restore` included)", "apply",
+         restore, [EntityDiff("node", "n", {**_NODE, "state": "down"}, {**_NODE, "state": "ready"})]),
+        ("`preempt-job` with `override: true` (a non-preemptible job; needs a `reason`, journaled)", "apply",
+         [PreemptJob(op="preempt-job", name="j", override=True, reason="why")], []),
     ]
     return probes
 

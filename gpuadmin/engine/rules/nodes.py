@@ -61,13 +61,15 @@ def base_slots(view: View, job_name: str) -> set[tuple[str, int, int | None]]:
 
 
 def new_slots(view: View, job: Job) -> list[Slot]:
-    """The slots of a running job that this plan adds (all of them for a job bound in this plan).
+    """The slots of a running job that this plan adds (all of them for a job bound in this plan, or placed by a
+    hand-written restore).
 
-    A job restored by undo gets back slots it held at an earlier revision: not a new placement.
+    Only an undo (or redo) gives back slots without the new-placement rules, and only those the journal entry it
+    reverts released (`View.released`).
     """
-    if job.status != "running" or ("job", job.name) in view.restored:
+    if job.status != "running":
         return []
-    before = base_slots(view, job.name)
+    before = base_slots(view, job.name) | view.released.get(job.name, frozenset())
     return [s for s in job.placement if (s.node, s.gpu, s.mig_start) not in before]
 
 

@@ -193,10 +193,10 @@ def slot_free(view: View, name: str) -> Iterable[Violation]:
                 if found.dynamic and (is_fractional(job) or is_fractional(other)):
                     continue  # fractions share it; a whole job among them is placement.dynamic-share's
                 sharing = found.shareable and slot.mig_start == theirs.mig_start
-                if sharing and "exclusive" not in (job.isolation, other.isolation):
+                if sharing and job.shared and other.shared:
                     continue
                 why = (
-                    "one of them is isolation: exclusive"
+                    "one of them is exclusive (isolation: exclusive, the default for a whole-GPU or MIG request)"
                     if sharing
                     else "it is not a shared (time-sliced) slice"
                 )
@@ -349,12 +349,13 @@ def _free_gpus_hint(view: View, node_name: str) -> str:
 
 @rule(
     "placement.exclusive-not-shared",
-    "An isolation: exclusive job never lands on a time-sliced replica.",
+    "An exclusive job (isolation: exclusive, or no isolation on a whole-GPU or MIG request) never holds a "
+    "time-sliced replica; a GPU or MIG instance it holds is not time-sliced under it.",
     "job",
 )
 def exclusive_not_shared(view: View, name: str) -> Iterable[Violation]:
     job = _running(view, name)
-    if job is None or job.isolation != "exclusive":
+    if job is None or job.shared:
         return
     for slot in job.placement:
         found = resolve(view, slot)
@@ -362,10 +363,40 @@ def exclusive_not_shared(view: View, name: str) -> Iterable[Violation]:
             yield Violation(
                 "placement.exclusive-not-shared",
                 job_target(name),
-                f"job {name} is isolation: exclusive but holds {found.describe(slot)}, which other jobs "
-                "may share",
-                "place it on a whole GPU or an unshared MIG instance",
+                f"job {name} is exclusive{_why_exclusive(job)} but holds {found.describe(slot)}, which other "
+                "jobs may share",
+                "place it on a whole GPU or an unshared MIG instance; time-slice a slice only once its exclusive "
+                "holder is preempted (preempt-job in the same plan)",
             )
+
+
+def _why_exclusive(job: Job) -> str:
+    return " (isolation: exclusive)" if job.isolation == "exclusive" else " (the default without isolation: shared)"
+
+
+@rule(
+    "placement.non-preemptible-kept",
+    "A running non-preemptible job keeps its slots: no plan evicts or moves it (preempt-job, a restore, an undo), "
+    "short of an admin's preempt-job with override: true and a reason.",
+    "job",
+)
+def non_preemptible_kept(view: View, name: str) -> Iterable[Violation]:
+    before = view.base.jobs.get(name)
+    if before is None or before.status != "running" or before.preemptible or name in view.overridden:
+        return
+    after = view.job(name)
+    if after is None:
+        return  # cancelled: the job ends, nobody preempts it
+    if after.status == "running" and base_slots(view, name) == {(s.node, s.gpu, s.mig_start) for s in after.placement}:
+        return
+    yield Violation(
+        "placement.non-preemptible-kept",
+        job_target(name),
+        f"job {name} is non-preemptible and running; this plan would "
+        + ("move it to other slices" if after.status == "running" else f"stop it (status {after.status})"),
+        f"leave it running; an admin may stop it with op: preempt-job, name: {name}, override: true, "
+        "reason: WHY (journaled)",
+    )
 
 
 @rule(
@@ -467,7 +498,8 @@ def gang_whole(view: View, name: str) -> Iterable[Violation]:
 
 @rule(
     "placement.no-oversubscription",
-    "Shared slices are never oversubscribed: holders ≤ replicas, fractions and GPU memory ≤ the slice.",
+    "Shared slices are never oversubscribed: holders ≤ replicas, and one combined share ≤ the slice (a fraction "
+    "takes f of it, a memory request g GiB / its memory).",
     "gpu",
 )
 def no_oversubscription(view: View, key: GpuKey) -> Iterable[Violation]:
@@ -499,22 +531,18 @@ def no_oversubscription(view: View, key: GpuKey) -> Iterable[Violation]:
                 "raise the replica count with set-time-slicing, or move a job",
             )
         who = names(j.name for j, _ in held)
-        fractions = sum(j.request.fraction or 0.0 for j, _ in held)
-        if fractions > 1 + EPSILON:
-            yield Violation(
-                "placement.no-oversubscription",
-                gpu_target(*key),
-                f"{where} is oversubscribed: its holders' fractions add up to {fractions:g} ({who})",
-                "move a job to another slice, or shrink a request",
-            )
         memory = slice_memory_gib(model, found) if model is not None else 0.0
-        gib = sum(j.request.gpu_memory_gib or 0.0 for j, _ in held)
-        if gib > memory + EPSILON:
+        # One combined share, as on a dynamically shared GPU and in the scheduler: a fraction takes f of the
+        # slice, a memory request g / memory of it; whole-slice sharers (isolation: shared) take a replica only.
+        taken = sum(need(j, memory) for j, _ in held if is_fractional(j))
+        if taken > 1 + EPSILON:
+            fractions = sum(j.request.fraction or 0.0 for j, _ in held)
+            gib = sum(j.request.gpu_memory_gib or 0.0 for j, _ in held)
             yield Violation(
                 "placement.no-oversubscription",
                 gpu_target(*key),
-                f"{where} is oversubscribed: its holders ask for {gib:g} GiB of GPU memory, it has "
-                f"{memory:.1f} GiB ({who})",
+                f"{where} is oversubscribed: its holders take {taken:.3g} of it ({fractions:g} in fractions, "
+                f"{gib:g} GiB of its {memory:.1f} GiB as memory requests) ({who})",
                 "move a job to another slice, or shrink a request",
             )
 

@@ -36,6 +36,33 @@ def _mib(value: int) -> str:
     return f"{value // 1024} GiB" if value % 1024 == 0 else f"{value} MiB"
 
 
+@rule(
+    "vgpu.not-dropped",
+    "A VM loses a vGPU only when the plan removes it explicitly (remove-vgpu, or a restore that writes the GPU "
+    "without it), never as a side effect of set-mode, set-mig or attach-vm; such a plan is destructive.",
+    "gpu",
+)
+def not_dropped(view: View, key: GpuKey) -> Iterable[Violation]:
+    base_node = view.base.nodes.get(key[0])
+    before = base_node.gpu(key[1]) if base_node is not None else None
+    if before is None or not before.vgpus or view.node(key[0]) is None:
+        return  # no vGPU to lose; or the node is removed, which is its own destructive removal
+    found = gpu_at(view, key)
+    after = Counter((v.vm, v.profile) for v in (found[1].vgpus or () if found is not None else ()))
+    lost = Counter((v.vm, v.profile) for v in before.vgpus) - after - view.vgpus_removed.get(key, Counter())
+    if not lost:
+        return
+    now = f"in {found[1].mode} mode" if found is not None else "gone"
+    yield Violation(
+        "vgpu.not-dropped",
+        gpu_target(*key),
+        f"this plan would take {names(f'{vm} its {profile}' for vm, profile in sorted(lost.elements()))} away: "
+        f"GPU {key[1]} of {key[0]} would be {now}, and those VMs would silently lose their vGPUs",
+        "remove them explicitly in the same plan (op: remove-vgpu, for each): a destructive plan, confirmed by "
+        "typing the node's name",
+    )
+
+
 @rule("vgpu.profile-exists", "Every vGPU type exists for the board of the GPU's model.", "gpu")
 def profile_exists(view: View, key: GpuKey) -> Iterable[Violation]:
     found = gpu_at(view, key)

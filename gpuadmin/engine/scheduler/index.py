@@ -287,7 +287,7 @@ class CapacityIndex:
                     unit.holders[job.name] = unit.holders.get(job.name, 0.0) + need
                     unit.residual -= need
                     unit.replicas_left -= 1
-                    exclusive = exclusive or job.isolation == "exclusive"
+                    exclusive = exclusive or not job.shared
         if exclusive:
             unit.replicas_left = 0
         info.units[start] = unit

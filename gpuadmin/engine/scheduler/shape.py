@@ -27,8 +27,12 @@ class Shape:
     model: str | None  # catalog name where the catalog knows it, else as written
     nvlink: bool
     rdma: bool
-    exclusive: bool
-    shared: bool
+    shared: bool  # `Job.shared`, the one notion of "this job may share" of the rules and the scheduler
+
+    @property
+    def exclusive(self) -> bool:
+        """Never shares a slice: isolation: exclusive, or the default of a whole-GPU or MIG request."""
+        return not self.shared
 
     @property
     def gang(self) -> bool:
@@ -88,6 +92,5 @@ def shape_of(job: Job) -> Shape:
         model=canonical_model(req.model),
         nvlink=req.nvlink,
         rdma=req.rdma,
-        exclusive=job.isolation == "exclusive",
         shared=job.shared,
     )

@@ -7,6 +7,7 @@ the bottom keeps the table complete: a new rule without both cases fails the sui
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -112,6 +113,39 @@ def with_job(raw: dict[str, Any]) -> Inventory:
     """The base cluster with one more job committed (not an edit of the scenario)."""
     base = base_inventory()
     return base.model_copy(update={"jobs": [*base.jobs, Job.model_validate(raw)]})
+
+def overridden(name: str) -> Scenario:
+    """The base cluster where an admin's preempt-job carries `override: true` for this job (the planner's mark)."""
+    scenario = S()
+    scenario.view.overridden.add(name)
+    return scenario
+
+
+def vgpus_removed(node: str, index: int, *removed: tuple[str, str]) -> Scenario:
+    """The base cluster where the plan removes these vGPUs (VM, profile) explicitly (remove-vgpu's mark)."""
+    scenario = S()
+    scenario.view.remove_vgpus((node, index), removed)
+    return scenario
+
+
+def vgpus_replaced(node: str, index: int, new: list[VGpu]) -> Scenario:
+    """The GPU's vGPUs replaced by these, as a plan does it: remove-vgpu for each one it drops, assign-vgpu for
+    each one it adds."""
+    scenario = S()
+    host = scenario.view.node(node)
+    gpu = host.gpu(index) if host is not None else None
+    old = Counter((v.vm, v.profile) for v in (gpu.vgpus or () if gpu is not None else ()))
+    scenario.view.remove_vgpus((node, index), (old - Counter((v.vm, v.profile) for v in new)).elements())
+    return scenario.gpu(node, index, vgpus=new)
+
+
+def exclusive_mig_holder() -> Inventory:
+    """The base cluster with its time-sliced 3g.40gb@0 on bm1/4 held by a MIG job that writes no isolation (so it
+    is exclusive) instead of the fraction mig-nb: an inventory may hold that; no plan may add to it."""
+    base = base_inventory()
+    holder = Job.model_validate(running("m", [("bm1", 4, 0)], mig="3g.40gb"))
+    return base.model_copy(update={"jobs": [*(j for j in base.jobs if j.name != "mig-nb"), holder]})
+
 
 T_BM1 = "node/bm1"
 
@@ -282,7 +316,7 @@ CASES: list[Case] = [
     Case(
         "mig.repartition-evicts",
         "held instance evicted in the same plan",
-        lambda: S().gpu("bm1", 2, mig=mig(("3g.40gb", 0), ("3g.40gb", 4))).preempt("infer"),
+        lambda: overridden("infer").gpu("bm1", 2, mig=mig(("3g.40gb", 0), ("3g.40gb", 4))).preempt("infer"),
     ),
     Case(
         "mig.repartition-evicts",
@@ -367,7 +401,7 @@ CASES: list[Case] = [
     Case(
         "vgpu.profile-exists",
         "A40-12C on an A40",
-        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A40-12C"))),
+        lambda: vgpus_replaced("esx2", 0, vgpus(("vdi-01", "A40-12C"))),
     ),
     Case(
         "vgpu.profile-exists",
@@ -386,43 +420,42 @@ CASES: list[Case] = [
     Case(
         "vgpu.profile-exists",
         "an A100 type on an A40",
-        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A100-8C"))),
+        lambda: vgpus_replaced("esx2", 0, vgpus(("vdi-01", "A100-8C"))),
         "esx2/0",
     ),
     Case(
         "vgpu.framebuffer",
         "24 + 16 + 8 = 48 GB on an A40 (mixed size, 8.0U3)",
-        lambda: S().gpu(
-            "esx2", 1, vgpus=vgpus(("vdi-01", "A40-24C"), ("vdi-02", "A40-16C"), ("vdi-02", "A40-8C"))
+        lambda: vgpus_replaced("esx2", 1, vgpus(("vdi-01", "A40-24C"), ("vdi-02", "A40-16C"), ("vdi-02", "A40-8C"))
         ),
     ),
     Case(
         "vgpu.framebuffer",
         "48 + 8 GB on an A40",
-        lambda: S().gpu("esx2", 1, vgpus=vgpus(("vdi-01", "A40-48C"), ("vdi-02", "A40-8C"))),
+        lambda: vgpus_replaced("esx2", 1, vgpus(("vdi-01", "A40-48C"), ("vdi-02", "A40-8C"))),
         "esx2/1",
     ),
     Case(
         "vgpu.equal-size",
         "mixed sizes on 8.0U3",
-        lambda: S().gpu("esx2", 1, vgpus=vgpus(("vdi-01", "A40-24C"), ("vdi-02", "A40-8C"))),
+        lambda: vgpus_replaced("esx2", 1, vgpus(("vdi-01", "A40-24C"), ("vdi-02", "A40-8C"))),
     ),
     Case(
         "vgpu.equal-size",
         "mixed sizes on 8.0U1",
-        lambda: S().gpu("esx1", 5, vgpus=vgpus(("dev-01", "A100DX-40C"), ("dev-02", "A100DX-20C"))),
+        lambda: vgpus_replaced("esx1", 5, vgpus(("dev-01", "A100DX-40C"), ("dev-02", "A100DX-20C"))),
         "esx1/5",
     ),
     Case(
         "vgpu.equal-size",
         "9 × A40-6C, equal-size maximum 8",
-        lambda: S().gpu("esx2", 0, vgpus=vgpus(*[("vdi-02", "A40-6C")] * 8, ("vdi-01", "A40-6C"))),
+        lambda: vgpus_replaced("esx2", 0, vgpus(*[("vdi-02", "A40-6C")] * 8, ("vdi-01", "A40-6C"))),
         "esx2/0",
     ),
     Case(
         "vgpu.equal-size",
         "5 × A40-8C in mixed-size mode, maximum 4",
-        lambda: S().gpu("esx2", 1, vgpus=vgpus(*[("vdi-02", "A40-8C")] * 5, ("vdi-01", "A40-4C"))),
+        lambda: vgpus_replaced("esx2", 1, vgpus(*[("vdi-02", "A40-8C")] * 5, ("vdi-01", "A40-4C"))),
         "esx2/1",
     ),
     Case(
@@ -449,58 +482,58 @@ CASES: list[Case] = [
     Case(
         "vgpu.max-per-vm",
         "8 vGPUs for one VM",
-        lambda: S().gpu("esx2", 0, vgpus=vgpus(*[("vdi-01", "A40-4C")] * 7)),
+        lambda: vgpus_replaced("esx2", 0, vgpus(*[("vdi-01", "A40-4C")] * 7)),
     ),
     Case(
         "vgpu.max-per-vm",
         "10 vGPUs for one VM on vSphere 8",
-        lambda: S().gpu("esx2", 0, vgpus=vgpus(*[("vdi-01", "A40-4C")] * 9)),
+        lambda: vgpus_replaced("esx2", 0, vgpus(*[("vdi-01", "A40-4C")] * 9)),
         "node/esx2",
     ),
     Case(
         "vgpu.one-board-and-series-per-vm",
         "two vGPUs of one board and series",
-        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A40-8C"), ("vdi-01", "A40-8C"))),
+        lambda: vgpus_replaced("esx2", 0, vgpus(("vdi-01", "A40-8C"), ("vdi-01", "A40-8C"))),
     ),
     Case(
         "vgpu.one-board-and-series-per-vm",
         "an A100 and an A40 vGPU in one VM",
-        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A40-8C"), ("ml-01", "A40-8C"))),
+        lambda: vgpus_replaced("esx2", 0, vgpus(("vdi-01", "A40-8C"), ("ml-01", "A40-8C"))),
         "node/esx2",
     ),
     Case(
         "vgpu.one-board-and-series-per-vm",
         "C and Q series in one VM",
-        lambda: S().gpu("esx2", 0, vgpus=vgpus(("vdi-02", "A40-8C"), ("vdi-01", "A40-8Q"))),
+        lambda: vgpus_replaced("esx2", 0, vgpus(("vdi-02", "A40-8C"), ("vdi-01", "A40-8Q"))),
         "node/esx2",
     ),
     Case(
         "vgpu.multi-vgpu-full-framebuffer",
         "two full-frame-buffer vGPUs on 7.0U3",
-        lambda: S().gpu("esx7", 1, vgpus=vgpus(("old-01", "A40-48C"))),
+        lambda: vgpus_replaced("esx7", 1, vgpus(("old-01", "A40-48C"))),
     ),
     Case(
         "vgpu.multi-vgpu-full-framebuffer",
         "a fractional vGPU in a multi-vGPU VM on 7.0U3",
-        lambda: S().gpu("esx7", 1, vgpus=vgpus(("old-01", "A40-24C"))),
+        lambda: vgpus_replaced("esx7", 1, vgpus(("old-01", "A40-24C"))),
         "node/esx7",
     ),
     Case(
         "vgpu.mig-backed-needs-mig",
         "4-20C + 3-20C is the 4g + 3g layout",
-        lambda: S().gpu("esx2", 2, vgpus=vgpus(("ml-01", "A100-4-20C"), ("ml-01", "A100-3-20C"))),
+        lambda: vgpus_replaced("esx2", 2, vgpus(("ml-01", "A100-4-20C"), ("ml-01", "A100-3-20C"))),
     ),
     Case(
         "vgpu.mig-backed-needs-mig",
         "MIG-backed next to time-sliced",
-        lambda: S().gpu("esx2", 2, vgpus=vgpus(("ml-01", "A100-3-20C"), ("ml-01", "A100-20C"))),
+        lambda: vgpus_replaced("esx2", 2, vgpus(("ml-01", "A100-3-20C"), ("ml-01", "A100-20C"))),
         "esx2/2",
     ),
     Case(
         "vgpu.mig-backed-needs-mig",
         "instances that fit no layout",
-        lambda: S().gpu(
-            "esx2", 2, vgpus=vgpus(("ml-01", "A100-3-20C"), ("ml-01", "A100-3-20C"), ("ml-01", "A100-2-10C"))
+        lambda: vgpus_replaced(
+            "esx2", 2, vgpus(("ml-01", "A100-3-20C"), ("ml-01", "A100-3-20C"), ("ml-01", "A100-2-10C"))
         ),
         "esx2/2",
     ),
@@ -686,18 +719,18 @@ CASES: list[Case] = [
     Case(
         "group.vm-holds-whole-group",
         "a stranger's vGPU inside a group",
-        lambda: S().gpu("esx1", 3, vgpus=vgpus(("dev-01", "A100DX-80C"))),
+        lambda: vgpus_replaced("esx1", 3, vgpus(("dev-01", "A100DX-80C"))),
         "node/esx1",
     ),
     Case(
         "group.nvswitch-vgpu",
         "time-sliced vGPU on an NVSwitch host",
-        lambda: S().gpu("esx1", 5, vgpus=vgpus(("dev-01", "A100DX-20C"))),
+        lambda: vgpus_replaced("esx1", 5, vgpus(("dev-01", "A100DX-20C"))),
     ),
     Case(
         "group.nvswitch-vgpu",
         "MIG-backed vGPU on an NVSwitch host",
-        lambda: S().gpu("esx1", 5, vgpus=vgpus(("dev-01", "A100DX-3-40C"))),
+        lambda: vgpus_replaced("esx1", 5, vgpus(("dev-01", "A100DX-3-40C"))),
         "node/esx1",
     ),
     Case(
@@ -735,7 +768,7 @@ CASES: list[Case] = [
     Case(
         "placement.slot-free",
         "a third sharer on a 4-replica GPU",
-        lambda: S().submit(running("nb3", [("bm1", 3)], fraction=0.25)),
+        lambda: S().submit(running("nb3", [("bm1", 3)], fraction=0.2)),
     ),
     Case("placement.slot-free", "bind onto a held GPU", lambda: S().bind("wait", ("bm1", 0)), "job/wait"),
     Case(
@@ -814,6 +847,77 @@ CASES: list[Case] = [
         "job/x",
     ),
     Case(
+        "placement.exclusive-not-shared",
+        "a MIG job with isolation: shared on a time-sliced MIG instance",
+        lambda: S().submit(job("x", mig="3g.40gb", isolation="shared")).bind("x", ("bm1", 4, 0)),
+    ),
+    Case(
+        "placement.exclusive-not-shared",
+        "bind-job: a MIG job without isolation (exclusive by default) on a time-sliced MIG instance",
+        lambda: S().submit(job("x", mig="3g.40gb")).bind("x", ("bm1", 4, 0)),
+        "job/x",
+    ),
+    Case(
+        "placement.exclusive-not-shared",
+        "set-time-slicing of a MIG instance a MIG job without isolation holds",
+        lambda: S(with_job(running("m", [("bm1", 4, 4)], mig="3g.40gb"))).gpu(
+            "bm1", 4, mig=mig(("3g.40gb", 0, 2), ("3g.40gb", 4, 2))
+        ),
+        "job/m",
+    ),
+    Case(
+        "placement.slot-free",
+        "a fraction joins a time-sliced MIG instance a MIG job without isolation holds",
+        lambda: S(exclusive_mig_holder()).submit(running("f", [("bm1", 4, 0)], fraction=0.5)),
+        "job/f",
+    ),
+    Case(
+        "vgpu.not-dropped",
+        "remove-vgpu of vdi-02's vGPU, vdi-01's kept",
+        lambda: vgpus_removed("esx2", 0, ("vdi-02", "A40-8C")).gpu("esx2", 0, vgpus=vgpus(("vdi-01", "A40-8C"))),
+    ),
+    Case(
+        "vgpu.not-dropped",
+        "set-mode full with both vGPUs removed explicitly",
+        lambda: vgpus_removed("esx2", 0, ("vdi-01", "A40-8C"), ("vdi-02", "A40-8C")).gpu(
+            "esx2", 0, mode="full", vgpus=None
+        ),
+    ),
+    Case(
+        "vgpu.not-dropped",
+        "set-mode full under two VMs' vGPUs",
+        lambda: S().gpu("esx2", 0, mode="full", vgpus=None),
+        "esx2/0",
+    ),
+    Case(
+        "vgpu.not-dropped",
+        "one vGPU removed explicitly, the other dropped by set-mode",
+        lambda: vgpus_removed("esx2", 0, ("vdi-01", "A40-8C")).gpu("esx2", 0, mode="full", vgpus=None),
+        "esx2/0",
+    ),
+    Case(
+        "placement.non-preemptible-kept",
+        "an admin's preempt-job with override stops a non-preemptible job",
+        lambda: overridden("infer").preempt("infer"),
+    ),
+    Case(
+        "placement.non-preemptible-kept",
+        "a non-preemptible job keeps running while it is changed",
+        lambda: S().job("infer", priority=10),
+    ),
+    Case(
+        "placement.non-preemptible-kept",
+        "preempt-job of a non-preemptible job",
+        lambda: S().preempt("infer"),
+        "job/infer",
+    ),
+    Case(
+        "placement.non-preemptible-kept",
+        "a restore that moves a non-preemptible job to another MIG instance",
+        lambda: S().bind("infer", ("bm1", 2, 2)),
+        "job/infer",
+    ),
+    Case(
         "placement.nvlink-domain",
         "one bridged pair",
         lambda: S().submit(running("n", [("bm3", 2), ("bm3", 3)], gpus=2, nvlink=True)),
@@ -872,8 +976,23 @@ CASES: list[Case] = [
     ),
     Case(
         "placement.no-oversubscription",
-        "fractions add up to 1",
-        lambda: S().submit(running("nb3", [("bm1", 3)], fraction=0.5)),
+        "fractions and memory within the GPU: 0.5 + 20 GiB of 79.6 + 0.2",
+        lambda: S().submit(running("nb3", [("bm1", 3)], fraction=0.2)),
+    ),
+    Case(
+        "placement.no-oversubscription",
+        "0.75 and 60 GiB on a time-sliced 80 GB GPU: each sum fits, together 1.5 of it",
+        lambda: S()
+        .gpu("bm2", 4, mode="time-sliced", replicas=4)
+        .submit(running("f", [("bm2", 4)], fraction=0.75))
+        .submit(running("g", [("bm2", 4)], gpu_memory_gib=60)),
+        "bm2/4",
+    ),
+    Case(
+        "placement.no-oversubscription",
+        "0.5 and 25 GiB on a time-sliced 3g.40gb instance: together 1.13 of it",
+        lambda: S().submit(running("g", [("bm1", 4, 0)], gpu_memory_gib=25)),
+        "bm1/4",
     ),
     Case(
         "placement.no-oversubscription",

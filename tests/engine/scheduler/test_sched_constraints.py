@@ -195,6 +195,21 @@ def test_exclusive_mig_job_never_takes_a_time_sliced_instance() -> None:
     assert result.explanations["x"].reason == "isolation"
 
 
+def test_no_fraction_joins_a_time_sliced_instance_a_default_exclusive_mig_job_holds() -> None:
+    """A MIG job that writes no isolation is exclusive: the instance it holds, time-sliced since (the inventory
+    says so), offers its free replica to nobody, as for isolation: exclusive."""
+    sliced = {
+        "index": 0,
+        "model": H100,
+        "mode": "mig",
+        "mig": [{"profile": "3g.40gb", "start": 0, "replicas": 2}],
+    }
+    holder = job("m", mig="3g.40gb", placement=[{"node": "n1", "gpu": 0, "mig_start": 0}])
+    result = run(cluster([node("n1", gpus=[sliced])], [holder, job("f", fraction=0.25), job("s", mig="3g.40gb",
+                                                                                            isolation="shared")]))
+    assert binds(result) == {}
+
+
 def test_mig_profile_unknown() -> None:
     result = run(cluster([node("n1", 1)], [job("m", mig="5g.50gb")]))
     assert result.explanations["m"].reason == "no-such-profile"
