@@ -417,10 +417,8 @@ def _scalar(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if math.isnan(value):
-            return ".nan"
-        if math.isinf(value):
-            return ".inf" if value > 0 else "-.inf"
+        if not math.isfinite(value):  # the schema refuses it on reading: an inventory that would not load back
+            raise ValueError(f"{value!r} is not finite: an inventory holds finite numbers only")
         return repr(value)
     text = str(value)
     return text if _plain_ok(text) else _quote(text)
