@@ -66,6 +66,17 @@ MAX_NIC_GBPS = 100_000
 #: A position in a table (`restore`'s `seq`): SQLite's largest integer.
 MAX_SEQ = 2**63 - 1
 
+
+
+def decimal_at_most(text: str, high: int) -> int | None:
+    """`text` as a decimal integer from 0 to `high`, or None. Checked as text first: neither a 5,000-digit
+    number (`int()` raises on it) nor a 20-digit one (SQLite cannot hold it) gets further."""
+    if text.isascii() and text.isdigit() and len(text) <= len(str(high)):
+        value = int(text)
+        return value if value <= high else None
+    return None
+
+
 NonNegInt = Annotated[int, Field(ge=0, le=INT32_MAX)]  # a count that Kubernetes holds as an int32
 PosInt = Annotated[int, Field(ge=1, le=INT32_MAX)]
 Priority = Annotated[int, Field(ge=-INT32_MAX - 1, le=INT32_MAX)]  # PriorityClass values are int32

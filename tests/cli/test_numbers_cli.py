@@ -88,3 +88,69 @@ def test_apply_refuses_an_unbounded_number_and_changes_nothing(tmp_path: Path, c
         assert f"{changes}:2:" in result.err and path in result.err and message in result.err, result.err
     after = gpuadmin("--state", state, "get", "queues", "-o", "json")
     assert after.code == 0 and after.out == before.out
+
+
+# --- numbers on the command line (point 15) and huge integers in names (point 14) ---------------------------
+
+FIVE_THOUSAND_DIGITS = "9" * 5000
+
+
+@pytest.mark.parametrize(("args", "refused"), [
+    (("apply", "--wait", "nan", "-f", "changes.yaml"), "argument --wait: 'nan' is not a number of seconds"),
+    (("apply", "--wait", "-5", "-f", "changes.yaml"), "argument --wait: '-5' is not a number of seconds"),
+    (("apply", "--wait", "inf", "-f", "changes.yaml"), "argument --wait: 'inf' is not a number of seconds"),
+    (("schedule", "--wait", "1e999"), "argument --wait: '1e999' is not a number of seconds"),
+    (("undo", "--wait", "NaN"), "argument --wait: 'NaN' is not a number of seconds"),
+    (("undo", "--to", "-5"), "argument --to: '-5' is not a revision"),
+    (("undo", "--to", "99999999999999999999"), "argument --to: '99999999999999999999' is not a revision"),
+    (("undo", "--to", FIVE_THOUSAND_DIGITS), "(5,000 characters) is not a revision"),
+    (("tui", "--width", FIVE_THOUSAND_DIGITS, "--screenshot", "x.svg"), "argument --width:"),
+    (("tui", "--height", "0", "--screenshot", "x.svg"), "argument --height: '0' is not a height"),
+    (("import", "nvidia-smi", "x.xml", "--node", "n", "--rdma-gbps", "99999999999999999999"),
+     "argument --rdma-gbps: '99999999999999999999' is not a NIC speed"),
+])
+def test_a_number_the_command_cannot_honour_is_a_usage_error(tmp_path: Path, args: tuple[str, ...],
+                                                             refused: str) -> None:
+    state = state_from("oci-h100.yaml", tmp_path / "state")
+    result = gpuadmin("--state", state, *args, cwd=tmp_path)
+    assert result.code == 2, result
+    assert refused in result.err and "Traceback" not in result.err
+    assert len(result.err) < 2000, "a huge number is shown shortened"
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_wait_zero_and_undo_to_zero_are_honoured(tmp_path: Path) -> None:
+    state = state_from("oci-h100.yaml", tmp_path / "state")
+    changes = tmp_path / "changes.yaml"
+    changes.write_text("changes:\n  - {op: cordon, node: gpu-h100-01}\n", encoding="utf-8")
+    assert gpuadmin("--state", state, "apply", "--wait", "0", "-f", changes, "--yes").code == 0
+    undone = gpuadmin("--state", state, "undo", "--to", "0", "--wait", "0.5", "--yes")
+    assert undone.code == 0, undone.err
+
+
+@pytest.mark.parametrize("name", ["entry " + FIVE_THOUSAND_DIGITS, "entry 99999999999999999999", "entry ²",
+                                  "gpu gpu-h100-01/" + FIVE_THOUSAND_DIGITS, "gpu gpu-h100-01/²"])
+def test_describe_a_huge_or_odd_number_is_not_found(state: Path, name: str) -> None:
+    kind, _, what = name.partition(" ")
+    result = gpuadmin("--state", state, "describe", kind, what)
+    assert result.code == 2, result
+    assert "not found" in result.err and "Traceback" not in result.err
+
+
+def test_a_placement_with_a_huge_gpu_number_is_refused_at_its_field(tmp_path: Path) -> None:
+    state = state_from("oci-h100.yaml", tmp_path / "state")
+    changes = tmp_path / "changes.yaml"
+    changes.write_text(f"changes:\n  - {{op: bind-job, name: x, placement: ['gpu-h100-01/{FIVE_THOUSAND_DIGITS}']}}\n"
+                       "  - {op: bind-job, name: y, placement: ['gpu-h100-01/99999999999']}\n", encoding="utf-8")
+    result = gpuadmin("--state", state, "plan", "-f", changes)
+    assert result.code == 2, result
+    assert f"{changes}:2:" in result.err and "is not a place" in result.err
+    assert f"{changes}:3:" in result.err and "changes[1].placement[0].gpu: must be at most 63" in result.err
+
+
+def test_the_command_lines_nic_speed_bound_is_the_inventorys() -> None:
+    from gpuadmin.cli import args
+    from gpuadmin.model import inventory
+
+    assert args.MAX_NIC_GBPS == inventory.MAX_NIC_GBPS
+    assert args.MAX_REVISION == inventory.MAX_SEQ
