@@ -39,6 +39,7 @@ from gpuadmin.store import (
     StaleRevision,
     Store,
     dump_inventory,
+    inventory_data,
     load_inventory,
     load_model_file,
     login_identity,
@@ -780,13 +781,15 @@ class Service:
         return out
 
     def export(self, kind: str, **options: Any) -> Any:
-        """What `gpuadmin export KIND` prints: plain data (dicts and lists), or YAML text for `inventory`."""
+        """What `gpuadmin export KIND` prints: plain data (dicts and lists), or YAML text for `inventory` (its
+        plain data with `fmt="json"`)."""
         from gpuadmin import adapters  # the exporters load when used: every other command starts faster
 
         check_action(self.role, "read")
         nodes = list(self.state.nodes.values())
         if kind == "inventory":
-            return dump_inventory(self.state.to_inventory())
+            inventory = self.state.to_inventory()
+            return inventory_data(inventory) if options.get("fmt") == "json" else dump_inventory(inventory)
         if kind == "mig-parted":
             return adapters.export_mig_parted(nodes, warnings=options.get("warnings"))
         if kind == "device-plugin":

@@ -110,6 +110,8 @@ def _export(args: argparse.Namespace, ctx: Context) -> int:
         options["queue_system"] = args.queue_system
     if args.kind == "queues":
         options["fmt"] = args.format
+    if args.kind == "inventory":
+        options["fmt"] = args.output
     data = service.export(args.kind, **options)
     _warn(warnings)
     nothing = _nothing_to_export(args.kind, data)

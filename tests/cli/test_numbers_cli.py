@@ -6,9 +6,12 @@ GPU index of 10^20 passed `validate`; a 5,000-digit integer crashed the reader w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+
+from gpuadmin.store import load_yaml
 
 from .clikit import SAMPLES, gpuadmin, state_from
 
@@ -154,3 +157,20 @@ def test_the_command_lines_nic_speed_bound_is_the_inventorys() -> None:
 
     assert args.MAX_NIC_GBPS == inventory.MAX_NIC_GBPS
     assert args.MAX_REVISION == inventory.MAX_SEQ
+
+
+@pytest.mark.parametrize("sample", ["oci-h100.yaml", "vsphere-hgx.yaml", "k8s-mixed.yaml"])
+def test_export_inventory_as_json_is_the_inventory_in_json(tmp_path: Path, sample: str) -> None:
+    state = state_from(sample, tmp_path / "state")
+    as_json = gpuadmin("--state", state, "export", "inventory", "-o", "json")
+    as_yaml = gpuadmin("--state", state, "export", "inventory")
+    assert as_json.code == 0 and as_yaml.code == 0, (as_json.err, as_yaml.err)
+    data = json.loads(as_json.out)  # once YAML, which json refuses
+    assert data == load_yaml(as_yaml.out, "exported.yaml").data
+    exported = tmp_path / "exported.json"
+    exported.write_text(as_json.out, encoding="utf-8")
+    validated = gpuadmin("validate", exported)
+    assert validated.code == 0, validated.err
+    again = gpuadmin("--state", tmp_path / "again", "init", "--from", exported)
+    assert again.code == 0, again.err
+    assert gpuadmin("--state", tmp_path / "again", "export", "inventory").out == as_yaml.out
