@@ -26,6 +26,7 @@ What is refused, each as a `Diagnostic(kind="yaml")` with `file:line:column`, al
 - syntax errors (the parser's own mark), tabs used for indentation (named as such);
 - duplicate mapping keys (both lines named), non-scalar keys, YAML 1.1 merge keys (`<<`);
 - octal-looking numbers (`0755`, `012`, `0o17`, `0b101`) and YAML 1.1 sexagesimal numbers (`1:30`);
+- integers outside the signed 64-bit range (refused before conversion, so a 5,000-digit one costs nothing);
 - aliases that expand past `max(ALIAS_MIN_BOUND, ALIAS_RATIO * written nodes)` nodes (billion laughs), and
   recursive aliases; any tag beyond the YAML core schema (`!!python/...`, `!!binary`, `!!set`, custom `!x`);
 - an empty document and a top level that is not a mapping.
@@ -73,6 +74,8 @@ from gpuadmin.model.diagnostics import Diagnostic, InputError, PathPart
 __all__ = [
     "ALIAS_MIN_BOUND",
     "ALIAS_RATIO",
+    "INT_MAX",
+    "INT_MIN",
     "MAX_BYTES",
     "YAML11_BOOLEANS",
     "LoadedYaml",
@@ -180,13 +183,13 @@ def _core_value(tag: str, value: str) -> Any:
         return value
     if tag == _INT:
         if _INT_RE.fullmatch(value):
-            return int(value, 16) if value.startswith("0x") else int(value)
+            return _integer(value)
         if _OCTAL_RE.fullmatch(value):
             raise _octal(value)
         raise _Refused(f"{value!r} is not an integer")
     if tag == _FLOAT:
         if _FLOAT_RE.fullmatch(value) or _INT_RE.fullmatch(value):
-            return float(int(value, 16)) if value.startswith("0x") else float(value)
+            return float(_integer(value)) if value.startswith("0x") else float(value)
         if _INF_NAN_RE.fullmatch(value):
             return math.nan if "nan" in value.lower() else (-math.inf if value[0] == "-" else math.inf)
         raise _Refused(f"{value!r} is not a number")
@@ -209,6 +212,25 @@ def _core_value(tag: str, value: str) -> Any:
                        "write the keys out, or use an alias for the whole value")
     raise _Refused(f"tag {_short_tag(tag)!r} is not allowed",
                    "only plain YAML values (strings, numbers, true/false, null, lists, mappings) are read")
+
+
+#: Integers are read within the signed 64-bit range (SQLite's; every field's bound lies far inside it).
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
+def _integer(value: str) -> int:
+    """A decimal or `0x` integer within [INT_MIN, INT_MAX]; `_Refused` past it. A text longer than the
+    largest is refused before it is converted: `int()` of 5,000 digits raises, and its cost grows as the
+    square of the length."""
+    hex_digits = value.startswith("0x")
+    digits = value[2:].lstrip("0") if hex_digits else value.lstrip("+-")
+    if len(digits) <= (16 if hex_digits else 19):
+        number = int(value, 16) if hex_digits else int(value)
+        if INT_MIN <= number <= INT_MAX:
+            return number
+    shown = value if len(value) <= 24 else f"{value[:20]}... ({len(value):,} characters)"
+    raise _Refused(f"{shown} is out of range: integers are read between -2^63 and 2^63-1",
+                   "no field takes a number this large; quote it if it is text")
 
 
 def _octal(value: str) -> _Refused:
