@@ -33,13 +33,16 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from pydantic import ValidationError
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import EntityDiff, inverse, plan
 from gpuadmin.engine.scheduler import schedule
 from gpuadmin.engine.state import ClusterState
+from gpuadmin.errors import InputError
 from gpuadmin.model import Inventory, Node
+from gpuadmin.model.inventory import MAX_GPU_INDEX
 from gpuadmin.service import check_state
 from gpuadmin.store import load_inventory
 from tests.engine import invariants
@@ -95,7 +98,7 @@ class Draw:
         return node.name if node is not None else UNKNOWN
 
     def gpu_index(self, node: Node | None) -> int:
-        return int(self.one([*(g.index for g in node.gpus), 99] if node is not None else [0]))
+        return int(self.one([*(g.index for g in node.gpus), MAX_GPU_INDEX] if node is not None else [0]))
 
     def vm(self, node: Node | None) -> str:
         names = [vm.name for vm in node.vms] if node is not None else []
@@ -323,7 +326,10 @@ def _bind_job(d: Draw) -> dict[str, Any]:
 
 
 def _preempt_job(d: Draw) -> dict[str, Any]:
-    return {"op": "preempt-job", "name": d.job_name(("running",))}
+    value: dict[str, Any] = {"op": "preempt-job", "name": d.job_name(("running",))}
+    if d(st.integers(0, 3)) == 0:  # an admin's override of a non-preemptible job, journaled with its reason
+        value |= {"override": True, "reason": "node must go to RMA"}
+    return value
 
 
 def _cancel_job(d: Draw) -> dict[str, Any]:
@@ -475,7 +481,13 @@ class ClusterMachine(RuleBasedStateMachine):
     def _forward(self, changes: list[ch.Change], label: str) -> None:
         before_inventory = self.state.to_inventory()
         before = snapshot(self.state)
-        result = plan(self.state, changes)
+        try:
+            result = plan(self.state, changes)
+        except InputError as bad:  # bad input (exit 2): a restore into a position another entity holds
+            assert snapshot(self.state) == before, "refusing bad input must change nothing"
+            event(f"{label}: bad input")
+            assert bad.diagnostics
+            return
         assert snapshot(self.state) == before, "planning must never write"
         if not result.allowed:
             event(f"{label}: refused")
@@ -497,18 +509,27 @@ class ClusterMachine(RuleBasedStateMachine):
         applied = json.dumps([c.model_dump(mode="json", exclude_none=True) for c in changes])
         return f"{what} after {applied}:\n  " + "\n  ".join(problems)
 
-    def _draw_change(self, data: Any, op: str) -> ch.Change:
+    def _draw_change(self, data: Any, op: str) -> ch.Change | None:
+        """The drawn change, or None for a restore whose name differs from its entity's: the change schema
+        refuses that (bad input, exit 2) before anything is planned."""
         value = GENERATORS[op](Draw(data, self.state, self.seen))
-        return ch.CHANGE_LIST.validate_python([value])[0]
+        try:
+            return ch.CHANGE_LIST.validate_python([value])[0]
+        except ValidationError:
+            entity = value.get(value.get("kind", ""))
+            if op != "restore" or entity is None or entity["name"] == value["name"]:
+                raise
+            event("restore of another name: refused by the schema")
+            return None
 
-    @rule(data=st.data(), op=st.sampled_from(sorted(OPS)))
-    def change(self, data: Any, op: str) -> None:
-        self._forward([self._draw_change(data, op)], op)
-
-    @rule(data=st.data(), ops=st.lists(st.sampled_from(sorted(OPS)), min_size=2, max_size=3))
-    def changes(self, data: Any, ops: list[str]) -> None:
-        """Several changes in one plan: a preempt before a repartition, a bind after a submit."""
-        self._forward([self._draw_change(data, op) for op in ops], "several")
+    @rule(data=st.data(), op=st.sampled_from(sorted(OPS)), more=st.sampled_from([0, 0, 0, 1, 2]))
+    def change(self, data: Any, op: str, more: int) -> None:
+        """One plan of a change, sometimes with one or two more (a preempt before a repartition, a bind after a
+        submit)."""
+        ops = [op, *(data.draw(st.sampled_from(sorted(OPS))) for _ in range(more))]
+        drawn = [c for c in (self._draw_change(data, op) for op in ops) if c is not None]
+        if drawn:
+            self._forward(drawn, ops[0] if len(ops) == 1 else "several")
 
     @rule(policy=st.sampled_from(["binpack", "spread"]))
     def schedule_cycle(self, policy: str) -> None:
@@ -519,36 +540,45 @@ class ClusterMachine(RuleBasedStateMachine):
         else:
             event("schedule: nothing to apply")
 
-    @precondition(lambda self: bool(self.done))
-    @rule()
-    def undo(self) -> None:
-        entry = self.done.pop()
-        self._reverse(entry.diff, entry.before, "undo")
-        self.undone.append(entry)
-
-    @precondition(lambda self: len(self.done) >= 2)
+    @precondition(lambda self: bool(self.done or self.undone))
     @rule(data=st.data())
-    def undo_several(self, data: Any) -> None:
-        """`undo --to REVISION`: the inverse of several plans at once, back to the state before the earliest."""
-        count = data.draw(st.integers(2, len(self.done)))
+    def history(self, data: Any) -> None:
+        """Undo the latest plan, undo several at once (`undo --to REVISION`), or redo the latest undone one."""
+        moves = ["undo"] * bool(self.done) + ["undo several"] * (len(self.done) >= 2) + ["redo"] * bool(self.undone)
+        move = data.draw(st.sampled_from(moves))
+        if move == "redo":
+            entry = self.undone[-1]
+            if self._reverse(_reversed(entry.diff), entry.after, move):
+                self.done.append(self.undone.pop())
+            else:
+                self.undone.clear()
+            return
+        count = data.draw(st.integers(2, len(self.done))) if move == "undo several" else 1
         entries = self.done[-count:]
-        self._reverse(_first_befores(entries), entries[0].before, "undo several")
-        del self.done[-count:]
-        self.undone.clear()  # as after any new plan: redo brings back single entries only
+        if not self._reverse(_first_befores(entries), entries[0].before, move):
+            self.done.clear()  # history cannot be walked back past a refused undo
+        elif count == 1:
+            self.undone.append(self.done.pop())
+        else:
+            del self.done[-count:]
+            self.undone.clear()  # `undo --to` reverts several entries; redo brings back single entries only
 
-    @precondition(lambda self: bool(self.undone))
-    @rule()
-    def redo(self) -> None:
-        entry = self.undone.pop()
-        self._reverse(_reversed(entry.diff), entry.after, "redo")
-        self.done.append(entry)
-
-    def _reverse(self, diff: list[EntityDiff], expected: str, label: str) -> None:
+    def _reverse(self, diff: list[EntityDiff], expected: str, label: str) -> bool:
+        """Undo or redo; True when it went back to exactly the expected state. The one refusal allowed is the
+        documented one (docs/rules.md `placement.non-preemptible-kept`): it would stop or move a running
+        non-preemptible job (an undone bind, a redone override); the state is then unchanged."""
+        before = snapshot(self.state)
         result = plan(self.state, inverse(diff))
-        assert result.allowed, f"{label} refused: {[str(v) for v in result.violations]}"
+        if not result.allowed:
+            rules = {v.rule for v in result.violations}
+            assert rules == {"placement.non-preemptible-kept"}, f"{label} refused: {result.violations}"
+            assert snapshot(self.state) == before
+            event(f"{label}: refused, it would stop a non-preemptible job")
+            return False
         self.state.commit(result.view)
         assert snapshot(self.state) == expected, f"{label} did not return to the exact earlier state"
         event(label)
+        return True
 
     @invariant()
     def holds(self) -> None:
@@ -561,7 +591,7 @@ _COMMON: dict[str, Any] = {"deadline": None, "suppress_health_check": list(Healt
 def test_cluster_machine() -> None:
     """The CI slice: a few hundred steps over the three samples, the same ones every run."""
     run_state_machine_as_test(ClusterMachine, settings=settings(
-        max_examples=24, stateful_step_count=12, derandomize=True, database=None, **_COMMON))
+        max_examples=20, stateful_step_count=12, derandomize=True, database=None, **_COMMON))
 
 
 @pytest.mark.slow
@@ -570,13 +600,12 @@ def test_cluster_machine_long() -> None:
         max_examples=1_500, stateful_step_count=40, **_COMMON))
 
 
-@pytest.mark.parametrize("sample", sorted(INVENTORIES))
 @pytest.mark.parametrize("op", sorted(OPS))
-@settings(max_examples=2, derandomize=True, database=None, **_COMMON)
-@given(data=st.data())
-def test_every_op_on_every_sample(op: str, sample: str, data: Any) -> None:
-    """Whatever the machine's draws, CI plans every op on every sample once from the start state, with every
-    check of a step."""
+@settings(max_examples=3, derandomize=True, database=None, **_COMMON)
+@given(sample=st.sampled_from(sorted(INVENTORIES)), data=st.data())
+def test_every_op_from_a_sample(op: str, sample: str, data: Any) -> None:
+    """Whatever the machine's draws, CI plans every op from the start state of the samples, with every check of
+    a step."""
     machine = ClusterMachine()
     machine.load(sample)
     machine.change(data, op)
