@@ -24,12 +24,17 @@ from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target, target_of
 from gpuadmin.engine.state import ClusterState, EntityKind, View
 from gpuadmin.model import DynamicSharing, Gpu, Job, Node, Queue, VGpu
+from gpuadmin.model.diagnostics import dotted
+from gpuadmin.model.references import hosts_of_vms, job_references, node_references
 
 # Checks the planner makes while applying a change to the view, before the rules run. Their ids share
 # the rules' namespace and are listed with them in docs/rules.md.
 CHANGE_CHECKS: dict[str, str] = {
     "change.target-exists": "The node, GPU, VM, device group, job or queue a change names exists.",
     "change.unique-name": "A submitted job, added queue or added node does not reuse a name.",
+    "change.references": "A node or job a change adds or edits names only what exists, as an inventory's "
+                         "reference checks require (shape, GPU models, VMs, device groups, queue, placement): "
+                         "the state still exports to an inventory that validates.",
     "change.fields": "A change's fields fit its operation (e.g. replicas only with time-sliced).",
     "change.job-status": "Only pending or preempted jobs are bound; only running jobs are preempted.",
     "change.in-use": "A queue with jobs or a node with running jobs is not removed.",
@@ -553,6 +558,29 @@ def _effects(view: View) -> Effects:
     return effects
 
 
+def _reference_problems(view: View) -> list[Violation]:
+    """The inventory's reference checks (`gpuadmin.model.references`) on every node and job the plan adds or
+    edits: a plan that would leave a state whose export no longer validates is refused with the check's
+    reason. A job is checked again when a node is edited, for the VM it may run in."""
+    nodes = [node for node in view.node_edits.values() if node is not None]
+    jobs = {name: job for name, job in view.job_edits.items() if job is not None}
+    if view.node_edits:
+        jobs.update((job.name, job) for job in view.jobs() if job.vm is not None)
+    if not nodes and not jobs:
+        return []
+    out = [Violation("change.references", node_target(node.name), f"{dotted(d.path)}: {d.message}",
+                     d.hint)
+           for node in nodes for d in node_references(node)]
+    if jobs:
+        all_nodes = {node.name: node for node in view.nodes()}
+        queues = {queue.name for queue in view.queues()}
+        vm_hosts = hosts_of_vms(all_nodes.values())
+        out += [Violation("change.references", job_target(job.name), f"{dotted(d.path)}: {d.message}",
+                          d.hint)
+                for job in jobs.values() for d in job_references(job, (), all_nodes, queues, vm_hosts)]
+    return out
+
+
 def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
     view = View(state)
     touched = Touched()
@@ -562,7 +590,7 @@ def plan(state: ClusterState, changes: Sequence[ch.Change]) -> Plan:
             _HANDLERS[type(change)](view, change, touched)
         except ChangeRefused as refused:
             refusals.append(refused.violation)
-    violations = refusals + check(view, touched)
+    violations = refusals + _reference_problems(view) + check(view, touched)
     diff = _diff(view)
     commands = node_commands(view, diff) if not violations else {}  # nothing to run for a refused plan
     digest = hashlib.sha256(_canonical({

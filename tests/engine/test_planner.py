@@ -36,6 +36,8 @@ REFUSALS: dict[str, tuple[str, list[dict[str, Any]]]] = {
                                  "instances": [{"profile": "4g.40gb"}, {"profile": "4g.40gb"}]}]),
     "change.node-down": ("oci", [{"op": "repair-node", "node": "gpu-h100-01", "note": "not down"}]),
     "vgpu.mode": ("oci", [{"op": "assign-vgpu", "node": "gpu-h100-12", "gpu": 0, "vm": "x", "profile": "A40-4C"}]),
+    "change.references": ("oci", [{"op": "add-node", "node": {"name": "n", "platform": "baremetal",
+                                                              "shape": "NO-SUCH-SHAPE"}}]),
 }
 
 
