@@ -561,23 +561,33 @@ def _effects(view: View) -> Effects:
 def _reference_problems(view: View) -> list[Violation]:
     """The inventory's reference checks (`gpuadmin.model.references`) on every node and job the plan adds or
     edits: a plan that would leave a state whose export no longer validates is refused with the check's
-    reason. A job is checked again when a node is edited, for the VM it may run in."""
+    reason. A job is checked again when a node is edited, for the VM it may run in. Only what the plan breaks
+    is reported: a problem the entity already had in the base state (a state written before these checks)
+    does not block every later change to it."""
+    base = view.base
     nodes = [node for node in view.node_edits.values() if node is not None]
     jobs = {name: job for name, job in view.job_edits.items() if job is not None}
     if view.node_edits:
         jobs.update((job.name, job) for job in view.jobs() if job.vm is not None)
-    if not nodes and not jobs:
-        return []
-    out = [Violation("change.references", node_target(node.name), f"{dotted(d.path)}: {d.message}",
-                     d.hint)
-           for node in nodes for d in node_references(node)]
+    out: list[Violation] = []
+    for node in nodes:
+        before = base.nodes.get(node.name)
+        had = {(d.path, d.message) for d in node_references(before)} if before is not None else set()
+        out += [Violation("change.references", node_target(node.name), f"{dotted(d.path)}: {d.message}", d.hint)
+                for d in node_references(node) if (d.path, d.message) not in had]
     if jobs:
-        all_nodes = {node.name: node for node in view.nodes()}
-        queues = {queue.name for queue in view.queues()}
-        vm_hosts = hosts_of_vms(all_nodes.values())
-        out += [Violation("change.references", job_target(job.name), f"{dotted(d.path)}: {d.message}",
-                          d.hint)
-                for job in jobs.values() for d in job_references(job, (), all_nodes, queues, vm_hosts)]
+        after_nodes = {node.name: node for node in view.nodes()}
+        after_queues = {queue.name for queue in view.queues()}
+        after_hosts = hosts_of_vms(after_nodes.values())
+        base_hosts = hosts_of_vms(base.nodes.values())
+        for job in jobs.values():
+            before_job = base.jobs.get(job.name)
+            had_job = ({(d.path, d.message) for d in job_references(before_job, (), base.nodes, base.queues,
+                                                                     base_hosts)}
+                       if before_job is not None else set())
+            out += [Violation("change.references", job_target(job.name), f"{dotted(d.path)}: {d.message}", d.hint)
+                    for d in job_references(job, (), after_nodes, after_queues, after_hosts)
+                    if (d.path, d.message) not in had_job]
     return out
 
 
