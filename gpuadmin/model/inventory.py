@@ -65,6 +65,11 @@ MAX_NICS = 64
 MAX_NIC_GBPS = 100_000
 #: A position in a table (`restore`'s `seq`): SQLite's largest integer.
 MAX_SEQ = 2**63 - 1
+#: Entities of one inventory: Kubernetes' tested limits are 5,000 nodes and 150,000 pods per cluster; the
+#: 1,024-node, 100,000-job inventory of docs/benchmarks.md lies well inside.
+MAX_NODES = 10_000
+MAX_JOBS = 200_000
+MAX_QUEUES = 10_000
 
 
 
@@ -260,7 +265,7 @@ class Node(StrictModel):
     state: NodeState = "ready"
     nvlink: NvlinkKind | None = None
     vsphere: VSphere | None = None
-    gpus: list[Gpu] = Field(default_factory=list)
+    gpus: list[Gpu] = Field(default_factory=list, max_length=MAX_GPU_INDEX + 1)
     device_groups: list[DeviceGroup] = Field(default_factory=list)
     vms: list[Vm] = Field(default_factory=list)
     sharing: DynamicSharing | None = None  # fractions on full-mode GPUs (Run:ai-style dynamic sharing)
@@ -498,10 +503,10 @@ class Job(StrictModel):
 class Inventory(StrictModel):
     version: Literal[1]
     cluster: Name
-    queues: list[Queue] = Field(default_factory=list)
-    sharing_pools: list[SharingPool] = Field(default_factory=list)
-    nodes: list[Node] = Field(default_factory=list)
-    jobs: list[Job] = Field(default_factory=list)
+    queues: list[Queue] = Field(default_factory=list, max_length=MAX_QUEUES)
+    sharing_pools: list[SharingPool] = Field(default_factory=list, max_length=MAX_QUEUES)
+    nodes: list[Node] = Field(default_factory=list, max_length=MAX_NODES)
+    jobs: list[Job] = Field(default_factory=list, max_length=MAX_JOBS)
 
     @model_validator(mode="after")
     def _expand_sharing_pools(self) -> Inventory:

@@ -174,3 +174,46 @@ def test_export_inventory_as_json_is_the_inventory_in_json(tmp_path: Path, sampl
     again = gpuadmin("--state", tmp_path / "again", "init", "--from", exported)
     assert again.code == 0, again.err
     assert gpuadmin("--state", tmp_path / "again", "export", "inventory").out == as_yaml.out
+
+
+# --- imports: numbers in a hostile kubectl or nvidia-smi file (point 14) ----------------------------------------
+
+FIXTURES = SAMPLES.parent / "tests" / "adapters" / "fixtures"
+GFD_LABELS: dict[str, str] = json.loads((FIXTURES / "h100-mig-mixed-all-balanced_node-labels.json").read_text())
+
+
+def kube_nodes(tmp_path: Path, cpu: str = "112", memory: str = "2Ti", **labels: str) -> Path:
+    node = {"kind": "Node", "metadata": {"name": "n1", "labels": {**GFD_LABELS, **labels}},
+            "status": {"capacity": {"cpu": cpu, "memory": memory}}}
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node]}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("damage", "refused"), [
+    ({"cpu": "9" * 30}, "items[0].status.capacity.cpu: '999999999999999999999999' is out of range (at most 65,536"),
+    ({"memory": "9" * 400 + "Ki"}, "items[0].status.capacity.memory: "),
+    ({"nvidia.com/gpu.count": "9" * 30}, "nvidia.com/gpu.count=99999999999999999999... (30 digits) is out of range"),
+    ({"nvidia.com/gpu.count": "65"}, "nvidia.com/gpu.count=65 is out of range (0 to 64)"),
+    ({"nvidia.com/gpu.replicas": "9" * 5000}, "nvidia.com/gpu.replicas=99999999999999999999... (5,000 digits)"),
+    ({"nvidia.com/mig-1g.10gb.count": "9" * 30}, "nvidia.com/mig-1g.10gb.count=99999999999999999999..."),
+])
+def test_import_kube_nodes_refuses_a_number_past_its_bound(tmp_path: Path, damage: dict[str, str],
+                                                            refused: str) -> None:
+    capacity = {k: v for k, v in damage.items() if k in ("cpu", "memory")}
+    labels = {k: v for k, v in damage.items() if k not in capacity}
+    path = kube_nodes(tmp_path, **capacity, **labels)
+    result = gpuadmin("import", "kube-nodes", path, "-o", "inventory")  # a gpu.count of 10^30 looped for ever
+    assert result.code == 2, result
+    assert f"{path}: " in result.err and refused in result.err and "out of range" in result.err, result.err
+    assert "Traceback" not in result.err
+
+
+def test_import_nvidia_smi_refuses_more_gpus_than_a_node_holds(tmp_path: Path) -> None:
+    text = (FIXTURES / "k8s-test-infra_8x-h100-80gb-hbm3_no-mig.xml").read_text(encoding="utf-8")
+    first, last = text.index("<gpu id="), text.rindex("</gpu>") + len("</gpu>")
+    path = tmp_path / "smi.xml"
+    path.write_text(text[:first] + text[first:last] * 9 + text[last:], encoding="utf-8")  # 72 GPUs
+    result = gpuadmin("import", "nvidia-smi", path, "--node", "n", "-o", "inventory")
+    assert result.code == 2, result
+    assert f"{path}: " in result.err and "less than or equal to 63" in result.err and "Traceback" not in result.err

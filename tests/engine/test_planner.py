@@ -36,6 +36,8 @@ REFUSALS: dict[str, tuple[str, list[dict[str, Any]]]] = {
                                  "instances": [{"profile": "4g.40gb"}, {"profile": "4g.40gb"}]}]),
     "change.node-down": ("oci", [{"op": "repair-node", "node": "gpu-h100-01", "note": "not down"}]),
     "vgpu.mode": ("oci", [{"op": "assign-vgpu", "node": "gpu-h100-12", "gpu": 0, "vm": "x", "profile": "A40-4C"}]),
+    "change.references": ("oci", [{"op": "add-node", "node": {"name": "n", "platform": "baremetal",
+                                                              "shape": "NO-SUCH-SHAPE"}}]),
 }
 
 
@@ -195,3 +197,16 @@ def test_kubernetes_nodes_get_operator_labels_not_nvidia_smi_lines() -> None:
     assert any("nvidia.com/gpu x4 on GPU 7" in line for line in lines)
     assert lines[-1] == ("kubectl label node hgx-h200-01 nvidia.com/device-plugin.config=gpuadmin-hgx-h200-01 "
                          "--overwrite")
+
+
+def test_change_references_reports_only_what_the_plan_breaks() -> None:
+    """A state written before the check may already hold a dangling name: later changes to that entity are not
+    all refused for it, but one that adds a new dangling name is."""
+    state = oci()
+    state.nodes["gpu-h100-12"] = state.nodes["gpu-h100-12"].model_copy(update={"shape": "OLD-SHAPE"})
+    cordoned = plan(state, changes({"op": "cordon", "node": "gpu-h100-12"}))
+    assert "change.references" not in {v.rule for v in cordoned.violations}, cordoned.violations
+    added = plan(state, changes({"op": "add-node", "node": {"name": "n", "platform": "baremetal",
+                                                            "shape": "OLD-SHAPE"}}))
+    assert [(v.rule, v.target, v.message) for v in added.violations] == [
+        ("change.references", "node/n", "shape: unknown shape 'OLD-SHAPE'")]
