@@ -591,7 +591,7 @@ _COMMON: dict[str, Any] = {"deadline": None, "suppress_health_check": list(Healt
 def test_cluster_machine() -> None:
     """The CI slice: a few hundred steps over the three samples, the same ones every run."""
     run_state_machine_as_test(ClusterMachine, settings=settings(
-        max_examples=20, stateful_step_count=12, derandomize=True, database=None, **_COMMON))
+        max_examples=30, stateful_step_count=15, derandomize=True, database=None, **_COMMON))
 
 
 @pytest.mark.slow
@@ -608,7 +608,7 @@ def test_every_op_from_a_sample(op: str, sample: str, data: Any) -> None:
     a step."""
     machine = ClusterMachine()
     machine.load(sample)
-    machine.change(data, op)
+    machine.change(data, op, more=0)
     machine.holds()
     machine.teardown()
 
