@@ -26,7 +26,7 @@ from gpuadmin.engine.state import ClusterState, SlotKey, View
 from gpuadmin.errors import ExitCode, GpuadminError
 from gpuadmin.model import Inventory, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
-from gpuadmin.model.inventory import DEFAULT_RESERVED_GIB
+from gpuadmin.model.inventory import DEFAULT_RESERVED_GIB, MAX_GPU_INDEX, MAX_SEQ, decimal_at_most
 from gpuadmin.render.board import node_board
 from gpuadmin.render.describe import describe_entry, describe_gpu, describe_job, describe_node, describe_queue
 from gpuadmin.render.overview import cluster_overview
@@ -39,6 +39,7 @@ from gpuadmin.store import (
     StaleRevision,
     Store,
     dump_inventory,
+    inventory_data,
     load_inventory,
     load_model_file,
     login_identity,
@@ -611,7 +612,8 @@ class Service:
         elif kind == "gpu":
             node_name, _, index = name.rpartition("/")
             node = view.node(node_name)
-            gpu = node.gpu(int(index)) if node is not None and index.isdigit() else None
+            gpu_index = decimal_at_most(index, MAX_GPU_INDEX)
+            gpu = node.gpu(gpu_index) if node is not None and gpu_index is not None else None
             if node is not None and gpu is not None:
                 return describe_gpu(view, node, gpu)
         elif kind == "job":
@@ -625,7 +627,8 @@ class Service:
             if queue is not None:
                 return describe_queue(view, queue)
         elif kind == "entry":
-            entry = self.store.entry(int(name)) if self.store is not None and name.isdigit() else None
+            entry_id = decimal_at_most(name, MAX_SEQ)
+            entry = self.store.entry(entry_id) if self.store is not None and entry_id is not None else None
             if entry is not None:
                 return describe_entry(entry)
         hint = " (write a GPU as NODE/INDEX, e.g. gpu-h100-01/3)" if kind == "gpu" else ""
@@ -788,13 +791,15 @@ class Service:
         return out
 
     def export(self, kind: str, **options: Any) -> Any:
-        """What `gpuadmin export KIND` prints: plain data (dicts and lists), or YAML text for `inventory`."""
+        """What `gpuadmin export KIND` prints: plain data (dicts and lists), or YAML text for `inventory` (its
+        plain data with `fmt="json"`)."""
         from gpuadmin import adapters  # the exporters load when used: every other command starts faster
 
         check_action(self.role, "read")
         nodes = list(self.state.nodes.values())
         if kind == "inventory":
-            return dump_inventory(self.state.to_inventory())
+            inventory = self.state.to_inventory()
+            return inventory_data(inventory) if options.get("fmt") == "json" else dump_inventory(inventory)
         if kind == "mig-parted":
             return adapters.export_mig_parted(nodes, warnings=options.get("warnings"))
         if kind == "device-plugin":

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from pydantic import ValidationError
 
 from gpuadmin.catalog import GpuModel, mig_profile_name
 from gpuadmin.engine.mig import place
 from gpuadmin.model import MigInstance, Node
-from gpuadmin.model.diagnostics import Diagnostic, InputError
+from gpuadmin.model.diagnostics import Diagnostic, InputError, dotted
 from gpuadmin.model.inventory import Orchestrator, kubernetes_node_name_problem
 
 
@@ -37,6 +41,18 @@ class NoDriverError(InputError):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__([PlainDiagnostic(f"no NVIDIA driver found (NVML: {reason})")])
+
+
+@contextmanager
+def held_by_the_models(file: str) -> Iterator[None]:
+    """Where a file describes what the models cannot hold (65 GPUs on a node, a GPU index past the hardware,
+    a name of 300 characters), an `InputError` naming the file and the first field, not a traceback."""
+    try:
+        yield
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = dotted(tuple(error["loc"])) if error["loc"] else "the node"
+        raise input_error(f"{where}: {error['msg']} (got {str(error.get('input'))[:40]!r})", file) from None
 
 
 def input_error(

@@ -26,11 +26,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from gpuadmin.adapters._common import input_error, node_name_problem, place_instances
+from gpuadmin.adapters._common import held_by_the_models, input_error, node_name_problem, place_instances
 from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.engine.mig import place
 from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog
-from gpuadmin.model.inventory import NodeState, SharingStrategy
+from gpuadmin.model.inventory import (
+    MAX_CPUS,
+    MAX_GPU_INDEX,
+    MAX_GPU_MEMORY_GIB,
+    MAX_NODE_MEMORY_GIB,
+    MAX_REPLICAS,
+    NodeState,
+    SharingStrategy,
+    decimal_at_most,
+)
 
 _MIG_COUNT = re.compile(r"^nvidia\.com/mig-(.+)\.count$")
 _QTY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|[numk])?$")
@@ -124,10 +133,10 @@ def _node(item: Any, index: int, file: str, warnings: list[str]) -> Node:
     labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
     spec = item.get("spec") or {}
     capacity = (item.get("status") or {}).get("capacity") or {}
-    cpu = _quantity(capacity.get("cpu"))
-    memory = _quantity(capacity.get("memory"))
+    cpus = _capacity(capacity, "cpu", 1, MAX_CPUS, where, file)
+    memory_gib = _capacity(capacity, "memory", 1 << 30, MAX_NODE_MEMORY_GIB, where, file)
     state: NodeState = "cordoned" if spec.get("unschedulable") is True else "ready"
-    gpus = _gpus(name, labels, where, file, warnings)
+    gpus = _gpus(name, _Labels(labels, where, file), where, file, warnings)
     problem = node_name_problem(name, "kubernetes", bool(gpus))
     if problem is not None:
         raise input_error(problem, file, path=(*where, "metadata", "name"))
@@ -138,35 +147,62 @@ def _node(item: Any, index: int, file: str, warnings: list[str]) -> Node:
         labels=labels,
         state=state,
         gpus=gpus,
-        cpus=max(1, int(cpu)) if cpu else None,
-        memory_gib=max(1, round(memory / (1 << 30))) if memory else None,
+        cpus=cpus,
+        memory_gib=memory_gib,
     )
 
 
-def _int_label(labels: dict[str, str], key: str, default: int = 0) -> int:
-    try:
-        return int(labels.get(key, default))
-    except ValueError:
-        return default
+class _Labels:
+    """A node's labels, with the place they were read from, for integer labels checked against their bound."""
+
+    def __init__(self, labels: dict[str, str], where: tuple[str | int, ...], file: str) -> None:
+        self.labels, self.where, self.file = labels, where, file
+
+    def integer(self, key: str, high: int, default: int = 0) -> int:
+        """The label's integer, `default` where it is absent or not a number; an `InputError` naming the label
+        where it is a number past `high` (a gpu.count of 10^30 once looped for ever)."""
+        text = self.labels.get(key)
+        if text is None or not (text.isascii() and text.isdigit()):
+            return default
+        value = decimal_at_most(text, high)
+        if value is None:
+            shown = text if len(text) <= 24 else f"{text[:20]}... ({len(text):,} digits)"
+            raise input_error(f"label {key}={shown} is out of range (0 to {high:,})", self.file,
+                              path=(*self.where, "metadata", "labels", key))
+        return value
+
+
+def _capacity(capacity: dict[str, Any], key: str, unit: int, high: int, where: tuple[str | int, ...],
+              file: str) -> int | None:
+    """A capacity quantity in `unit`s (at least 1), None where absent; an `InputError` past `high` units."""
+    quantity = _quantity(capacity.get(key))
+    if quantity is None:
+        return None
+    if not quantity / unit <= high:  # also refuses inf, which a quantity of 400 digits becomes
+        raise input_error(f"{str(capacity.get(key))[:24]!r} is out of range (at most "
+                          f"{high:,} {'GiB' if unit > 1 else 'CPUs'})", file,
+                          path=(*where, "status", "capacity", key))
+    return max(1, round(quantity / unit) if unit > 1 else int(quantity))
 
 
 def _gpus(
-    name: str, labels: dict[str, str], where: tuple[str | int, ...], file: str, warnings: list[str]
+    name: str, read: _Labels, where: tuple[str | int, ...], file: str, warnings: list[str]
 ) -> list[Gpu]:
+    labels = read.labels
     product = labels.get("nvidia.com/gpu.product")
     if product is None:
         return []
     label_path = (*where, "metadata", "labels", "nvidia.com/gpu.product")
     model, base, single_profile = _model(product)
-    count = _int_label(labels, "nvidia.com/gpu.count")
+    count = read.integer("nvidia.com/gpu.count", MAX_GPU_INDEX + 1)
     strategy = labels.get("nvidia.com/mig.strategy", "none")
-    replicas = _int_label(labels, "nvidia.com/gpu.replicas", 1)
+    replicas = read.integer("nvidia.com/gpu.replicas", MAX_REPLICAS, 1)
     sharing: SharingStrategy | None = (
         "mps" if labels.get("nvidia.com/gpu.sharing-strategy") == "mps" else None
     )
     if model is None:
         # a product the catalog does not know: whole GPUs with GFD's gpu.memory (MiB), as nvidia_smi does
-        memory = _int_label(labels, "nvidia.com/gpu.memory") or None
+        memory = read.integer("nvidia.com/gpu.memory", MAX_GPU_MEMORY_GIB * 1024) or None
         warnings.append(
             f"{name}: GPU product {base!r} is not in the catalog: {count} GPU(s) imported whole"
             + (f" with {memory} MiB" if memory else " (no nvidia.com/gpu.memory label)")
@@ -206,13 +242,14 @@ def _gpus(
     mig_counts: Counter[str] = Counter()
     mig_replicas: dict[str, int] = {}
     if strategy == "mixed":
-        for key, value in labels.items():
+        for key in labels:
             match = _MIG_COUNT.match(key)
-            if match and value.isdigit() and int(value) > 0:
-                mig_counts[match.group(1)] = int(value)
-                mig_replicas[match.group(1)] = _int_label(
-                    labels, f"nvidia.com/mig-{match.group(1)}.replicas", 1
-                )
+            # at most 7 instances of a profile per GPU on every MIG-capable model
+            per_node = read.integer(key, 7 * (MAX_GPU_INDEX + 1)) if match else 0
+            if match and per_node > 0:
+                mig_counts[match.group(1)] = per_node
+                mig_replicas[match.group(1)] = read.integer(f"nvidia.com/mig-{match.group(1)}.replicas",
+                                                            MAX_REPLICAS, 1)
         for profile in mig_counts:
             if model.mig_profile(profile) is None:
                 raise input_error(
@@ -295,7 +332,8 @@ def read_kube_nodes(path: str | Path) -> tuple[list[Node], list[str]]:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise input_error(f"cannot read: {exc.strerror or exc}", file) from None
-    return parse_kube_nodes(data, file)
+    with held_by_the_models(file):
+        return parse_kube_nodes(data, file)
 
 
 def import_kube_nodes(path: str | Path) -> list[Node]:

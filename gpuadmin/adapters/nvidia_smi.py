@@ -31,6 +31,7 @@ from gpuadmin.adapters._common import (
     ImportResult,
     check_given_node_name,
     derive_mig_profile,
+    held_by_the_models,
     input_error,
     mig_slice_options,
     place_instances,
@@ -38,7 +39,7 @@ from gpuadmin.adapters._common import (
 from gpuadmin.catalog import GpuModel, get_catalog, normalize_pci_device_id
 from gpuadmin.engine.mig import compute_instance_problems
 from gpuadmin.model import Gpu, Node, NotInCatalog
-from gpuadmin.model.inventory import NvlinkKind, Orchestrator, Platform
+from gpuadmin.model.inventory import MAX_GPU_MEMORY_GIB, NvlinkKind, Orchestrator, Platform
 
 MAX_BYTES = 64 * 1024 * 1024
 KNOWN_DTD_VERSIONS = (11, 12, 13)
@@ -127,7 +128,9 @@ def parse_mib(text: str | None) -> int | None:
     factor = _UNITS.get(unit)
     if factor is None:
         return None
-    return round(float(match.group(1)) * factor)
+    mib = float(match.group(1)) * factor
+    # a total past any GPU's (or infinite: 400 digits) is no reading at all, like N/A
+    return round(mib) if mib <= MAX_GPU_MEMORY_GIB * 1024 else None
 
 
 def _int(text: str | None) -> int | None:
@@ -414,4 +417,5 @@ def import_nvidia_smi(
         data = Path(path).read_bytes()
     except OSError as exc:
         raise input_error(f"cannot read: {exc.strerror or exc}", file) from None
-    return parse_nvidia_smi(data, node_name, platform=platform, orchestrator=orchestrator, file=file)
+    with held_by_the_models(file):
+        return parse_nvidia_smi(data, node_name, platform=platform, orchestrator=orchestrator, file=file)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuadmin.cli.args import revision, seconds
 from gpuadmin.errors import ExitCode
 from gpuadmin.render.text import safe
 
@@ -124,8 +125,9 @@ def _reverse(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def add_wait(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--wait", type=float, default=5.0, metavar="SECONDS",
-                        help="wait up to SECONDS for another writer's lock before giving up with exit 3 (default 5)")
+    parser.add_argument("--wait", type=seconds, default=5.0, metavar="SECONDS",
+                        help="wait up to SECONDS (0 to 86400) for another writer's lock before giving up with exit 3 "
+                             "(default 5)")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -149,7 +151,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     apply.set_defaults(func=_apply)
 
     undo = parser("undo", "revert the latest change not yet undone (again: the one before), or back to --to")
-    undo.add_argument("--to", type=int, metavar="REVISION")
+    undo.add_argument("--to", type=revision, metavar="REVISION")
     redo = parser("redo", "apply again what the latest undo reverted")
     for reverse in (undo, redo):
         reverse.add_argument("--yes", action="store_true")

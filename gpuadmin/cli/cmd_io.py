@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuadmin.cli.args import MAX_NIC_GBPS, integer
 from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -111,6 +112,8 @@ def _export(args: argparse.Namespace, ctx: Context) -> int:
         options["queue_system"] = args.queue_system
     if args.kind == "queues":
         options["fmt"] = args.format
+    if args.kind == "inventory":
+        options["fmt"] = args.output
     data = service.export(args.kind, **options)
     _warn(warnings)
     nothing = _nothing_to_export(args.kind, data)
@@ -150,7 +153,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                 help="who schedules pods on the node: kubernetes (a worker node) or none")
             parser.add_argument("--rdma-network", default=None, help="RDMA network name for the node's NICs")
         if parser is smi:
-            parser.add_argument("--rdma-gbps", type=int, default=None, help="RDMA NIC speed (with --topo)")
+            parser.add_argument("--rdma-gbps", type=integer(1, MAX_NIC_GBPS, "a NIC speed"), default=None,
+                                help="RDMA NIC speed in Gb/s (with --topo)")
         parser.set_defaults(func=_import)
 
     exp = sub.add_parser("export", help="inventory, mig-parted, device-plugin, labels, pods or queues")

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuadmin.cli.args import integer
 from gpuadmin.errors import ExitCode
 from gpuadmin.render.text import safe
 
@@ -82,6 +83,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tui.add_argument("--view", choices=VIEWS, default="overview", help="the view to open on")
     tui.add_argument("--screenshot", type=Path, default=None, metavar="FILE.svg",
                      help="render the first screen headless to an SVG file and exit")
-    tui.add_argument("--width", type=int, default=120, help="screenshot width in columns")
-    tui.add_argument("--height", type=int, default=36, help="screenshot height in rows")
+    tui.add_argument("--width", type=integer(20, 1000, "a width"), default=120,
+                     help="screenshot width in columns (20 to 1000)")
+    tui.add_argument("--height", type=integer(5, 1000, "a height"), default=36,
+                     help="screenshot height in rows (5 to 1000)")
     tui.set_defaults(func=_tui)

@@ -76,8 +76,11 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: TextIO | 
 
 
 def as_json(data: Any, out: TextIO | None = None) -> None:
-    (out or sys.stdout).write(safe(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False), document=True)
-                              + "\n")
+    """JSON output is JSON: a non-finite number (`Infinity`, `NaN`: no JSON reader takes them) is refused
+    with ValueError, never printed; the schemas keep every input number finite, so none reaches here. Text that
+    could act on a terminal is escaped (`safe`), the document staying valid JSON."""
+    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False)
+    (out or sys.stdout).write(safe(text, document=True) + "\n")
 
 
 def json_list(head: dict[str, Any], key: str, items: Iterable[Any], out: TextIO | None = None) -> None:
@@ -96,7 +99,8 @@ def json_list(head: dict[str, Any], key: str, items: Iterable[Any], out: TextIO 
 
 
 def indented_json(value: Any, pad: str = "") -> str:
-    """`json.dumps(value, indent=2, ensure_ascii=False)` with every line after the first indented by `pad`.
+    """`json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)` with every line after the first
+    indented by `pad`.
 
     The same text, made about twice as fast: with an indent, the json module encodes in Python, through a
     generator per container; this joins strings, with its C string encoder for the text. A listing of 1,024
@@ -139,10 +143,8 @@ _json_string: Callable[[str], str] = json.encoder.encode_basestring  # C, as jso
 
 
 def _json_float(value: float) -> str:
-    if value != value:
-        return "NaN"
-    if value in (math.inf, -math.inf):
-        return "Infinity" if value > 0 else "-Infinity"
+    if value != value or value in (math.inf, -math.inf):
+        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
     return float.__repr__(value)
 
 

@@ -13,18 +13,21 @@ from pydantic import Field, TypeAdapter, model_validator
 from gpuadmin.model.inventory import (
     DEFAULT_RESERVED_GIB,
     DeviceGroup,
+    GpuIndex,
     Job,
     MigInstance,
     Name,
     Node,
-    NonNegInt,
+    Priority,
     Queue,
+    Replicas,
+    ReservedGib,
     Resources,
+    Seq,
     Slot,
     StrictModel,
+    Weight,
 )
-
-MAX_SEQ = 2**63 - 1  # the largest position an entity's table holds (a SQLite INTEGER)
 
 
 class SetMig(StrictModel):
@@ -32,7 +35,7 @@ class SetMig(StrictModel):
 
     op: Literal["set-mig"]
     node: Name
-    gpu: NonNegInt
+    gpu: GpuIndex
     instances: list[MigInstance]
 
 
@@ -41,9 +44,9 @@ class SetMode(StrictModel):
 
     op: Literal["set-mode"]
     node: Name
-    gpu: NonNegInt
+    gpu: GpuIndex
     mode: Literal["full", "time-sliced", "vgpu", "passthrough"]
-    replicas: Annotated[int, Field(ge=1)] | None = None
+    replicas: Replicas | None = None
 
 
 class SetTimeSlicing(StrictModel):
@@ -51,8 +54,8 @@ class SetTimeSlicing(StrictModel):
 
     op: Literal["set-time-slicing"]
     node: Name
-    gpu: NonNegInt
-    replicas: Annotated[int, Field(ge=1)]
+    gpu: GpuIndex
+    replicas: Replicas
     mig_profile: Name | None = None
 
 
@@ -66,7 +69,7 @@ class SetSharing(StrictModel):
     op: Literal["set-sharing"]
     node: Name
     fractions: Literal["dynamic", "off"]
-    reserved_gib: Annotated[float, Field(ge=0)] | None = None
+    reserved_gib: ReservedGib | None = None
 
     @model_validator(mode="after")
     def _reserve_only_when_on(self) -> SetSharing:
@@ -89,7 +92,7 @@ class SetDeviceGroups(StrictModel):
 class AssignVgpu(StrictModel):
     op: Literal["assign-vgpu"]
     node: Name
-    gpu: NonNegInt
+    gpu: GpuIndex
     vm: Name
     profile: Name
 
@@ -97,7 +100,7 @@ class AssignVgpu(StrictModel):
 class RemoveVgpu(StrictModel):
     op: Literal["remove-vgpu"]
     node: Name
-    gpu: NonNegInt
+    gpu: GpuIndex
     vm: Name
     profile: Name
 
@@ -108,7 +111,7 @@ class AttachVm(StrictModel):
     op: Literal["attach-vm"]
     node: Name
     vm: Name
-    gpus: list[NonNegInt] | None = None
+    gpus: list[GpuIndex] | None = None
     device_group: Name | None = None
 
     @model_validator(mode="after")
@@ -124,7 +127,7 @@ class DetachVm(StrictModel):
     op: Literal["detach-vm"]
     node: Name
     vm: Name
-    gpus: list[NonNegInt] | None = None
+    gpus: list[GpuIndex] | None = None
     device_group: Name | None = None
 
 
@@ -199,8 +202,8 @@ class SetQuota(StrictModel):
     queue: Name
     quota: Resources | None = None
     limit: Resources | None = None
-    over_quota_weight: Annotated[float, Field(ge=0)] | None = None
-    priority: int | None = None
+    over_quota_weight: Weight | None = None
+    priority: Priority | None = None
 
 
 class AddQueue(StrictModel):
@@ -232,8 +235,7 @@ class Restore(StrictModel):
     node: Node | None = None
     job: Job | None = None
     queue: Queue | None = None
-    # where a removed entity goes back (FIFO order); a position SQLite can store
-    seq: Annotated[int, Field(ge=1, le=MAX_SEQ)] | None = None
+    seq: Seq | None = None  # where a removed entity goes back (FIFO order); a position SQLite can store
 
     @model_validator(mode="after")
     def _value_matches_kind(self) -> Restore:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
@@ -26,14 +26,20 @@ from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queu
 from gpuadmin.engine.state import ClusterState, EntityKind, SlotKey, View
 from gpuadmin.errors import Diagnostic, InputError
 from gpuadmin.model import DynamicSharing, Gpu, Job, Node, Queue, VGpu
+from gpuadmin.model.diagnostics import dotted
 from gpuadmin.model.inventory import STORED
+from gpuadmin.model.references import hosts_of_vms, job_references, node_references
 
 # Checks the planner makes while applying a change to the view, before the rules run. Their ids share
 # the rules' namespace and are listed with them in docs/rules.md.
 CHANGE_CHECKS: dict[str, str] = {
     "change.target-exists": "The node, GPU, VM, device group, job or queue a change names exists.",
     "change.unique-name": "A submitted job, added queue or added node does not reuse a name.",
-    "change.fields": "A change's fields fit its operation (e.g. replicas only with time-sliced).",
+    "change.references": "A node or job a change adds or edits names only what exists, as an inventory's "
+                         "reference checks require (shape, GPU models, VMs, device groups, queue, placement): "
+                         "the state still exports to an inventory that validates.",
+    "change.fields": "A change's fields fit its operation (e.g. replicas only with time-sliced), and it leaves "
+                     "every node valid as the inventory defines it (device groups only on vSphere hosts).",
     "change.job-status": "Only pending or preempted jobs are bound (by bind-job, or by a restore that runs a job, "
                          "undo's own give-backs aside); only running jobs are preempted.",
     "change.in-use": "A queue with jobs or a node with running jobs is not removed.",
@@ -596,6 +602,59 @@ def _effects(view: View) -> Effects:
     return effects
 
 
+def _nodes_outside_schema(view: View) -> list[Violation]:
+    """Nodes the inventory schema itself would refuse. Handlers edit nodes with `model_copy`, which skips the
+    model's own checks, so a change could leave, say, device groups on a bare-metal node: a state that no longer
+    exports or reads back. Only edited nodes are re-read (a node is small; job and queue edits carry values the
+    change schema has validated)."""
+    out: list[Violation] = []
+    for name, node in view.node_edits.items():
+        if node is None:
+            continue
+        try:
+            Node.model_validate(node.model_dump(exclude_none=True))
+        except ValidationError as invalid:
+            problem = invalid.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            message = str(problem["msg"]).removeprefix("Value error, ")
+            out.append(Violation("change.fields", node_target(name),
+                                 f"the change leaves node {name} invalid: {where + ': ' if where else ''}{message}"))
+    return out
+
+
+def _reference_problems(view: View) -> list[Violation]:
+    """The inventory's reference checks (`gpuadmin.model.references`) on every node and job the plan adds or
+    edits: a plan that would leave a state whose export no longer validates is refused with the check's
+    reason. A job is checked again when a node is edited, for the VM it may run in. Only what the plan breaks
+    is reported: a problem the entity already had in the base state (a state written before these checks)
+    does not block every later change to it."""
+    base = view.base
+    nodes = [node for node in view.node_edits.values() if node is not None]
+    jobs = {name: job for name, job in view.job_edits.items() if job is not None}
+    if view.node_edits:
+        jobs.update((job.name, job) for job in view.jobs() if job.vm is not None)
+    out: list[Violation] = []
+    for node in nodes:
+        before = base.nodes.get(node.name)
+        had = {(d.path, d.message) for d in node_references(before)} if before is not None else set()
+        out += [Violation("change.references", node_target(node.name), f"{dotted(d.path)}: {d.message}", d.hint)
+                for d in node_references(node) if (d.path, d.message) not in had]
+    if jobs:
+        after_nodes = {node.name: node for node in view.nodes()}
+        after_queues = {queue.name for queue in view.queues()}
+        after_hosts = hosts_of_vms(after_nodes.values())
+        base_hosts = hosts_of_vms(base.nodes.values())
+        for job in jobs.values():
+            before_job = base.jobs.get(job.name)
+            had_job = ({(d.path, d.message) for d in job_references(before_job, (), base.nodes, base.queues,
+                                                                     base_hosts)}
+                       if before_job is not None else set())
+            out += [Violation("change.references", job_target(job.name), f"{dotted(d.path)}: {d.message}", d.hint)
+                    for d in job_references(job, (), after_nodes, after_queues, after_hosts)
+                    if (d.path, d.message) not in had_job]
+    return out
+
+
 def plan(state: ClusterState, changes: Sequence[ch.Change],
          released: Mapping[str, frozenset[SlotKey]] | None = None) -> Plan:
     """`released`: the slots the journal entries an undo or redo reverts released, by job (`released_slots`);
@@ -609,8 +668,9 @@ def plan(state: ClusterState, changes: Sequence[ch.Change],
             _HANDLERS[type(change)](view, change, touched)
         except ChangeRefused as refused:
             refusals.append(refused.violation)
+    refusals += _nodes_outside_schema(view)
     _check_positions(view, changes)
-    violations = refusals + check(view, touched)
+    violations = refusals + _reference_problems(view) + check(view, touched)
     diff = _diff(view)
     commands = node_commands(view, diff) if not violations else {}  # nothing to run for a refused plan
     digest = hashlib.sha256(_canonical({

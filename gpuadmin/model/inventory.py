@@ -37,9 +37,72 @@ JobStatus = Literal["pending", "running", "completed", "preempted"]
 AffinityOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 
 Name = Annotated[str, Field(min_length=1, max_length=253)]
-NonNegInt = Annotated[int, Field(ge=0)]
-PosInt = Annotated[int, Field(ge=1)]
-PosFloat = Annotated[float, Field(gt=0)]
+
+# --- bounded numbers ---------------------------------------------------------------------------------------
+# Every number an inventory, a change file or a console form gives is finite and within a real-world bound, so
+# nothing downstream (SQLite's 64-bit integers, JSON, Kubernetes' int32 fields, the scheduler's arithmetic, a
+# screen drawing one cell per replica) meets a value it cannot hold. Each bound is documented, with its reason,
+# in docs/inventory.md ("Numbers and their bounds").
+
+#: Kubernetes' int32 fields (replicas, priorities, quota counts) hold at most this.
+INT32_MAX = 2**31 - 1
+#: A GPU's index on its node: NVML enumerates the GPUs of one host from 0; the largest hosts have 16.
+MAX_GPU_INDEX = 63
+#: A MIG placement start is a memory slice of one GPU (0-7 on every MIG-capable GPU); room for wider ones.
+MAX_MIG_START = 63
+#: Time-slicing replicas of one GPU or MIG instance (GKE allows 48 sharers; one screen cell each in the console).
+MAX_REPLICAS = 1024
+#: Logical CPUs of one node (the largest single hosts have a few thousand).
+MAX_CPUS = 65_536
+#: Memory of one node, GiB (1 PiB).
+MAX_NODE_MEMORY_GIB = 1024 * 1024
+#: Memory of one GPU, GiB (16 TiB; today's largest have 288 GB).
+MAX_GPU_MEMORY_GIB = 16 * 1024
+#: GPU memory a queue's quota or limit may name, GiB (1 EiB: far beyond any cluster).
+MAX_QUOTA_MEMORY_GIB = 1024 * 1024 * 1024
+#: A queue's over-quota weight: a ratio between queues.
+MAX_WEIGHT = 1_000_000.0
+#: RDMA NICs of one node and the speed of one, Gb/s.
+MAX_NICS = 64
+MAX_NIC_GBPS = 100_000
+#: A position in a table (`restore`'s `seq`): SQLite's largest integer.
+MAX_SEQ = 2**63 - 1
+#: Entities of one inventory: Kubernetes' tested limits are 5,000 nodes and 150,000 pods per cluster; the
+#: 1,024-node, 100,000-job inventory of docs/benchmarks.md lies well inside.
+MAX_NODES = 10_000
+MAX_JOBS = 200_000
+MAX_QUEUES = 10_000
+
+
+
+def decimal_at_most(text: str, high: int) -> int | None:
+    """`text` as a decimal integer from 0 to `high`, or None. Checked as text first: neither a 5,000-digit
+    number (`int()` raises on it) nor a 20-digit one (SQLite cannot hold it) gets further."""
+    if text.isascii() and text.isdigit() and len(text) <= len(str(high)):
+        value = int(text)
+        return value if value <= high else None
+    return None
+
+
+NonNegInt = Annotated[int, Field(ge=0, le=INT32_MAX)]  # a count that Kubernetes holds as an int32
+PosInt = Annotated[int, Field(ge=1, le=INT32_MAX)]
+Priority = Annotated[int, Field(ge=-INT32_MAX - 1, le=INT32_MAX)]  # PriorityClass values are int32
+GpuIndex = Annotated[int, Field(ge=0, le=MAX_GPU_INDEX)]
+MigStart = Annotated[int, Field(ge=0, le=MAX_MIG_START)]
+Replicas = Annotated[int, Field(ge=1, le=MAX_REPLICAS)]
+GpuMemoryMib = Annotated[int, Field(ge=1, le=MAX_GPU_MEMORY_GIB * 1024)]
+NodeCpus = Annotated[int, Field(ge=1, le=MAX_CPUS)]
+NodeMemoryGib = Annotated[int, Field(ge=1, le=MAX_NODE_MEMORY_GIB)]
+NicCount = Annotated[int, Field(ge=1, le=MAX_NICS)]
+NicGbps = Annotated[int, Field(ge=1, le=MAX_NIC_GBPS)]
+Seq = Annotated[int, Field(ge=1, le=MAX_SEQ)]
+CpusRequest = Annotated[float, Field(gt=0, le=MAX_CPUS, allow_inf_nan=False)]
+NodeMemoryGibRequest = Annotated[float, Field(gt=0, le=MAX_NODE_MEMORY_GIB, allow_inf_nan=False)]
+GpuMemoryGib = Annotated[float, Field(gt=0, le=MAX_GPU_MEMORY_GIB, allow_inf_nan=False)]
+ReservedGib = Annotated[float, Field(ge=0, le=MAX_GPU_MEMORY_GIB, allow_inf_nan=False)]
+QuotaMemoryGib = Annotated[float, Field(ge=0, le=MAX_QUOTA_MEMORY_GIB, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT, allow_inf_nan=False)]
 
 
 def _timestamp(value: object) -> object:
@@ -93,7 +156,10 @@ def kubernetes_node_name_problem(name: str, has_gpus: bool) -> str | None:
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", validate_assignment=False)
+    # A non-finite float (only ever one forced past the bounded types) serialises as the bare word `Infinity` or
+    # `NaN`, which no JSON reader takes and the store refuses, rather than as `null`, which reads back as "no
+    # value" (a quota of .inf silently became "no quota")
+    model_config = ConfigDict(strict=True, extra="forbid", validate_assignment=False, ser_json_inf_nan="constants")
 
 
 PciDeviceId = Annotated[str, Field(pattern=r"^0x[0-9A-F]{4}$")]
@@ -109,8 +175,8 @@ class MigInstance(StrictModel):
     """
 
     profile: Name
-    start: NonNegInt | None = None
-    replicas: Annotated[int, Field(ge=2)] | None = None  # time-slicing of this instance
+    start: MigStart | None = None
+    replicas: Annotated[Replicas, Field(ge=2)] | None = None  # time-slicing of this instance
     compute_instances: Annotated[list[Name], Field(min_length=1)] | None = None
 
     @property
@@ -127,7 +193,7 @@ class NotInCatalog(StrictModel):
     keep it whole: MIG and vGPU are refused on it (`mig.model-supports-mig`, `vgpu.profile-exists`).
     """
 
-    memory_mib: PosInt | None = None  # None where the source gave no frame-buffer total
+    memory_mib: GpuMemoryMib | None = None  # None where the source gave no frame-buffer total
     pci_device_id: PciDeviceId | None = None
 
 
@@ -137,11 +203,11 @@ class VGpu(StrictModel):
 
 
 class Gpu(StrictModel):
-    index: NonNegInt
+    index: GpuIndex
     model: Name
     mode: GpuMode = "full"
     mig: list[MigInstance] | None = None
-    replicas: PosInt | None = None
+    replicas: Replicas | None = None
     sharing: SharingStrategy | None = None
     vgpus: list[VGpu] | None = None
     vm: Name | None = None  # passthrough holder
@@ -165,8 +231,8 @@ class Gpu(StrictModel):
 
 
 class Rdma(StrictModel):
-    nics: PosInt
-    gbps: PosInt
+    nics: NicCount
+    gbps: NicGbps
     network: Name
 
 
@@ -176,14 +242,14 @@ class VSphere(StrictModel):
 
 class DeviceGroup(StrictModel):
     name: Name
-    gpus: list[NonNegInt]
+    gpus: list[GpuIndex]
 
 
 class Vm(StrictModel):
     name: Name
     hardware_version: Annotated[int, Field(ge=1, le=99)]
     device_group: Name | None = None
-    gpus: list[NonNegInt] | None = None  # passthrough GPUs by index
+    gpus: list[GpuIndex] | None = None  # passthrough GPUs by index
 
 
 # Driver-reserved memory on a dynamically shared GPU when the inventory does not say: KAI#2212 measured
@@ -201,7 +267,7 @@ class DynamicSharing(StrictModel):
     """
 
     fractions: Literal["dynamic"]
-    reserved_gib: Annotated[float, Field(ge=0)] = DEFAULT_RESERVED_GIB
+    reserved_gib: ReservedGib = DEFAULT_RESERVED_GIB
 
 
 class SharingPool(StrictModel):
@@ -225,14 +291,14 @@ class Node(StrictModel):
     platform: Platform
     orchestrator: Orchestrator = "none"
     shape: Name | None = None
-    cpus: PosInt | None = None
-    memory_gib: PosInt | None = None
+    cpus: NodeCpus | None = None
+    memory_gib: NodeMemoryGib | None = None
     rdma: Rdma | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     state: NodeState = "ready"
     nvlink: NvlinkKind | None = None
     vsphere: VSphere | None = None
-    gpus: list[Gpu] = Field(default_factory=list)
+    gpus: list[Gpu] = Field(default_factory=list, max_length=MAX_GPU_INDEX + 1)
     device_groups: list[DeviceGroup] = Field(default_factory=list)
     vms: list[Vm] = Field(default_factory=list)
     sharing: DynamicSharing | None = None  # fractions on full-mode GPUs (Run:ai-style dynamic sharing)
@@ -316,15 +382,15 @@ class Node(StrictModel):
 
 class Resources(StrictModel):
     gpus: NonNegInt | None = None
-    gpu_memory_gib: Annotated[float, Field(ge=0)] | None = None
+    gpu_memory_gib: QuotaMemoryGib | None = None
 
 
 class Queue(StrictModel):
     name: Name
     quota: Resources = Field(default_factory=Resources)
     limit: Resources | None = None
-    over_quota_weight: Annotated[float, Field(ge=0)] = 1.0
-    priority: int = 0
+    over_quota_weight: Weight = 1.0
+    priority: Priority = 0
 
 
 class Request(StrictModel):
@@ -336,14 +402,14 @@ class Request(StrictModel):
 
     gpus: PosInt | None = None
     mig: Name | None = None
-    fraction: Annotated[float, Field(gt=0, lt=1)] | None = None
-    gpu_memory_gib: Annotated[float, Field(gt=0)] | None = None
+    fraction: Fraction | None = None
+    gpu_memory_gib: GpuMemoryGib | None = None
     model: Name | None = None
     nodes: PosInt = 1
     nvlink: bool = False
     rdma: bool = False
-    cpus: PosFloat | None = None
-    memory_gib: PosFloat | None = None
+    cpus: CpusRequest | None = None
+    memory_gib: NodeMemoryGibRequest | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Request:
@@ -375,8 +441,8 @@ class Slot(StrictModel):
     """One slice a running job holds: a whole GPU, a MIG instance (by its start), or a shared replica."""
 
     node: Name
-    gpu: NonNegInt
-    mig_start: NonNegInt | None = None
+    gpu: GpuIndex
+    mig_start: MigStart | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -438,7 +504,7 @@ class Job(StrictModel):
     name: Name
     queue: Name
     request: Request
-    priority: int = 0
+    priority: Priority = 0
     preemptible: bool = True
     isolation: Isolation | None = None
     status: JobStatus = "pending"
@@ -482,10 +548,10 @@ class Job(StrictModel):
 class Inventory(StrictModel):
     version: Literal[1]
     cluster: Name
-    queues: list[Queue] = Field(default_factory=list)
-    sharing_pools: list[SharingPool] = Field(default_factory=list)
-    nodes: list[Node] = Field(default_factory=list)
-    jobs: list[Job] = Field(default_factory=list)
+    queues: list[Queue] = Field(default_factory=list, max_length=MAX_QUEUES)
+    sharing_pools: list[SharingPool] = Field(default_factory=list, max_length=MAX_QUEUES)
+    nodes: list[Node] = Field(default_factory=list, max_length=MAX_NODES)
+    jobs: list[Job] = Field(default_factory=list, max_length=MAX_JOBS)
 
     @model_validator(mode="after")
     def _expand_sharing_pools(self) -> Inventory:

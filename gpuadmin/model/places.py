@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import re
 
-_PLACE = re.compile(r"^(?P<node>[^/\s]+)/(?P<gpu>\d+)(?:/(?P<profile>[^/@\s]*)@(?P<start>\d+))?$")
+# ASCII digits, at most 19 (a 64-bit integer): the schema bounds the GPU index and the start, and a longer
+# number is no place at all (`int()` of 5,000 digits raises)
+_PLACE = re.compile(r"^(?P<node>[^/\s]+)/(?P<gpu>[0-9]{1,19})(?:/(?P<profile>[^/@\s]*)@(?P<start>[0-9]{1,19}))?$")
 
 
 def gpu_place(node: str, gpu: int) -> str:

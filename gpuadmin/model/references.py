@@ -6,11 +6,11 @@ physical rules (MIG placements, vGPU sizes, quotas) belong to the engine's rule 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.model.diagnostics import Diagnostic, PathPart, dotted
-from gpuadmin.model.inventory import Inventory, Node
+from gpuadmin.model.inventory import Inventory, Job, Node
 
 
 def _duplicates(names: Sequence[str | int], path: Callable[[int], tuple[PathPart, ...]], what: str) -> list[Diagnostic]:
@@ -28,7 +28,9 @@ def _duplicates(names: Sequence[str | int], path: Callable[[int], tuple[PathPart
     return out
 
 
-def _check_node(node: Node, base: tuple[PathPart, ...]) -> list[Diagnostic]:
+def node_references(node: Node, base: tuple[PathPart, ...] = ()) -> list[Diagnostic]:
+    """What one node's fields name that does not exist, or names twice (its shape, GPU models, VMs, device
+    groups); each path below `base`."""
     catalog = get_catalog()
     out: list[Diagnostic] = []
     if node.shape is not None and node.shape not in catalog.shapes:
@@ -81,36 +83,50 @@ def _check_node(node: Node, base: tuple[PathPart, ...]) -> list[Diagnostic]:
 
 def check_references(inv: Inventory) -> list[Diagnostic]:
     """Every dangling reference and duplicate name, each with the dotted path of the offending field."""
-    catalog = get_catalog()
     out: list[Diagnostic] = []
     out += _duplicates([q.name for q in inv.queues], lambda i: ("queues", i, "name"), "queue")
     out += _duplicates([n.name for n in inv.nodes], lambda i: ("nodes", i, "name"), "node")
     out += _duplicates([j.name for j in inv.jobs], lambda i: ("jobs", i, "name"), "job")
     nodes = {n.name: n for n in inv.nodes}
     queues = {q.name for q in inv.queues}
-    vm_hosts: dict[str, list[str]] = {}
     for i, node in enumerate(inv.nodes):
-        out += _check_node(node, ("nodes", i))
+        out += node_references(node, ("nodes", i))
+    vm_hosts = hosts_of_vms(inv.nodes)
+    for i, job in enumerate(inv.jobs):
+        out += job_references(job, ("jobs", i), nodes, queues, vm_hosts)
+    return out
+
+
+def hosts_of_vms(nodes: Iterable[Node]) -> dict[str, list[str]]:
+    """Each VM's name → the nodes that define a VM of that name."""
+    vm_hosts: dict[str, list[str]] = {}
+    for node in nodes:
         for vm in node.vms:
             vm_hosts.setdefault(vm.name, []).append(node.name)
-    for i, job in enumerate(inv.jobs):
-        if job.vm is not None and len(vm_hosts.get(job.vm, ())) != 1:
-            hosts = vm_hosts.get(job.vm, [])
-            why = f"is defined on {len(hosts)} nodes ({', '.join(hosts)})" if hosts else "is not defined on any node"
-            out.append(Diagnostic(f"job {job.name!r} names VM {job.vm!r}, which {why}", ("jobs", i, "vm"),
-                                  "reference", hint="a job runs in a VM that one vSphere host defines"))
-        if job.queue not in queues:
-            out.append(Diagnostic(f"job {job.name!r} names queue {job.queue!r}, which is not defined",
-                                  ("jobs", i, "queue"), "reference"))
-        if job.request.model is not None and catalog.model(job.request.model) is None:
-            out.append(Diagnostic(f"unknown GPU model {job.request.model!r}", ("jobs", i, "request", "model"),
-                                  "reference"))
-        for j, slot in enumerate(job.placement):
-            held = nodes.get(slot.node)
-            if held is None:
-                out.append(Diagnostic(f"placement names node {slot.node!r}, which is not defined",
-                                      ("jobs", i, "placement", j, "node"), "reference"))
-            elif held.gpu(slot.gpu) is None:
-                out.append(Diagnostic(f"placement names GPU {slot.gpu} of node {slot.node!r}, which it does "
-                                      "not have", ("jobs", i, "placement", j, "gpu"), "reference"))
+    return vm_hosts
+
+
+def job_references(job: Job, base: tuple[PathPart, ...], nodes: Mapping[str, Node], queues: Container[str],
+                   vm_hosts: Mapping[str, list[str]]) -> list[Diagnostic]:
+    """What one job names that does not exist (its queue, VM, GPU model, placement); each path below `base`."""
+    out: list[Diagnostic] = []
+    if job.vm is not None and len(vm_hosts.get(job.vm, ())) != 1:
+        hosts = vm_hosts.get(job.vm, [])
+        why = f"is defined on {len(hosts)} nodes ({', '.join(hosts)})" if hosts else "is not defined on any node"
+        out.append(Diagnostic(f"job {job.name!r} names VM {job.vm!r}, which {why}", (*base, "vm"),
+                              "reference", hint="a job runs in a VM that one vSphere host defines"))
+    if job.queue not in queues:
+        out.append(Diagnostic(f"job {job.name!r} names queue {job.queue!r}, which is not defined",
+                              (*base, "queue"), "reference"))
+    if job.request.model is not None and get_catalog().model(job.request.model) is None:
+        out.append(Diagnostic(f"unknown GPU model {job.request.model!r}", (*base, "request", "model"),
+                              "reference"))
+    for j, slot in enumerate(job.placement):
+        held = nodes.get(slot.node)
+        if held is None:
+            out.append(Diagnostic(f"placement names node {slot.node!r}, which is not defined",
+                                  (*base, "placement", j, "node"), "reference"))
+        elif held.gpu(slot.gpu) is None:
+            out.append(Diagnostic(f"placement names GPU {slot.gpu} of node {slot.node!r}, which it does "
+                                  "not have", (*base, "placement", j, "gpu"), "reference"))
     return out

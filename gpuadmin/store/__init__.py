@@ -2,6 +2,7 @@
 
 from gpuadmin.store.inventory_io import (
     dump_inventory,
+    inventory_data,
     load_inventory,
     load_model_file,
     parse_inventory,
@@ -13,6 +14,7 @@ from gpuadmin.store.yamlsafe import LoadedYaml, load_yaml, load_yaml_file
 __all__ = [
     "LoadedYaml",
     "dump_inventory",
+    "inventory_data",
     "load_inventory",
     "load_model_file",
     "load_yaml",

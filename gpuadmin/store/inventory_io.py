@@ -40,6 +40,7 @@ from gpuadmin.store.yamlsafe import YAML11_BOOLEANS, LoadedYaml, load_yaml, load
 
 __all__ = [
     "dump_inventory",
+    "inventory_data",
     "load_inventory",
     "parse_inventory",
     "schema_diagnostics",
@@ -417,10 +418,8 @@ def _scalar(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if math.isnan(value):
-            return ".nan"
-        if math.isinf(value):
-            return ".inf" if value > 0 else "-.inf"
+        if not math.isfinite(value):  # the schema refuses it on reading: an inventory that would not load back
+            raise ValueError(f"{value!r} is not finite: an inventory holds finite numbers only")
         return repr(value)
     text = str(value)
     return text if _plain_ok(text) else _quote(text)
@@ -471,13 +470,20 @@ def _emit_item(item: Any, indent: int, lines: list[str]) -> None:
         first = False
 
 
+def inventory_data(inventory: Inventory, *, mode: Literal["python", "json"] = "json") -> dict[str, Any]:
+    """The inventory as plain data (what `export inventory -o json` prints, and what `dump_inventory` writes as
+    YAML): fields in model order, defaults left out."""
+    data = inventory.model_dump(mode=mode, exclude_defaults=True)
+    data.setdefault("version", inventory.version)  # a Literal with no default is never excluded; be explicit
+    return data
+
+
 def dump_inventory(inventory: Inventory) -> str:
     """A deterministic YAML rendering: fields in model order, defaults left out, small mappings on one line.
 
     `parse_inventory(dump_inventory(inv)) == inv` for every valid inventory.
     """
-    data = inventory.model_dump(mode="python", exclude_defaults=True)
-    data.setdefault("version", inventory.version)  # a Literal with no default is never excluded; be explicit
+    data = inventory_data(inventory, mode="python")
     lines: list[str] = []
     for key, value in data.items():
         # the top-level lists (queues, nodes, jobs) are always blocks: one item per line, easy to diff

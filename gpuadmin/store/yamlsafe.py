@@ -21,11 +21,13 @@ tests/store/test_store_yamlsafe_fastpath.py holds the fast paths equal to the re
 What is refused, each as a `Diagnostic(kind="yaml")` with `file:line:column`, all of a file in one
 `InputError`:
 
-- files over `MAX_BYTES` (checked before parsing; `load_yaml_file` checks the size before reading);
+- files over `MAX_BYTES` (checked before parsing; `load_yaml_file` checks the size before reading), and
+  documents of more than `MAX_EVENTS` values (counted by libyaml without building anything, before any path);
 - bytes that are not UTF-8 (each bad byte sequence by its offset); a UTF-8 BOM is accepted and dropped;
 - syntax errors (the parser's own mark), tabs used for indentation (named as such);
 - duplicate mapping keys (both lines named), non-scalar keys, YAML 1.1 merge keys (`<<`);
 - octal-looking numbers (`0755`, `012`, `0o17`, `0b101`) and YAML 1.1 sexagesimal numbers (`1:30`);
+- integers outside the signed 64-bit range (refused before conversion, so a 5,000-digit one costs nothing);
 - aliases that expand past `max(ALIAS_MIN_BOUND, ALIAS_RATIO * written nodes)` nodes (billion laughs), and
   recursive aliases; any tag beyond the YAML core schema (`!!python/...`, `!!binary`, `!!set`, custom `!x`);
 - an empty document and a top level that is not a mapping.
@@ -73,7 +75,10 @@ from gpuadmin.model.diagnostics import Diagnostic, InputError, PathPart
 __all__ = [
     "ALIAS_MIN_BOUND",
     "ALIAS_RATIO",
+    "INT_MAX",
+    "INT_MIN",
     "MAX_BYTES",
+    "MAX_EVENTS",
     "YAML11_BOOLEANS",
     "LoadedYaml",
     "load_yaml",
@@ -83,6 +88,10 @@ __all__ = [
 
 #: Files larger than this are refused before they are parsed (tests lower it).
 MAX_BYTES = 64 * 1024 * 1024
+#: Documents holding more YAML values than this (parser events: each scalar, and each list's and mapping's start
+#: and end) are refused before anything is built from them (tests lower it). The 1,024-node, 100,000-job
+#: inventory holds 1.7 million; a 62 MB file of 500,000 jobs took 71 s and 4.5 GB to validate.
+MAX_EVENTS = 4_000_000
 #: Alias expansion bound: a document may expand to at most max(ALIAS_MIN_BOUND, ALIAS_RATIO * written) nodes.
 ALIAS_MIN_BOUND = 100_000
 ALIAS_RATIO = 10
@@ -180,13 +189,13 @@ def _core_value(tag: str, value: str) -> Any:
         return value
     if tag == _INT:
         if _INT_RE.fullmatch(value):
-            return int(value, 16) if value.startswith("0x") else int(value)
+            return _integer(value)
         if _OCTAL_RE.fullmatch(value):
             raise _octal(value)
         raise _Refused(f"{value!r} is not an integer")
     if tag == _FLOAT:
         if _FLOAT_RE.fullmatch(value) or _INT_RE.fullmatch(value):
-            return float(int(value, 16)) if value.startswith("0x") else float(value)
+            return float(_integer(value)) if value.startswith("0x") else float(value)
         if _INF_NAN_RE.fullmatch(value):
             return math.nan if "nan" in value.lower() else (-math.inf if value[0] == "-" else math.inf)
         raise _Refused(f"{value!r} is not a number")
@@ -209,6 +218,25 @@ def _core_value(tag: str, value: str) -> Any:
                        "write the keys out, or use an alias for the whole value")
     raise _Refused(f"tag {_short_tag(tag)!r} is not allowed",
                    "only plain YAML values (strings, numbers, true/false, null, lists, mappings) are read")
+
+
+#: Integers are read within the signed 64-bit range (SQLite's; every field's bound lies far inside it).
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
+def _integer(value: str) -> int:
+    """A decimal or `0x` integer within [INT_MIN, INT_MAX]; `_Refused` past it. A text longer than the
+    largest is refused before it is converted: `int()` of 5,000 digits raises, and its cost grows as the
+    square of the length."""
+    hex_digits = value.startswith("0x")
+    digits = value[2:].lstrip("0") if hex_digits else value.lstrip("+-")
+    if len(digits) <= (16 if hex_digits else 19):
+        number = int(value, 16) if hex_digits else int(value)
+        if INT_MIN <= number <= INT_MAX:
+            return number
+    shown = value if len(value) <= 24 else f"{value[:20]}... ({len(value):,} characters)"
+    raise _Refused(f"{shown} is out of range: integers are read between -2^63 and 2^63-1",
+                   "no field takes a number this large; quote it if it is text")
 
 
 def _octal(value: str) -> _Refused:
@@ -562,7 +590,9 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _parse(text: str, file: str) -> LoadedYaml:
-    data = _read_yaml_rs(text)
+    events = _count_events(text) if _HAS_LIBYAML else None
+    _check_events(events, file)
+    data = _read_yaml_rs(text, events) if events is not None else None
     if data is None:
         data = _read_plain(text)
     if data is not None:
@@ -600,21 +630,40 @@ def _resolves_alike(token: str) -> bool:
     return theirs == {"k": ours} and theirs["k"].__class__ is ours.__class__
 
 
-def _read_yaml_rs(text: str) -> dict[str, Any] | None:
-    """The data of a plain document read by yaml-rs, where its reading is checked to be ours; else None."""
+def _count_events(text: str) -> int | None:
+    """libyaml's own verdict on the syntax, and its event count, without building a Python object per event:
+    None where it does not parse."""
+    parser = _Loader(text)
+    try:
+        events: int = parser.raw_parse()
+    except yaml.YAMLError:
+        return None
+    finally:
+        parser.dispose()
+    return events
+
+
+def _check_events(events: int | None, file: str) -> None:
+    """Refuse a document of more than MAX_EVENTS values before any path builds it: the work of reading and
+    validating is bounded by what the document holds, not only by its bytes."""
+    if events is not None and events > MAX_EVENTS:
+        raise InputError([_diag(file, f"the file holds {events:,} YAML values (each scalar, list and mapping), over "
+                                      f"the limit of {MAX_EVENTS:,}; it was not read",
+                                hint="an inventory of 1,024 nodes and 100,000 jobs holds about 1.7 million")])
+
+
+def _read_yaml_rs(text: str, events: int | None = None) -> dict[str, Any] | None:
+    """The data of a plain document read by yaml-rs, where its reading is checked to be ours; else None.
+    `events` is libyaml's event count of `text` where the caller has it (`_count_events`)."""
     if not _HAS_LIBYAML or text.startswith(("---", "...")) or any(c in text for c in _NOT_FOR_YAML_RS):
         return None
     tokens = {token[1:].removesuffix(":") for token in _NUMBER_LIKE_RE.findall("\n" + text)}
     if not all(map(_resolves_alike, tokens)):
         return None
-    # libyaml's own verdict on the syntax, and its event count, without building a Python object per event
-    parser = _Loader(text)
-    try:
-        events = parser.raw_parse()
-    except yaml.YAMLError:
-        return None
-    finally:
-        parser.dispose()
+    if events is None:
+        events = _count_events(text)
+        if events is None:
+            return None
     try:
         data = yaml_rs.loads(text, parse_datetime=False)
     except Exception:  # a duplicate key, a mapping as a key, syntax only libyaml accepts...: the reference decides

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from typing import Any
 
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 
 from gpuadmin.cli import output
 
-SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
+# JSON output refuses nan and ±inf (test_json_output_never_prints_a_non_finite_number)
+SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+           | st.text(max_size=12))
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3)
                       | st.dictionaries(st.text(min_size=1, max_size=6), inner, max_size=3), max_leaves=10)
 ITEMS = st.lists(st.dictionaries(st.text(min_size=1, max_size=6), VALUES, max_size=4), max_size=4)
@@ -46,9 +49,25 @@ ODD_VALUES = st.recursive(ODD_SCALARS, lambda inner: st.lists(inner, max_size=3)
 @settings(max_examples=300, deadline=None)
 @given(value=ODD_VALUES, pad=st.sampled_from(["", "  ", "    "]))
 def test_indented_json_is_json_dumps_indented(value: Any, pad: str) -> None:
-    # nan and ±inf, keys of every kind json accepts, tuples, text with quotes, controls and non-ASCII
-    expected = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + pad)
+    # keys of every kind json accepts, tuples, text with quotes, controls and non-ASCII; nan and ±inf, which
+    # JSON output refuses as json.dumps(allow_nan=False) does, never printing `Infinity` or `NaN`
+    try:
+        expected = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False).replace("\n", "\n" + pad)
+    except ValueError as refused:
+        with pytest.raises(ValueError) as ours:
+            output.indented_json(value, pad)
+        assert str(ours.value) == str(refused)
+        return
     assert output.indented_json(value, pad) == expected
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, {"quota_gib": math.inf}, {math.inf: 1}, [math.nan]])
+def test_json_output_never_prints_a_non_finite_number(value: Any) -> None:
+    for write in (output.as_json, lambda data, out: output.json_list({}, "items", [data], out)):
+        out = io.StringIO()
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            write(value, out)
+        assert "Infinity" not in out.getvalue() and "NaN" not in out.getvalue()
 
 
 def test_indented_json_refuses_what_json_refuses() -> None:

@@ -36,6 +36,8 @@ REFUSALS: dict[str, tuple[str, list[dict[str, Any]]]] = {
                                  "instances": [{"profile": "4g.40gb"}, {"profile": "4g.40gb"}]}]),
     "change.node-down": ("oci", [{"op": "repair-node", "node": "gpu-h100-01", "note": "not down"}]),
     "vgpu.mode": ("oci", [{"op": "assign-vgpu", "node": "gpu-h100-12", "gpu": 0, "vm": "x", "profile": "A40-4C"}]),
+    "change.references": ("oci", [{"op": "add-node", "node": {"name": "n", "platform": "baremetal",
+                                                              "shape": "NO-SUCH-SHAPE"}}]),
 }
 
 
@@ -163,6 +165,26 @@ def test_device_groups_and_vm_attach_on_vsphere() -> None:
     assert vm.device_group is None
 
 
+def test_device_groups_on_a_bare_metal_node_are_refused_not_stored() -> None:
+    """Found by the state machine: set-device-groups on a bare-metal node was allowed, and the state it left
+    could no longer be turned into an inventory (`export inventory` crashed). A change may not leave a node that
+    the inventory schema refuses."""
+    state = oci()
+    before = state.to_inventory()
+    result = plan(state, changes({"op": "set-device-groups", "node": "gpu-h100-12",
+                                  "groups": [{"name": "dg-a", "gpus": [0, 1]}]}))
+    assert not result.allowed
+    assert [(v.rule, v.target) for v in result.violations] == [("change.fields", "node/gpu-h100-12")]
+    assert "need platform: vsphere" in result.violations[0].message
+    assert state.to_inventory() == before
+    # on a vSphere host the same change is judged by the device-group rules, not refused as invalid
+    vsphere = ClusterState.from_inventory(VSPHERE)
+    host = next(n for n in vsphere.nodes.values() if not n.device_groups and len(n.gpus) >= 2)
+    fine = plan(vsphere, changes({"op": "set-device-groups", "node": host.name,
+                                  "groups": [{"name": "dg-a", "gpus": [0, 1]}]}))
+    assert "change.fields" not in {v.rule for v in fine.violations}
+
+
 def test_kubernetes_nodes_get_operator_labels_not_nvidia_smi_lines() -> None:
     state = ClusterState.from_inventory(load_inventory(SAMPLES / "k8s-mixed.yaml"))
     result = plan(state, changes(
@@ -175,3 +197,16 @@ def test_kubernetes_nodes_get_operator_labels_not_nvidia_smi_lines() -> None:
     assert any("nvidia.com/gpu x4 on GPU 7" in line for line in lines)
     assert lines[-1] == ("kubectl label --overwrite node -- hgx-h200-01 "
                          "nvidia.com/device-plugin.config=gpuadmin-hgx-h200-01")
+
+
+def test_change_references_reports_only_what_the_plan_breaks() -> None:
+    """A state written before the check may already hold a dangling name: later changes to that entity are not
+    all refused for it, but one that adds a new dangling name is."""
+    state = oci()
+    state.nodes["gpu-h100-12"] = state.nodes["gpu-h100-12"].model_copy(update={"shape": "OLD-SHAPE"})
+    cordoned = plan(state, changes({"op": "cordon", "node": "gpu-h100-12"}))
+    assert "change.references" not in {v.rule for v in cordoned.violations}, cordoned.violations
+    added = plan(state, changes({"op": "add-node", "node": {"name": "n", "platform": "baremetal",
+                                                            "shape": "OLD-SHAPE"}}))
+    assert [(v.rule, v.target, v.message) for v in added.violations] == [
+        ("change.references", "node/n", "shape: unknown shape 'OLD-SHAPE'")]

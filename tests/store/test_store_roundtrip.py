@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpuadmin.model.diagnostics import InputError
 from gpuadmin.model.inventory import Inventory
 from gpuadmin.store import dump_inventory, load_inventory, parse_inventory
 from gpuadmin.store.generate import dump_inventory as dump_generated
@@ -88,11 +89,22 @@ def test_floats_round_trip() -> None:
     queues = [q.model_copy(update={"over_quota_weight": w})
               for q, w in zip(base.queues, weights, strict=True)]
     jobs = [base.jobs[0].model_copy(update={"request": base.jobs[0].request.model_copy(
-        update={"gpus": None, "gpu_memory_gib": math.inf})}), *base.jobs[1:]]
+        update={"gpus": None, "gpu_memory_gib": 16384.0})}), *base.jobs[1:]]
     inventory = base.model_copy(update={"queues": queues, "jobs": jobs})
     text = dump_inventory(inventory)
-    assert "gpu_memory_gib: .inf" in text and "over_quota_weight: 1e-05" in text
+    assert "gpu_memory_gib: 16384.0" in text and "over_quota_weight: 1e-05" in text
     assert parse_inventory(text, "dumped.yaml") == inventory
+
+
+def test_a_non_finite_number_is_neither_written_nor_read() -> None:
+    base = load_inventory(HERE / "fixtures" / "minimal.yaml")
+    forced = base.model_copy(update={"queues": [base.queues[0].model_copy(update={"over_quota_weight": math.inf}),
+                                                *base.queues[1:]]})
+    with pytest.raises(ValueError, match="not finite"):
+        dump_inventory(forced)
+    text = dump_inventory(base).replace("over_quota_weight: 2.0", "over_quota_weight: .inf")
+    with pytest.raises(InputError, match="must be a finite number"):
+        parse_inventory(text, "dumped.yaml")
 
 
 def test_an_empty_inventory() -> None:

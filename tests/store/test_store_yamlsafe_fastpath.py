@@ -110,8 +110,18 @@ READ_ON_THE_FAST_PATH = [
     "a: |\n  text\n  more\nb: >\n  folded\n  text\n",
     "a:\n  - b: 1\n    c: [x, {d: e}]\n  - []\n  - {}\n",
     "anchored: &a 5\nplain: 6\n",
+    # the edges of the integer range, and floats past the largest (infinite: the schemas refuse them by field)
+    "a: [9223372036854775807, -9223372036854775808, 0x7fffffffffffffff, 0x000000000000000000001]\n",
+    "a: [1e999, -1e999, .inf, " + "1" * 400 + ".5]\n",
     "a: 1\n...\n",
     "--- \na: 1\n",
+]
+
+# Integers past the signed 64-bit range are refused by every path (a 5,000-digit one once crashed the reader)
+HUGE_INTEGERS = [
+    "a: 9223372036854775808\n", "a: -9223372036854775809\n", "a: 0x10000000000000000\n",
+    "a: [1, " + "9" * 5000 + "]\n", "9223372036854775808: a\n", "a: !!float 0x" + "f" * 5000 + "\n",
+    "a: !!int " + "1" * 30 + "\n",
 ]
 
 REFUSED_OR_LEFT_TO_THE_COMPOSER = [
@@ -125,6 +135,7 @@ REFUSED_OR_LEFT_TO_THE_COMPOSER = [
     "", "# comment\n", "---\n...\n", "- a\n- b\n", "hello\n",
     "a: 1\n---\nb: 2\n", "a: [1, 2\n", "a: b: c\n", "a:\n\tb: 1\n", "a: 'x\x01y'\n",
     "a: " + "[" * 100 + "]" * 100 + "\n",
+    *HUGE_INTEGERS,
 ]
 
 
@@ -138,6 +149,16 @@ def test_plain_documents_take_the_fast_path(text: str) -> None:
 def test_surprises_and_errors_are_left_to_the_composer_path(text: str) -> None:
     assert yamlsafe._read_plain(text) is None
     assert_paths_agree(text)
+
+
+@pytest.mark.parametrize("text", HUGE_INTEGERS)
+def test_a_huge_integer_is_refused_at_its_line_and_column(text: str) -> None:
+    with pytest.raises(InputError) as refused:
+        load_yaml(text, "t.yaml")
+    [diagnostic] = refused.value.diagnostics
+    assert "is out of range: integers are read between -2^63 and 2^63-1" in diagnostic.message
+    assert (diagnostic.file, diagnostic.line) == ("t.yaml", 1)
+    assert len(diagnostic.message) < 200, "a huge integer is shown shortened"
 
 
 def test_marks_after_the_fast_path_are_the_composer_paths() -> None:
@@ -156,7 +177,8 @@ def test_marks_after_the_fast_path_are_the_composer_paths() -> None:
 TOKENS = ["a", "name", "gpu-01", "H100-SXM5-80GB", "0", "7", "-5", "+3", "0x1f", "0x", "1.5", ".5", "1.", "1e3",
           "2.5E-3", ".inf", "-.Inf", ".nan", "true", "False", "TRUE", "tRUE", "yes", "no", "on", "off", "y",
           "n", "~", "null", "Null", "NULL", "0755", "00", "012", "0o17", "0b101", "1:30", "190:20:30",
-          "2024-01-01", "1_000", "8.0U1", "<<", "'quoted'", '"0755"', "'yes'", '""', "-x", "=", "1.2.3"]
+          "2024-01-01", "1_000", "8.0U1", "<<", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
+          "0x10000000000000000", "1e999", "9" * 5000, "'quoted'", '"0755"', "'yes'", '""', "-x", "=", "1.2.3"]
 
 scalars = st.sampled_from(TOKENS)
 documents = st.recursive(
@@ -223,6 +245,7 @@ LEFT_BY_YAML_RS = [
     "a: >\n  x\n", "a: \"\\x41\"\n", "base: {x: 1}\nm:\n  <<: {y: 2}\n", "a: 1\n---\nb: 2\n",
     "--- \na: 1\n", "a:\tb\n", "\ufeffa: 1\n", "a: 'x\x07y'\n", "a: 1\r\nb: 2\r\n",
     "a: " + "[" * 100 + "]" * 100 + "\n",
+    *HUGE_INTEGERS,
     # not a mapping at the top, or empty
     "- a\n", "hello\n", "", "# only a comment\n",
 ]
