@@ -143,7 +143,43 @@ def main() -> None:
         code = ExitCode.INTERRUPTED
     except BrokenPipeError:
         code = ExitCode.OK
+    except Exception as unexpected:  # noqa: BLE001 - the last resort: no traceback ever reaches an operator
+        code = last_resort(unexpected)
     sys.exit(code)
+
+
+def last_resort(unexpected: Exception) -> ExitCode:
+    """An error no code path turned into a `GpuadminError`, as one line and an exit code that is never 1 (which
+    says a rule refused the plan): the OS's errors by what they mean (a full disk 74, a read-only file system
+    or a file mode 4, a missing or unreadable file 2), anything else an internal error (70). The traceback is
+    for a bug report: only with GPUADMIN_DEBUG=1."""
+    from gpuadmin.render.text import safe
+
+    if os.environ.get("GPUADMIN_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exception(unexpected)
+    if isinstance(unexpected, OSError):
+        code = _os_error_code(unexpected)
+        where = f"{unexpected.filename}: " if unexpected.filename is not None else ""
+        sys.stderr.write(safe(f"gpuadmin: {where}{unexpected.strerror or unexpected}") + "\n")
+        return code
+    what = safe(f"{type(unexpected).__name__}: {unexpected}")
+    sys.stderr.write(f"gpuadmin: internal error: {what[:300]} (a bug: GPUADMIN_DEBUG=1 shows the traceback to "
+                     "report)\n")
+    return ExitCode.INTERNAL
+
+
+def _os_error_code(error: OSError) -> ExitCode:
+    import errno
+
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+        return ExitCode.STORAGE
+    if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return ExitCode.NOT_PERMITTED
+    if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.ENAMETOOLONG):
+        return ExitCode.BAD_INPUT
+    return ExitCode.INTERNAL
 
 
 if __name__ == "__main__":

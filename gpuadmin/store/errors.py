@@ -1,9 +1,16 @@
 """Errors of the SQLite state store. Front ends map them to exit codes (DESIGN §8): a conflict
-(`StaleRevision`, `LockHeld`, `StateBusy`) is exit 3; a missing or broken state is a usage error (exit 2)."""
+(`StaleRevision`, `LockHeld`, `StateBusy`) is exit 3; a missing or broken state is a usage error (exit 2); a
+state the OS will not let this user write (modes, a read-only file system) is exit 4; a disk that fails the
+write (full, over quota, an I/O error) is exit 74. `from_os_error` and `from_sqlite_error` turn what the OS and
+SQLite raise into these, so no write failure reaches a user as a traceback."""
 
 from __future__ import annotations
 
+import errno
+import re
+import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpuadmin.errors import ExitCode, GpuadminError
 
@@ -29,6 +36,19 @@ class StateReadOnly(StoreError):
 
     exit_code = ExitCode.NOT_PERMITTED
     label = "not permitted"
+
+
+class StateStorageFailed(StoreError):
+    """The disk failed a write of the state: full, over quota, over the file size limit, or an I/O error. SQLite
+    rolls the transaction back, so the state is as it was."""
+
+    exit_code = ExitCode.STORAGE
+    label = "storage failed"
+
+
+class UnsafeStateFile(StoreError):
+    """A file gpuadmin writes in a state directory is not the plain file it made: a symbolic link, a hard link,
+    a directory, a FIFO, or a file of another user. Written to, it could hit any file on the host."""
 
 
 class StateBusy(StoreError):
@@ -87,3 +107,52 @@ class LockHeld(StoreError):
         else:
             message = f"state is locked by {holder.describe()}"
         super().__init__(message)
+
+
+_NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # EFBIG: over RLIMIT_FSIZE or the file system's limit
+_READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def from_os_error(where: Path | str, exc: OSError) -> StoreError:
+    """What an OS error while writing the state at `where` means to an operator, as one line."""
+    why = exc.strerror or str(exc)
+    if exc.errno in _NO_SPACE:
+        return StateStorageFailed(f"{where}: cannot write the state: {why}; nothing was changed (free space, "
+                                  "then run the command again)")
+    if exc.errno == errno.EROFS:
+        return StateReadOnly(f"{where}: the state is on a read-only file system: {why}; nothing was changed")
+    if exc.errno in _READ_ONLY:
+        return StateReadOnly(f"{where}: you may not write this state ({why}); nothing was changed")
+    return StateStorageFailed(f"{where}: cannot write the state: {why}; nothing was changed")
+
+
+# SQLite's primary result codes (the low byte of an extended code), https://sqlite.org/rescode.html
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY, _SQLITE_IOERR = 5, 6, 8, 10
+_SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 11, 13, 14, 26
+_UNDECODABLE = re.compile(r"^Could not decode to UTF-8 column '([^']*)'")
+
+
+def from_sqlite_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """What an error SQLite raised on the state database at `path` means to an operator, as one line (SQLite's
+    own message is ours and safe; a row's text never goes into it)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    undecodable = _UNDECODABLE.match(str(exc))
+    if undecodable:  # Python's, not SQLite's: its message carries the row's bytes, which are not shown
+        return StateCorrupt(f"{path}: not a readable gpuadmin state (a row's {undecodable.group(1)!r} is not "
+                            "UTF-8 text)")
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if primary == _SQLITE_FULL:
+        return StateStorageFailed(f"{path}: cannot write the state: the disk is full ({detail}); nothing was "
+                                  "changed (free space, then run the command again)")
+    if primary == _SQLITE_IOERR:
+        return StateStorageFailed(f"{path}: cannot write the state: {detail}; nothing was changed (a full disk, "
+                                  "a file size limit, or a failing disk)")
+    if primary == _SQLITE_READONLY:
+        return StateReadOnly(f"{path}: the state cannot be written here ({detail}: a read-only file system or "
+                             "directory); nothing was changed")
+    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return StateBusy(f"{path}: the database stayed busy ({detail})")
+    if primary == _SQLITE_CANTOPEN:
+        return StoreError(f"{path}: cannot open the state database ({detail})")
+    return StateCorrupt(f"{path}: not a readable gpuadmin state ({detail})")

@@ -15,12 +15,15 @@ back, empty, whichever the last close removed (`keep_wal_files`). SQLite's own w
 
 from __future__ import annotations
 
+import errno
 import grp
 import os
+import pwd
 import stat
 from pathlib import Path
 
-from gpuadmin.store.errors import StoreError
+from gpuadmin.store.errors import StoreError, UnsafeStateFile, from_os_error
+from gpuadmin.store.identity import user_name
 
 DB_NAME = "state.db"
 PERSONAL_FILE_MODE = 0o600
@@ -52,17 +55,86 @@ def file_mode(state_dir: Path) -> int:
 
 
 def open_state_file(path: Path, flags: int) -> int:
-    """`os.open` with O_CREAT and the state directory's file mode, enforced on a file this call created."""
+    """Open (or create) a file gpuadmin writes in a state directory, only if it is the plain file gpuadmin made.
+
+    In a shared directory any operator may put anything at the path, and root's next command would write
+    through it: so the file is created exclusively (`O_EXCL`) and given the directory's file mode; a file that is
+    already there is opened without `O_CREAT`, never following a symbolic link (`O_NOFOLLOW`), without blocking
+    on a FIFO (`O_NONBLOCK`), and used only if what was opened (`fstat`, not the name) is a regular file with one
+    link, owned by a user who may write the directory anyway (`trusted_owner`). Only a file this call created is
+    `fchmod`ed. Refusals are `UnsafeStateFile` (exit 2); the OS's are `from_os_error`'s."""
     mode = file_mode(path.parent)
-    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, mode)
+    base = flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for _ in range(3):  # created and removed by another process between our two tries: look again
+        try:
+            fd = os.open(path, base | os.O_CREAT | os.O_EXCL, mode)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise _open_failed(path, exc) from None
+        else:
+            try:
+                os.fchmod(fd, mode)  # ours: the umask may have taken the group's bits away
+            except OSError as exc:
+                os.close(fd)
+                raise from_os_error(path, exc) from None
+            return fd
+        try:
+            fd = os.open(path, base)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise _open_failed(path, exc) from None
+        try:
+            _check_existing(fd, path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+    raise UnsafeStateFile(f"{path}: keeps appearing and disappearing; is another program replacing it?")
+
+
+def _open_failed(path: Path, exc: OSError) -> StoreError:
+    if exc.errno == errno.ELOOP:
+        return _unsafe(path, "it is a symbolic link")
+    if exc.errno in (errno.EISDIR, errno.ENXIO):  # ENXIO: a socket, or a FIFO with no reader
+        return _unsafe(path, "it is not a regular file")
+    return from_os_error(path, exc)
+
+
+def _check_existing(fd: int, path: Path) -> None:
+    st = os.fstat(fd)  # what was opened, not a name someone may swap meanwhile
+    if not stat.S_ISREG(st.st_mode):
+        raise _unsafe(path, "it is not a regular file")
+    if st.st_nlink != 1:
+        raise _unsafe(path, f"it has {st.st_nlink} hard links")
+    if not trusted_owner(st.st_uid, path.parent):
+        raise _unsafe(path, f"it belongs to {user_name(st.st_uid)}, who may not write this state")
+
+
+def trusted_owner(uid: int, state_dir: Path) -> bool:
+    """Whether a file owned by `uid` in `state_dir` can be one gpuadmin made there: this process's user, root,
+    the directory's owner, or in a shared state a member of its group (the operators, who write it anyway)."""
+    if uid in (0, os.geteuid()):
+        return True
     try:
-        st = os.fstat(fd)
-        if st.st_uid == os.geteuid() and st.st_size == 0 and stat.S_IMODE(st.st_mode) != mode:
-            os.fchmod(fd, mode)  # the umask took bits away
+        st = os.stat(state_dir)
     except OSError:
-        os.close(fd)
-        raise
-    return fd
+        return False
+    if uid == st.st_uid:
+        return True
+    if not (st.st_mode & stat.S_ISGID and st.st_mode & stat.S_IWGRP):
+        return False
+    try:
+        entry = pwd.getpwuid(uid)
+    except (KeyError, OverflowError):
+        return False
+    return st.st_gid in os.getgrouplist(entry.pw_name, entry.pw_gid)
+
+
+def _unsafe(path: Path, why: str) -> UnsafeStateFile:
+    return UnsafeStateFile(f"{path}: refusing to write it: {why} (gpuadmin never made it so; someone put it there). "
+                           "Look at it, then remove it (rm) and run the command again")
 
 
 def make_shared_dir(state_dir: Path, group: str, *, others_read: bool = True) -> None:
@@ -97,7 +169,7 @@ def keep_wal_files(state_dir: Path) -> None:
         return
     for suffix in ("-wal", "-shm"):
         try:
-            fd = os.open(f"{db}{suffix}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+            fd = os.open(f"{db}{suffix}", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
         except OSError:  # there already (in use, or kept), or no write access: nothing to do
             continue
         try:

@@ -39,6 +39,7 @@ from gpuadmin.store.errors import (
     StateMissing,
     StateReadOnly,
     StoreError,
+    from_sqlite_error,
 )
 from gpuadmin.store.identity import Identity, login_identity, origin
 from gpuadmin.store.lock import utc_now
@@ -273,23 +274,23 @@ class Store:
 
     # reading ---------------------------------------------------------------------------------
     def revision(self) -> int:
-        with self._mutex:
-            row = self._conn.execute("SELECT revision FROM meta WHERE id = 1").fetchone()
+        with self._db() as conn:
+            row = conn.execute("SELECT revision FROM meta WHERE id = 1").fetchone()
         if row is None:
             raise StateCorrupt(f"{self.path}: the meta row is missing")
         return int(row[0])
 
     def cluster(self) -> str:
-        with self._mutex:
-            row = self._conn.execute("SELECT cluster FROM meta WHERE id = 1").fetchone()
+        with self._db() as conn:
+            row = conn.execute("SELECT cluster FROM meta WHERE id = 1").fetchone()
         if row is None:
             raise StateCorrupt(f"{self.path}: the meta row is missing")
         return str(row[0])
 
     def lineage(self) -> str:
         """A random id fixed when the state was created: a plan made on another state never applies here."""
-        with self._mutex:
-            row = self._conn.execute("SELECT lineage FROM meta WHERE id = 1").fetchone()
+        with self._db() as conn:
+            row = conn.execute("SELECT lineage FROM meta WHERE id = 1").fetchone()
         if row is None:
             raise StateCorrupt(f"{self.path}: the meta row is missing")
         return str(row[0])
@@ -337,8 +338,8 @@ class Store:
     def load_holders(self) -> dict[GpuKey, set[str]]:
         """Who holds which GPU, from the `slots` table (no job is parsed)."""
         holders: dict[GpuKey, set[str]] = {}
-        with self._mutex:
-            for node, gpu, job in self._conn.execute("SELECT node, gpu, job FROM slots"):
+        with self._db() as conn:
+            for node, gpu, job in conn.execute("SELECT node, gpu, job FROM slots"):
                 holders.setdefault((str(node), int(gpu)), set()).add(str(job))
         return holders
 
@@ -378,42 +379,48 @@ class Store:
     def journal(self, limit: int | None = None, since_id: int | None = None) -> list[JournalEntry]:
         """Entries oldest first. With `since_id`: those after it (at most `limit`, the oldest of them);
         without: the newest `limit` (all if None)."""
-        with self._mutex:
+        with self._db() as conn:
             if since_id is not None:
                 sql = f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE id > ? ORDER BY id"
                 args: tuple[int, ...] = (since_id,)
                 if limit is not None:
                     sql += " LIMIT ?"
                     args = (since_id, limit)
-                rows = self._conn.execute(sql, args).fetchall()
+                rows = conn.execute(sql, args).fetchall()
             elif limit is not None:
-                rows = self._conn.execute(
+                rows = conn.execute(
                     f"SELECT {_JOURNAL_COLUMNS} FROM journal ORDER BY id DESC LIMIT ?", (limit,)
                 ).fetchall()
                 rows.reverse()
             else:
-                rows = self._conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal ORDER BY id").fetchall()
-        return [_entry_from_row(row) for row in rows]
+                rows = conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal ORDER BY id").fetchall()
+        return [self._entry_from_row(row) for row in rows]
 
     def entry(self, id: int) -> JournalEntry | None:
-        with self._mutex:
-            row = self._conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE id = ?", (id,)).fetchone()
-        return None if row is None else _entry_from_row(row)
+        with self._db() as conn:
+            row = conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE id = ?", (id,)).fetchone()
+        return None if row is None else self._entry_from_row(row)
 
     def entry_for_revision(self, revision: int) -> JournalEntry | None:
         """The applied entry that produced `revision`."""
-        with self._mutex:
-            row = self._conn.execute(
+        with self._db() as conn:
+            row = conn.execute(
                 f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE revision = ?", (revision,)
             ).fetchone()
-        return None if row is None else _entry_from_row(row)
+        return None if row is None else self._entry_from_row(row)
 
     def last_applied(self) -> JournalEntry | None:
-        with self._mutex:
-            row = self._conn.execute(
+        with self._db() as conn:
+            row = conn.execute(
                 f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE outcome = 'applied' ORDER BY id DESC LIMIT 1"
             ).fetchone()
-        return None if row is None else _entry_from_row(row)
+        return None if row is None else self._entry_from_row(row)
+
+    def _entry_from_row(self, row: Sequence[Any]) -> JournalEntry:
+        try:
+            return _entry_from_row(row)
+        except (ValueError, TypeError) as exc:
+            raise StateCorrupt(f"{self.path}: journal entry {row[0]!r} does not read ({type(exc).__name__})") from exc
 
     def changed_since(self, revision: int) -> tuple[int, set[tuple[str, str]]]:
         """The current revision and every (kind, name) an applied entry after `revision` touched: what a
@@ -424,17 +431,20 @@ class Store:
                 "SELECT diff FROM journal WHERE revision > ? ORDER BY revision", (revision,)
             ).fetchall()
         touched: set[tuple[str, str]] = set()
-        for (diff,) in rows:
-            for item in json.loads(diff) if diff else ():
-                touched.add((str(item["kind"]), str(item["name"])))
+        try:
+            for (diff,) in rows:
+                for item in json.loads(diff) if diff else ():
+                    touched.add((str(item["kind"]), str(item["name"])))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StateCorrupt(f"{self.path}: a journal entry's diff does not read ({type(exc).__name__})") from exc
         return current, touched
 
     # derived data: a per-revision cache of what is costly to compute (why-pending reasons) ------
     def derived(self, key: str, revision: int) -> Any | None:
         """The cached value of `key` if it was computed at `revision`, else None."""
-        with self._mutex:
+        with self._db() as conn:
             try:
-                row = self._conn.execute(
+                row = conn.execute(
                     "SELECT data FROM derived WHERE key = ? AND revision = ?", (key, revision)
                 ).fetchone()
             except sqlite3.OperationalError:  # a state made before the cache existed: no table yet
@@ -453,7 +463,7 @@ class Store:
                     "INSERT OR REPLACE INTO derived (key, revision, data) VALUES (?, ?, ?)",
                     (key, revision, json.dumps(value, separators=(",", ":"))),
                 )
-        except (sqlite3.OperationalError, StateBusy):
+        except StoreError:  # read-only to us, busy, or a full disk: a cache that is not saved is computed again
             return False
         return True
 
@@ -514,12 +524,12 @@ class Store:
         """Consistency problems, empty when all is well: SQLite's integrity check, slots vs jobs, and the
         journal vs the revision. Reads everything; meant for tests and `doctor`-style commands."""
         problems: list[str] = []
-        with self._mutex:
-            result = [str(r[0]) for r in self._conn.execute("PRAGMA integrity_check")]
+        with self._db() as conn:
+            result = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
             if result != ["ok"]:
                 problems.extend(f"integrity: {line}" for line in result)
                 return problems
-            fk = self._conn.execute("PRAGMA foreign_key_check").fetchall()
+            fk = conn.execute("PRAGMA foreign_key_check").fetchall()
             if fk:
                 problems.append(f"foreign keys: {len(fk)} dangling rows")
         state = self.load()
@@ -532,10 +542,10 @@ class Store:
             problems.append(
                 f"journal: last applied entry is at revision {got}, the state at {state.revision}"
             )
-        with self._mutex:
+        with self._db() as conn:
             revisions = [
                 int(r[0])
-                for r in self._conn.execute(
+                for r in conn.execute(
                     "SELECT revision FROM journal WHERE revision IS NOT NULL ORDER BY id"
                 )
             ]
@@ -545,9 +555,18 @@ class Store:
 
     # internals -------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """The connection, to this thread alone; what SQLite raises becomes a `StoreError` that says what it
+        means (a full disk, a read-only file system, a row that is not UTF-8), never a traceback."""
         with self._mutex:
-            conn = self._conn
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise from_sqlite_error(self.path, exc) from exc
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._db() as conn:
             conn.execute("BEGIN")
             try:
                 yield conn
@@ -556,18 +575,15 @@ class Store:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._mutex:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StateBusy(f"{self.path}: the database stayed busy ({exc})") from exc
+        with self._db() as conn:
+            conn.execute("BEGIN IMMEDIATE")  # busy past the timeout: `StateBusy`, by `_db`
             try:
                 yield conn
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already (a full disk)
+                        conn.execute("ROLLBACK")
                 raise
 
     def _replace_all(self, inventory: Inventory, actor: Identity, command: str) -> None:
@@ -634,7 +650,7 @@ def _connect(
             uri, uri=True, timeout=busy_timeout, isolation_level=None, check_same_thread=False
         )
     except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open the state database ({exc})") from exc
+        raise from_sqlite_error(path, exc) from exc
     try:
         try:
             mode_row = conn.execute("PRAGMA journal_mode=WAL").fetchone()
@@ -652,9 +668,9 @@ def _connect(
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.Error as exc:
         conn.close()
-        raise StateCorrupt(f"{path}: not a readable gpuadmin state ({exc})") from exc
+        raise from_sqlite_error(path, exc) from exc
     except BaseException:
         conn.close()
         raise
@@ -675,8 +691,8 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
             raise StateCorrupt(f"{path}: unknown old schema version {version}")
         if conn.execute("SELECT 1 FROM meta WHERE id = 1").fetchone() is None:
             raise StateCorrupt(f"{path}: the meta row is missing")
-    except sqlite3.DatabaseError as exc:
-        raise StateCorrupt(f"{path}: not a readable gpuadmin state ({exc})") from exc
+    except sqlite3.Error as exc:
+        raise from_sqlite_error(path, exc) from exc
 
 
 def _fetch(conn: sqlite3.Connection, table: str, names: list[str] | None = None) -> _Rows:
