@@ -446,7 +446,13 @@ class Service:
         """The inverse of the latest change not yet undone (successive undos walk back through history), or
         of every applied entry after `to_revision`."""
         check_action(self.role, "plan")
-        done, _ = self._history()
+        done, _, barrier = self._history()
+        if to_revision is not None and barrier is not None and barrier.revision is not None \
+                and to_revision < barrier.revision:
+            raise InputError([Diagnostic(
+                f"cannot undo back to revision {to_revision}: an init replaced the whole state at revision "
+                f"{barrier.revision} (entry {barrier.id}), and undo never goes back past one (the earliest is "
+                f"--to {barrier.revision})")])
         if to_revision is None:
             undone = done[-1:]
         else:
@@ -468,7 +474,7 @@ class Service:
     def redo(self) -> Reversal:
         """Apply again the change the latest undo reverted (until a new change is made)."""
         check_action(self.role, "plan")
-        _, undone = self._history()
+        _, undone, _ = self._history()
         if not undone:
             raise InputError([Diagnostic("nothing to redo")])
         entry = undone[-1]
@@ -477,18 +483,26 @@ class Service:
         assert entry.id is not None
         return Reversal(self.plan(inverse(again)), {"redoes": entry.id}, f"redo {_entry_label(entry)}")
 
-    def _history(self) -> tuple[list[JournalEntry], list[JournalEntry]]:
-        """The applied changes in effect (oldest first) and those undone that redo may bring back (the
-        latest last), read from the journal's undo and redo intents."""
+    def _history(self) -> tuple[list[JournalEntry], list[JournalEntry], JournalEntry | None]:
+        """The applied changes in effect (oldest first), those undone that redo may bring back (the latest
+        last), read from the journal's undo and redo intents, and the latest init.
+
+        An init (the state's creation, or `init --force` replacing every row with another inventory) is a
+        barrier: what came before it belongs to a state that no longer exists, and inverting it would put that
+        state's entities back into this one. Init entries are the applied entries with no diff (`commit`
+        always records one)."""
         if self.store is None:
             raise InputError([Diagnostic("undo and redo need a state directory (--state), not --inventory")])
         done: list[JournalEntry] = []
         undone: list[JournalEntry] = []
+        barrier: JournalEntry | None = None
         for entry in self.store.journal():
             if entry.outcome != "applied" or entry.id is None:
                 continue
             intent = (entry.plan or {}).get("intent") or {}
-            if "undoes" in intent:
+            if entry.diff is None:
+                done, undone, barrier = [], [], entry
+            elif "undoes" in intent:
                 gone = set(intent["undoes"])
                 undone += [e for e in done if e.id in gone]
                 done = [e for e in done if e.id not in gone]
@@ -498,8 +512,8 @@ class Service:
             else:
                 done.append(entry)
                 undone = []
-        done = [e for e in done if e.diff]  # the state's creation has no diff to invert
-        return done, undone
+        done = [e for e in done if e.diff]  # an entry that changed nothing has nothing to invert
+        return done, undone, barrier
 
     # reading ----------------------------------------------------------------------------------
     def journal(self, limit: int | None = None) -> list[JournalEntry]:

@@ -7,7 +7,9 @@ SQLite raise into these, so no write failure reaches a user as a traceback."""
 from __future__ import annotations
 
 import errno
+import os
 import re
+import resource
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,19 +112,43 @@ class LockHeld(StoreError):
 
 
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # EFBIG: over RLIMIT_FSIZE or the file system's limit
-_READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
+_READ_ONLY = {errno.EACCES, errno.EPERM}
+_LOW_SPACE = 1 << 20  # a commit of a few hundred rows needs this much WAL; below it, "full" is the likely cause
 
 
-def from_os_error(where: Path | str, exc: OSError) -> StoreError:
-    """What an OS error while writing the state at `where` means to an operator, as one line."""
+def storage_cause(directory: Path) -> str | None:
+    """Why writes in `directory` may fail, where it can be told: its file system full or read-only, or this
+    process's file size limit (`ulimit -f`). SQLite reports most of these as a bare "disk I/O error"."""
+    try:
+        fs = os.statvfs(directory)
+    except OSError:
+        fs = None
+    if fs is not None and fs.f_flag & os.ST_RDONLY:
+        return "its file system is read-only"
+    if fs is not None and fs.f_bavail * fs.f_frsize < _LOW_SPACE:
+        return f"its file system is full ({fs.f_bavail * fs.f_frsize // 1024} KiB free)"
+    limit, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if limit != resource.RLIM_INFINITY:
+        return f"this process may not write files past {limit} bytes (ulimit -f)"
+    return None
+
+
+def _cannot_write(where: Path | str, directory: Path, fallback: str, *, read_only: bool = False) -> StoreError:
+    cause = storage_cause(directory) or fallback
+    if read_only or cause == "its file system is read-only":
+        return StateReadOnly(f"{where}: cannot write the state: {cause}; nothing was changed")
+    return StateStorageFailed(f"{where}: cannot write the state: {cause}; nothing was changed")
+
+
+def from_os_error(where: Path, exc: OSError) -> StoreError:
+    """What an OS error while writing the state file `where` means to an operator, as one line."""
     why = exc.strerror or str(exc)
-    if exc.errno in _NO_SPACE:
-        return StateStorageFailed(f"{where}: cannot write the state: {why}; nothing was changed (free space, "
-                                  "then run the command again)")
     if exc.errno == errno.EROFS:
-        return StateReadOnly(f"{where}: the state is on a read-only file system: {why}; nothing was changed")
+        return StateReadOnly(f"{where}: cannot write the state: its file system is read-only; nothing was changed")
     if exc.errno in _READ_ONLY:
         return StateReadOnly(f"{where}: you may not write this state ({why}); nothing was changed")
+    if exc.errno in _NO_SPACE:
+        return _cannot_write(where, where.parent, why.lower())
     return StateStorageFailed(f"{where}: cannot write the state: {why}; nothing was changed")
 
 
@@ -134,7 +160,7 @@ _UNDECODABLE = re.compile(r"^Could not decode to UTF-8 column '([^']*)'")
 
 def from_sqlite_error(path: Path, exc: sqlite3.Error) -> StoreError:
     """What an error SQLite raised on the state database at `path` means to an operator, as one line (SQLite's
-    own message is ours and safe; a row's text never goes into it)."""
+    own message is fixed text; a row's text never goes into it)."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     undecodable = _UNDECODABLE.match(str(exc))
@@ -143,14 +169,11 @@ def from_sqlite_error(path: Path, exc: sqlite3.Error) -> StoreError:
                             "UTF-8 text)")
     detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if primary == _SQLITE_FULL:
-        return StateStorageFailed(f"{path}: cannot write the state: the disk is full ({detail}); nothing was "
-                                  "changed (free space, then run the command again)")
+        return _cannot_write(path, path.parent, "the disk is full")
     if primary == _SQLITE_IOERR:
-        return StateStorageFailed(f"{path}: cannot write the state: {detail}; nothing was changed (a full disk, "
-                                  "a file size limit, or a failing disk)")
+        return _cannot_write(path, path.parent, detail)
     if primary == _SQLITE_READONLY:
-        return StateReadOnly(f"{path}: the state cannot be written here ({detail}: a read-only file system or "
-                             "directory); nothing was changed")
+        return _cannot_write(path, path.parent, f"{detail} (a read-only file or directory)", read_only=True)
     if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
         return StateBusy(f"{path}: the database stayed busy ({detail})")
     if primary == _SQLITE_CANTOPEN:

@@ -40,6 +40,7 @@ from gpuadmin.store.errors import (
     StateReadOnly,
     StoreError,
     from_sqlite_error,
+    storage_cause,
 )
 from gpuadmin.store.identity import Identity, login_identity, origin
 from gpuadmin.store.lock import utc_now
@@ -658,6 +659,12 @@ def _connect(
             missing = wal_files_missing(path.parent) if readonly else []
             if not missing:
                 raise
+            if storage_cause(path.parent) == "its file system is read-only":
+                raise StateReadOnly(
+                    f"{path.parent}: cannot read the state: its file system is read-only and "
+                    f"{' and '.join(missing)} are missing (SQLite needs them to read a WAL database; they are made "
+                    "by any gpuadmin command on a writable file system)"
+                ) from exc
             raise StoreError(
                 f"{path.parent}: cannot read the state read-only: {' and '.join(missing)} are missing and you "
                 f"may not create them ({exc}). Any operator's next gpuadmin command puts them back; see "

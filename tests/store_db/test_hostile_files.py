@@ -4,16 +4,19 @@ stays as it was. Each case runs the real CLI in a real process."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from gpuadmin.store import Store
-from tests.cli.clikit import Result, gpuadmin, state_from
+from tests.cli.clikit import Result, gpuadmin, state, state_from
+
+__all__ = ["state"]  # the fixture
 
 CORDON = "changes:\n  - {op: cordon, node: gpu-h100-12}\n"
 
@@ -107,3 +110,173 @@ def test_a_lock_file_that_is_there_is_used_as_it_is(tmp_path: Path) -> None:
     (state / "lock").unlink()
     assert gpuadmin("--state", state, "undo", "--yes").code == 0
     assert stat.S_IMODE((state / "lock").stat().st_mode) == 0o600 and _revision(state) == 2
+
+
+# rows that are not UTF-8 --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("table", "column", "command"), [
+    ("nodes", "data", "get nodes"),
+    ("jobs", "data", "describe job llama3-405b-fp8-serve"),
+    ("journal", "message", "get journal"),
+    ("meta", "cluster", "get gpus"),
+])
+def test_a_row_that_is_not_utf8_is_a_broken_state_in_one_line(
+        table: str, column: str, command: str, tmp_path: Path) -> None:
+    state = state_from("oci-h100.yaml", tmp_path / "state")
+    conn = sqlite3.connect(state / "state.db")
+    with conn:  # \xff is never UTF-8; \x1b[2J would clear the screen if it reached the terminal
+        conn.execute(f"UPDATE {table} SET {column} = CAST(X'ff1b5b324a' AS TEXT)")
+    conn.close()
+    result = gpuadmin("--state", state, *command.split())
+    assert result.code == 2, result.err
+    assert _one_line(result) == (f"gpuadmin: {state / 'state.db'}: not a readable gpuadmin state (a row's "
+                                 f"'{column}' is not UTF-8 text)")
+
+
+# a disk that fails the write ----------------------------------------------------------------------------------
+def _many_jobs(tmp_path: Path, count: int = 60) -> Path:
+    """A change file whose commit needs far more than a few pages of WAL."""
+    jobs = "".join(f"  - op: submit-job\n    job: {{name: fill-{i:03d}, queue: research, request: {{gpus: 1}}}}\n"
+                   for i in range(count))
+    path = tmp_path / "many.yaml"
+    path.write_text("changes:\n" + jobs, encoding="utf-8")
+    return path
+
+
+def _intact(state: Path, revision: int) -> None:
+    with Store.open(state) as store:
+        assert store.revision() == revision
+        assert store.verify() == []
+    assert (state / "lock").read_bytes() == b""  # no holder left behind
+
+
+def test_a_file_size_limit_during_apply_and_schedule_is_one_line_and_exit_74(tmp_path: Path) -> None:
+    """RLIMIT_FSIZE (`ulimit -f`) in the real child: Python ignores SIGXFSZ, so a write past it fails with
+    EFBIG, which SQLite reports as a disk I/O error: the shared memory index (32 KiB) fits, the WAL of the
+    commit does not. Works without root, unlike a full file system (below)."""
+    state = state_from("oci-h100.yaml", tmp_path / "state")
+    limit = 33_000
+    preexec = f"import resource; resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))"
+    for args in (("apply", "-f", str(_many_jobs(tmp_path)), "--yes"), ("schedule", "--yes")):
+        done = _limited(state, preexec, args)
+        assert done.code == 74, done.err
+        assert _one_line(done) == (f"gpuadmin: storage failed: {state / 'state.db'}: cannot write the state: this "
+                                   f"process may not write files past {limit} bytes (ulimit -f); nothing was changed")
+        _intact(state, 0)
+
+
+def _limited(state: Path, setup: str, args: tuple[str, ...]) -> Result:
+    import subprocess
+    import sys
+
+    code = f"{setup}\nimport sys\nfrom gpuadmin.cli.main import main\nsys.argv[1:] = {['--state', str(state), *args]!r}\nmain()"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A real 4 MiB tmpfs of our own (root with CAP_SYS_ADMIN, as CI runs; skipped elsewhere)."""
+    import subprocess
+
+    mount_point = tmp_path / "fs"
+    mount_point.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def _fill(directory: Path) -> None:
+    """Take every free block of the file system, down to the last byte."""
+    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        for size in (1 << 16, 1 << 12, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * size)
+    finally:
+        os.close(fd)
+
+
+def test_a_full_file_system_during_apply_and_schedule_is_one_line_and_exit_74(small_fs: Path, tmp_path: Path) -> None:
+    state = state_from("oci-h100.yaml", small_fs / "state")
+    many = _many_jobs(tmp_path)
+    keep_open = sqlite3.connect(state / "state.db")  # keeps -wal and -shm sized: the commit is what fails
+    keep_open.execute("SELECT 1 FROM meta").fetchall()
+    try:
+        for args in (("apply", "-f", many, "--yes"), ("schedule", "--yes")):
+            # a holder's info a killed apply left: its block is freed and taken again, so the lock still writes
+            (state / "lock").write_text("x" * 200, encoding="utf-8")
+            _fill(small_fs)
+            done = gpuadmin("--state", state, *args)
+            assert done.code == 74, done.err
+            line = _one_line(done)
+            assert line.startswith(f"gpuadmin: storage failed: {state / 'state.db'}: cannot write the state: its "
+                                   "file system is full ("), line
+            assert line.endswith(" KiB free); nothing was changed"), line
+            _intact(state, 0)
+        # with no room even for the lock's holder info, the lock says so
+        _fill(small_fs)
+        done = gpuadmin("--state", state, "apply", "-f", many, "--yes")
+        assert done.code == 74, done.err
+        assert _one_line(done).startswith(f"gpuadmin: storage failed: {state / 'lock'}: cannot write the state: "
+                                          "its file system is full ("), done.err
+        _intact(state, 0)
+        (small_fs / "filler").unlink()
+        assert gpuadmin("--state", state, "apply", "-f", many, "--yes").code == 0  # room again: it applies
+        assert _revision(state) == 1
+    finally:
+        keep_open.close()
+
+
+def test_a_read_only_file_system_is_said_so_and_exit_4(small_fs: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    sample = Path(__file__).resolve().parents[2] / "sample-inventories" / "oci-h100.yaml"
+    state = small_fs / "state"
+    # shared, so its -wal and -shm stay when no one has it open: a reader on a read-only file system needs them
+    assert gpuadmin("--state", state, "init", "--from", sample, "--shared", "--group", "root").code == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True, capture_output=True)
+    try:
+        for args in (("apply", "-f", str(_many_jobs(tmp_path)), "--yes"), ("schedule", "--yes"),
+                     ("init", "--from", str(sample), "--force")):
+            done = gpuadmin("--state", state, *args)
+            assert done.code == 4, done.err
+            assert _one_line(done) == (f"gpuadmin: not permitted: {state / 'lock'}: cannot write the state: its file "
+                                       "system is read-only; nothing was changed")
+        listing = gpuadmin("--state", state, "get", "nodes", "-o", "name")
+        assert listing.code == 0 and "node/gpu-h100-12" in listing.out, listing.err  # reading still works
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_fs)], check=False)
+    _intact(state, 0)
+
+
+# the last resort ----------------------------------------------------------------------------------------------
+FAULTS = {
+    "RecursionError()": (70, "gpuadmin: internal error: RecursionError:  (a bug: GPUADMIN_DEBUG=1 shows the "
+                                 "traceback to report)"),
+    "ValueError('bad \\x1b]0;owned\\x07 name')": (70, "gpuadmin: internal error: ValueError: bad \\x1b]0;owned\\x07 "
+                                                      "name (a bug: GPUADMIN_DEBUG=1 shows the traceback to report)"),
+    "OSError(28, 'No space left on device', '/srv/x')": (74, "gpuadmin: /srv/x: No space left on device"),
+    "PermissionError(13, 'Permission denied', '/srv/x')": (4, "gpuadmin: /srv/x: Permission denied"),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_an_unexpected_error_is_one_line_and_never_exit_1(fault: str, state: Path) -> None:
+    """Whatever a command raises that no code path expected: one line (escaped), an exit code that is not 1
+    (which says a rule refused), and the traceback only when asked for."""
+    setup = f"import gpuadmin.service as s\ndef broken(*a, **k):\n    raise {fault}\ns.Service.get = broken"
+    code, line = FAULTS[fault]
+    done = _limited(state, setup, ("get", "nodes"))
+    assert done.code == code, done.err
+    assert _one_line(done) == line
+    debug = _limited(state, "import os\nos.environ['GPUADMIN_DEBUG'] = '1'\n" + setup, ("get", "nodes"))
+    assert debug.code == code and "Traceback (most recent call last)" in debug.err
