@@ -287,18 +287,19 @@ class Service:
     # loading ----------------------------------------------------------------------------------
     @staticmethod
     def init(state_dir: Path, inventory_path: Path, *, role: Role | None = None, force: bool = False,
-             shared_group: str | None = None, others_read: bool = True) -> int:
+             shared_group: str | None = None, others_read: bool = True, take_over: bool = False) -> int:
         """Create a state from an inventory; refuses one that breaks a rule. Returns the revision.
 
         `shared_group`: a state for that group's operators (a set-group-id, group-writable directory; see
-        `gpuadmin.store.shared`), which others may read unless `others_read` is off."""
+        `gpuadmin.store.shared`), which others may read unless `others_read` is off; in a directory of the
+        caller's, or (`take_over`, root only) an empty one of another user's that becomes root's."""
         check_action(lower(role_ceiling(login_identity(), state_dir).role, role), "init")
         inventory = load_inventory(inventory_path)
         violations = check_state(ClusterState.from_inventory(inventory))
         if violations:
             raise Refused(_standalone_plan(inventory, violations))
         if shared_group is not None:
-            make_shared_dir(state_dir, shared_group, others_read=others_read)
+            make_shared_dir(state_dir, shared_group, others_read=others_read, take_over=take_over)
         with Store.create(state_dir, inventory, force=force) as store:
             return store.revision()
 

@@ -27,8 +27,9 @@ EXAMPLES = {
             "  gpuadmin undo --to 3         every change after revision 3",
     "redo": "example:\n  gpuadmin redo --yes          what the latest undo reverted",
 }
-EXIT_CODES = ("exit codes: 0 applied (or nothing to apply); 1 refused by a rule; 2 bad input; "
-              "3 stale plan or lock held; 4 not permitted; 130 not confirmed")
+EXIT_CODES = ("exit codes: 0 applied (or nothing to apply); 1 refused by a rule; 2 bad input (a saved plan of "
+              "another state, or malformed); 3 stale plan or lock held; 4 not permitted; 74 the state's disk failed "
+              "(full, read-only); 130 not confirmed")
 
 
 def show(plan: Plan, fmt: str) -> None:

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 EPILOG = """\
 exit codes: 0 done; 1 refused by a rule; 2 bad input or usage; 3 conflict (stale plan, lock held);
-4 not permitted (role); 130 interrupted or not confirmed.
+4 not permitted (role, file modes, a read-only file system); 70 internal error; 74 the state's disk failed
+(full, a quota, an I/O error); 130 interrupted or not confirmed.
 
 Your role comes from who you are (your login user and its groups, through /etc/gpuadmin/roles.yaml or the
 state's roles.yaml); --as-role and tui --readonly can only lower it. `gpuadmin whoami` says what it is and why.
@@ -143,7 +144,7 @@ def main() -> None:
         code = ExitCode.INTERRUPTED
     except BrokenPipeError:
         code = ExitCode.OK
-    except Exception as unexpected:  # noqa: BLE001 - the last resort: no traceback ever reaches an operator
+    except Exception as unexpected:  # the last resort: no traceback ever reaches an operator
         code = last_resort(unexpected)
     sys.exit(code)
 

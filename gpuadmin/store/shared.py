@@ -137,14 +137,26 @@ def _unsafe(path: Path, why: str) -> UnsafeStateFile:
                            "Look at it, then remove it (rm) and run the command again")
 
 
-def make_shared_dir(state_dir: Path, group: str, *, others_read: bool = True) -> None:
-    """Create `state_dir` (or take an empty existing one) as a shared state directory of `group`."""
+def make_shared_dir(state_dir: Path, group: str, *, others_read: bool = True, take_over: bool = False) -> None:
+    """Create `state_dir` (or take an existing one of the caller's) as a shared state directory of `group`.
+
+    The directory's owner is trusted like root (its `roles.yaml` gives the roles), so a directory that belongs
+    to another user is refused: whoever made it would make themselves admin. `take_over` (root only) makes an
+    empty one root's first."""
     try:
         gid = grp.getgrnam(group).gr_gid
     except KeyError:
         raise StoreError(f"no such group: {group!r} (create it first: groupadd {group})") from None
     state_dir = Path(state_dir)
-    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        st = os.stat(state_dir)
+    except OSError as exc:
+        raise from_os_error(state_dir, exc) from None
+    if st.st_uid != os.geteuid():
+        _take_over(state_dir, st.st_uid, take_over)
+    elif take_over:
+        raise StoreError(f"{state_dir} is yours already: --take-over is for a directory of another user's")
     if (state_dir / DB_NAME).exists():
         raise StoreError(f"{state_dir} already holds a state; share it with chgrp/chmod (docs/operations.md) "
                          "or pick another directory")
@@ -154,6 +166,21 @@ def make_shared_dir(state_dir: Path, group: str, *, others_read: bool = True) ->
     except PermissionError as exc:
         raise StoreError(f"cannot give {state_dir} to group {group}: {exc.strerror} (you must own the directory "
                          f"and be a member of {group}, or be root)") from None
+
+
+def _take_over(state_dir: Path, owner: int, take_over: bool) -> None:
+    """Make another user's directory root's, when root asks for it and the directory is empty (a file already in
+    it — a roles.yaml, a lock — would be that user's, planted before the state existed)."""
+    whose = f"{state_dir} belongs to {user_name(owner)}, and a shared state's owner is trusted like root (its " \
+            "roles.yaml gives the roles)"
+    if not take_over:
+        raise StoreError(f"{whose}: refusing to share it. Pick a directory of your own, or as root pass "
+                         "--take-over to make this one (empty) root's")
+    if os.geteuid() != 0:
+        raise StoreError(f"{whose}: only root may --take-over a directory")
+    if any(state_dir.iterdir()):
+        raise StoreError(f"{whose}: refusing to take it over, it is not empty (whatever is in it is that user's)")
+    os.chown(state_dir, 0, -1)
 
 
 def keep_wal_files(state_dir: Path) -> None:

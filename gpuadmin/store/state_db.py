@@ -33,7 +33,6 @@ from gpuadmin.model import Inventory, Job, Node, Queue, Request
 from gpuadmin.store.errors import (
     LockHolder,
     StaleRevision,
-    StateBusy,
     StateCorrupt,
     StateExists,
     StateMissing,

@@ -124,7 +124,7 @@ MALFORMED = {
     "base_revision: 1e400": ": not a saved gpuadmin plan: 1e400 is out of range",
     "a fraction of 1e400": ": not a saved gpuadmin plan: 1e400 is out of range",
     "NaN": ": not a saved gpuadmin plan: NaN is not a number a plan holds",
-    "a 5000-digit integer": ": not a saved gpuadmin plan: Exceeds the limit (4300 digits) for integer string conversion",
+    "a 5000-digit integer": ": not a saved gpuadmin plan: Exceeds the limit (4300 digits) for integer string",
     "100k-deep JSON": ": not a saved gpuadmin plan: nested deeper than 64 levels",
     "not UTF-8": ": not a saved gpuadmin plan: not UTF-8 text",
     "not an object": ": not a saved gpuadmin plan: not a JSON object",

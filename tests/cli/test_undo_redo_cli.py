@@ -45,7 +45,8 @@ def test_undo_and_redo_never_cross_an_init(state: Path, tmp_path: Path) -> None:
     nodes = gpuadmin("--state", state, "get", "nodes", "-o", "name").out
     for args, message in [(("undo",), "nothing to undo"), (("redo",), "nothing to redo"),
                           (("undo", "--to", "1"), "cannot undo back to revision 1: an init replaced the whole "
-                           "state at revision 4 (entry 5), and undo never goes back past one (the earliest is --to 4)")]:
+                           "state at revision 4 (entry 5), and undo never goes back past one (the earliest is "
+                           "--to 4)")]:
         result = gpuadmin("--state", state, *args, "--yes")
         assert result.code == 2 and result.err == f"{message}\n", (args, result.err)
     after = gpuadmin("--state", state, "get", "nodes", "-o", "name").out

@@ -168,7 +168,8 @@ def _limited(state: Path, setup: str, args: tuple[str, ...]) -> Result:
     import subprocess
     import sys
 
-    code = f"{setup}\nimport sys\nfrom gpuadmin.cli.main import main\nsys.argv[1:] = {['--state', str(state), *args]!r}\nmain()"
+    argv = ["--state", str(state), *args]
+    code = f"{setup}\nimport sys\nfrom gpuadmin.cli.main import main\nsys.argv[1:] = {argv!r}\nmain()"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[2])
     return Result(done.returncode, done.stdout, done.stderr)
