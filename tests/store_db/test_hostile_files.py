@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 
 from gpuadmin.store import Store
+from gpuadmin.store.identity import user_name
 from tests.cli.clikit import Result, gpuadmin, state, state_from
 
 __all__ = ["state"]  # the fixture
 
 CORDON = "changes:\n  - {op: cordon, node: gpu-h100-12}\n"
+NOBODY = 65534
 
 
 def _cordon(state: Path, tmp_path: Path) -> Result:
@@ -64,12 +66,22 @@ def _fifo(lock: Path, victim: Path) -> None:
     os.mkfifo(lock)  # opening it for writing must not wait for a reader
 
 
+def _another_users_file(lock: Path, victim: Path) -> None:
+    """A plain file of a user who may not write the state (one who could write it in a directory that lets
+    everyone in, here as root can)."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    lock.write_text("", encoding="utf-8")
+    os.chown(lock, NOBODY, -1)
+
+
 PLANTED: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "symlink": (_symlink_to_a_file, "it is a symbolic link"),
     "dangling-symlink": (_dangling_symlink, "it is a symbolic link"),
     "hard-link": (_hard_link, "it has 2 hard links"),
     "directory": (_directory, "it is not a regular file"),
     "fifo": (_fifo, "it is not a regular file"),
+    "another user's file": (_another_users_file, f"it belongs to {user_name(NOBODY)}, who may not write this state"),
 }
 
 
@@ -281,3 +293,14 @@ def test_an_unexpected_error_is_one_line_and_never_exit_1(fault: str, state: Pat
     assert _one_line(done) == line
     debug = _limited(state, "import os\nos.environ['GPUADMIN_DEBUG'] = '1'\n" + setup, ("get", "nodes"))
     assert debug.code == code and "Traceback (most recent call last)" in debug.err
+
+
+def test_an_unexpected_error_in_the_console_is_one_line_and_exit_70(state: Path) -> None:
+    """The console's own last resort: Textual would print its traceback with the locals and exit 1."""
+    setup = ("import functools\nfrom textual.app import App\nfrom gpuadmin.tui.app import GpuadminApp\n"
+             "def broken(self):\n    raise ValueError('bad \\x1b[2J name')\n"
+             "GpuadminApp.on_mount = broken\nGpuadminApp.run = functools.partialmethod(App.run, headless=True)")
+    done = _limited(state, setup, ("tui",))
+    assert done.code == 70, done.err
+    assert _one_line(done) == ("gpuadmin: internal error: ValueError: bad \\x1b[2J name (a bug: GPUADMIN_DEBUG=1 "
+                               "shows the traceback to report)")
