@@ -94,6 +94,21 @@ def open_state_file(path: Path, flags: int) -> int:
     raise UnsafeStateFile(f"{path}: keeps appearing and disappearing; is another program replacing it?")
 
 
+def check_state_file(path: Path) -> os.stat_result:
+    """What `open_state_file` checks, for a file that is only read here and opened by SQLite (`state.db`): a
+    regular file with one link, of a user who may write the state, reached without a link. Its `stat`, for the
+    caller to compare with what SQLite then opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _open_failed(path, exc) from None
+    try:
+        _check_existing(fd, path)
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
 def _open_failed(path: Path, exc: OSError) -> StoreError:
     if exc.errno == errno.ELOOP:
         return _unsafe(path, "it is a symbolic link")
@@ -133,7 +148,7 @@ def trusted_owner(uid: int, state_dir: Path) -> bool:
 
 
 def _unsafe(path: Path, why: str) -> UnsafeStateFile:
-    return UnsafeStateFile(f"{path}: refusing to write it: {why} (gpuadmin never made it so; someone put it there). "
+    return UnsafeStateFile(f"{path}: refusing to use it: {why} (gpuadmin never made it so; someone put it there). "
                            "Look at it, then remove it (rm) and run the command again")
 
 

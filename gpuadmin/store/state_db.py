@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import sqlite3
+import stat
 import threading
 import time
 import uuid
@@ -38,13 +39,15 @@ from gpuadmin.store.errors import (
     StateMissing,
     StateReadOnly,
     StoreError,
+    UnsafeStateFile,
+    from_os_error,
     from_sqlite_error,
     storage_cause,
 )
 from gpuadmin.store.identity import Identity, login_identity, origin
 from gpuadmin.store.lock import utc_now
 from gpuadmin.store.lock import write_lock as _write_lock
-from gpuadmin.store.shared import file_mode, keep_wal_files, wal_files_missing
+from gpuadmin.store.shared import check_state_file, file_mode, keep_wal_files, wal_files_missing
 
 SCHEMA_VERSION = 1
 DB_NAME = "state.db"
@@ -204,9 +207,21 @@ class Store:
             )
         if not os.access(path, os.R_OK):
             raise StateReadOnly(f"{state_dir}: you may not read this state (ask its admins for access)")
+        # SQLite follows a link to the database and writes a header into an empty file: what is there must be
+        # the plain file gpuadmin made, still the one SQLite opened once it has
+        checked = check_state_file(path)
+        if checked.st_size == 0:
+            raise StateCorrupt(f"{path}: not a gpuadmin state (an empty file)")
         writable = os.access(path, os.W_OK)
         conn = _connect(path, busy_timeout, create=False, readonly=not writable)
         try:
+            try:
+                now = os.lstat(path)
+            except OSError as exc:
+                raise from_os_error(path, exc) from None
+            if (now.st_dev, now.st_ino, stat.S_ISLNK(now.st_mode)) != (checked.st_dev, checked.st_ino, False):
+                raise UnsafeStateFile(f"{path}: replaced while it was being opened; look at it, then run the "
+                                      "command again")
             _check_schema(conn, path)
         except BaseException:
             conn.close()
@@ -237,6 +252,8 @@ class Store:
             state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # a shared one was made by `init --shared`
         except PermissionError as exc:
             raise StateReadOnly(f"{state_dir}: you may not create a state here ({exc.strerror})") from None
+        except OSError as exc:
+            raise from_os_error(state_dir, exc) from None
         who = actor if actor is not None else login_identity()
         path = state_dir / DB_NAME
         with _write_lock(state_dir, who, command):
@@ -248,7 +265,7 @@ class Store:
                 try:
                     store = cls.open(state_dir, busy_timeout=busy_timeout)
                 except StateCorrupt:
-                    _move_aside(path)
+                    _guarded(path, _move_aside, path)
                 else:
                     try:
                         store._replace_all(inventory, who, command)
@@ -256,7 +273,7 @@ class Store:
                         store.close()
                         raise
                     return store
-            _create_fresh(state_dir, inventory, who, command, busy_timeout)
+            _guarded(path, _create_fresh, state_dir, inventory, who, command, busy_timeout)
             keep_wal_files(state_dir)
         return cls.open(state_dir, busy_timeout=busy_timeout)
 
@@ -875,6 +892,17 @@ def _create_fresh(
         for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             p.unlink(missing_ok=True)
         raise
+
+
+def _guarded(where: Path, step: Callable[..., None], *args: Any) -> None:
+    """`step(*args)`, an OS or SQLite error from it said as what it means for the state (a full disk, a
+    read-only file system) instead of a traceback."""
+    try:
+        step(*args)
+    except OSError as exc:
+        raise from_os_error(where, exc) from None
+    except sqlite3.Error as exc:
+        raise from_sqlite_error(where, exc) from None
 
 
 def _move_aside(path: Path) -> None:

@@ -389,4 +389,8 @@ def test_link_in_own_dir_not_personal(shared: Shared, link: str) -> None:
     quota = shared.changes("quota", QUOTA)
     done = shared.bastion.run(shared.op1, "--state", str(mine), "apply", "-f", quota, "--yes")
     assert done.code == 4 and "not permitted: role viewer may not apply" in done.err, done.err  # no roles file
+    listing = shared.bastion.run(shared.op1, "--state", str(mine), "get", "nodes")
+    why = "it is a symbolic link" if link == "symlink" else "it has 2 hard links"
+    assert listing.code == 2 and f"state.db: refusing to use it: {why}" in listing.err, listing.err
+    (mine / "state.db").unlink()
     assert revision(shared.state) == 0

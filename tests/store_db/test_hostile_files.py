@@ -23,10 +23,14 @@ CORDON = "changes:\n  - {op: cordon, node: gpu-h100-12}\n"
 NOBODY = 65534
 
 
-def _cordon(state: Path, tmp_path: Path) -> Result:
+def _changes(tmp_path: Path) -> Path:
     changes = tmp_path / "cordon.yaml"
     changes.write_text(CORDON, encoding="utf-8")
-    return gpuadmin("--state", state, "apply", "-f", changes, "--yes", "--wait", "0")
+    return changes
+
+
+def _cordon(state: Path, tmp_path: Path) -> Result:
+    return gpuadmin("--state", state, "apply", "-f", _changes(tmp_path), "--yes", "--wait", "0")
 
 
 def _revision(state: Path) -> int:
@@ -102,7 +106,7 @@ def test_a_planted_lock_is_refused_and_nothing_is_written_through_it(
         result = gpuadmin("--state", state, "init", "--from", sample, "--force")
     assert result.code == 2, result.err
     line = _one_line(result)
-    assert line == (f"gpuadmin: {lock}: refusing to write it: {why} (gpuadmin never made it so; someone put it "
+    assert line == (f"gpuadmin: {lock}: refusing to use it: {why} (gpuadmin never made it so; someone put it "
                     "there). Look at it, then remove it (rm) and run the command again")
     assert _revision(state) == 0
     if before is None:
@@ -111,6 +115,28 @@ def test_a_planted_lock_is_refused_and_nothing_is_written_through_it(
         after = victim.stat()
         assert victim.read_text(encoding="utf-8") == "precious\n"
         assert (stat.S_IMODE(after.st_mode), after.st_mtime_ns) == (stat.S_IMODE(before.st_mode), before.st_mtime_ns)
+
+
+@pytest.mark.parametrize("target", ["an empty file", "another state"])
+def test_a_state_database_reached_through_a_link_is_refused(target: str, tmp_path: Path) -> None:
+    """SQLite follows a link to the database, writes a header into an empty file and makes its -wal beside it:
+    `state.db` must be the plain file itself."""
+    state = state_from("oci-h100.yaml", tmp_path / "state")
+    if target == "an empty file":
+        victim = tmp_path / "victim"
+        victim.write_bytes(b"")
+    else:
+        victim = state_from("oci-h100.yaml", tmp_path / "other") / "state.db"
+    before = victim.read_bytes()
+    (state / "state.db").unlink()
+    (state / "state.db").symlink_to(victim)
+    for args in (("get", "nodes"), ("apply", "-f", str(_changes(tmp_path)), "--yes")):
+        done = gpuadmin("--state", state, *args)
+        assert done.code == 2, done.err
+        assert _one_line(done) == (f"gpuadmin: {state / 'state.db'}: refusing to use it: it is a symbolic link "
+                                   "(gpuadmin never made it so; someone put it there). Look at it, then remove it "
+                                   "(rm) and run the command again")
+    assert victim.read_bytes() == before and not Path(f"{victim}-wal").exists()
 
 
 def test_a_lock_file_that_is_there_is_used_as_it_is(tmp_path: Path) -> None:
@@ -174,6 +200,13 @@ def test_a_file_size_limit_during_apply_and_schedule_is_one_line_and_exit_74(tmp
         assert _one_line(done) == (f"gpuadmin: storage failed: {state / 'state.db'}: cannot write the state: this "
                                    f"process may not write files past {limit} bytes (ulimit -f); nothing was changed")
         _intact(state, 0)
+    fresh = tmp_path / "fresh"  # a new state that does not fit: none is left, nor its temporary file
+    sample = Path(__file__).resolve().parents[2] / "sample-inventories" / "oci-h100.yaml"
+    done = _limited(fresh, preexec, ("init", "--from", str(sample)))
+    assert done.code == 74, done.err
+    assert _one_line(done).startswith(f"gpuadmin: storage failed: {fresh / 'state.db'}: cannot write the state: "
+                                      f"this process may not write files past {limit} bytes"), done.err
+    assert sorted(p.name for p in fresh.iterdir()) == ["lock"]
 
 
 def _limited(state: Path, setup: str, args: tuple[str, ...]) -> Result:
