@@ -170,6 +170,19 @@ def test_a_row_that_is_not_utf8_is_a_broken_state_in_one_line(
                                  f"'{column}' is not UTF-8 text)")
 
 
+def test_a_journal_row_that_does_not_read_is_a_broken_state_in_one_line(tmp_path: Path) -> None:
+    state = state_from("oci-h100.yaml", tmp_path / "state")
+    conn = sqlite3.connect(state / "state.db")
+    with conn:
+        conn.execute("UPDATE journal SET diff = '[{' WHERE id = 1")
+    conn.close()
+    for args in (("get", "journal"), ("describe", "entry", "1"), ("undo", "--yes")):
+        result = gpuadmin("--state", state, *args)
+        assert result.code == 2, result.err
+        assert _one_line(result) == (f"gpuadmin: {state / 'state.db'}: journal entry 1 does not read "
+                                     "(JSONDecodeError)"), args
+
+
 # a disk that fails the write ----------------------------------------------------------------------------------
 def _many_jobs(tmp_path: Path, count: int = 60) -> Path:
     """A change file whose commit needs far more than a few pages of WAL."""
