@@ -394,3 +394,22 @@ def test_link_in_own_dir_not_personal(shared: Shared, link: str) -> None:
     assert listing.code == 2 and f"state.db: refusing to use it: {why}" in listing.err, listing.err
     (mine / "state.db").unlink()
     assert revision(shared.state) == 0
+
+
+def test_a_read_only_state_directory_is_said_so(people: People) -> None:
+    """A state directory its owner may not write (root could anyway): every command says so in one line, exit 4,
+    not "not a readable gpuadmin state"."""
+    user, state = people.op2, people.bastion.home(people.op2) / "ro-state"
+    done = people.bastion.run(user, "--state", str(state), "init", "--from", str(SAMPLE))
+    assert done.code == 0, done.err
+    changes = people.bastion.home(user) / "cordon.yaml"
+    changes.write_text(CORDON)
+    changes.chmod(0o644)
+    state.chmod(0o500)
+    for args in (("apply", "-f", str(changes), "--yes"), ("schedule", "--yes"), ("get", "nodes")):
+        done = people.bastion.run(user, "--state", str(state), *args)
+        assert done.code == 4, (args, done.err)
+        assert done.err == (f"gpuadmin: not permitted: {state / 'state.db'}: cannot write the state: attempt to "
+                            "write a readonly database (a read-only file or directory); nothing was changed\n"), args
+    state.chmod(0o700)
+    assert revision(state) == 0
