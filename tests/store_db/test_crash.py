@@ -42,7 +42,11 @@ def kill_during_commits(state_dir: Path, runs: int, seed: int) -> dict[str, int]
             assert line.startswith("ready"), (line, child.stderr.read() if child.stderr else "")
             time.sleep(rng.uniform(0.0, 0.03))
         os.kill(child.pid, signal.SIGKILL)
-        out, err = child.communicate()
+        # read through the buffer `readline` filled: on a loaded machine it may already hold `ok` lines, which
+        # communicate() (reading the pipes' descriptors) would skip, and the acknowledged revision with them
+        out = child.stdout.read()
+        err = child.stderr.read() if child.stderr is not None else ""
+        child.wait()
         assert child.returncode == -signal.SIGKILL, err
         lines = out.split()
         oks = [int(lines[i + 1]) for i, word in enumerate(lines) if word == "ok" and i + 1 < len(lines)]
