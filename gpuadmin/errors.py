@@ -19,7 +19,9 @@ class ExitCode(IntEnum):
     REFUSED = 1  # the plan has violations
     BAD_INPUT = 2  # bad input or usage (with file:line where there is a file)
     CONFLICT = 3  # stale plan, lock held
-    NOT_PERMITTED = 4  # role
+    NOT_PERMITTED = 4  # role, or the OS: file modes, a read-only file system
+    INTERNAL = 70  # a bug: an error no code above describes (sysexits' EX_SOFTWARE); never 1, which means "refused"
+    STORAGE = 74  # the state's disk failed the write: full, over quota, an I/O error (sysexits' EX_IOERR)
     INTERRUPTED = 130
 
 

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.mig import free_starts
@@ -45,6 +47,8 @@ from gpuadmin.store import (
     login_identity,
 )
 from gpuadmin.store.changes_io import load_changes, located_in
+from gpuadmin.store.identity import user_name
+from gpuadmin.store.plan_files import read_plan_file, write_plan_file
 from gpuadmin.store.roles import ROLES, Role, RoleDecision, lower, role_ceiling
 from gpuadmin.store.shared import make_shared_dir
 from gpuadmin.store.state_db import Outcome, Verdict
@@ -238,9 +242,26 @@ def _entry_label(entry: JournalEntry) -> str:
 
 @dataclass(frozen=True)
 class SavedPlan:
+    """What a plan file holds (`plan --save`): its changes, their hash, the revision and the state (lineage) it
+    was made on, and who made it (the file's owner, which its recorded author must agree with)."""
+
     changes: list[ch.Change]
     hash: str
     base_revision: int
+    lineage: str | None  # None: made on an inventory in memory (`--inventory`)
+    author_uid: int
+    author: str
+
+
+@dataclass(frozen=True)
+class ReadyPlan:
+    """A saved plan re-planned on the current state, with the hash it must still have and whose it is."""
+
+    plan: Plan
+    hash: str
+    author: str
+    author_uid: int
+    foreign: bool  # another user made it: the front end says so, with its diff, before applying it
 
 
 def whole_state_touched(state: ClusterState) -> Touched:
@@ -277,18 +298,19 @@ class Service:
     # loading ----------------------------------------------------------------------------------
     @staticmethod
     def init(state_dir: Path, inventory_path: Path, *, role: Role | None = None, force: bool = False,
-             shared_group: str | None = None, others_read: bool = True) -> int:
+             shared_group: str | None = None, others_read: bool = True, take_over: bool = False) -> int:
         """Create a state from an inventory; refuses one that breaks a rule. Returns the revision.
 
         `shared_group`: a state for that group's operators (a set-group-id, group-writable directory; see
-        `gpuadmin.store.shared`), which others may read unless `others_read` is off."""
+        `gpuadmin.store.shared`), which others may read unless `others_read` is off; in a directory of the
+        caller's, or (`take_over`, root only) an empty one of another user's that becomes root's."""
         check_action(lower(role_ceiling(login_identity(), state_dir).role, role), "init")
         inventory = load_inventory(inventory_path)
         violations = check_state(ClusterState.from_inventory(inventory))
         if violations:
             raise Refused(_standalone_plan(inventory, violations))
         if shared_group is not None:
-            make_shared_dir(state_dir, shared_group, others_read=others_read)
+            make_shared_dir(state_dir, shared_group, others_read=others_read, take_over=take_over)
         with Store.create(state_dir, inventory, force=force) as store:
             return store.revision()
 
@@ -429,14 +451,26 @@ class Service:
                                else "the plan was not confirmed")
         return self.apply(the_plan, expected_hash=expected_hash, intent=intent)
 
-    def save_plan(self, the_plan: Plan, path: Path) -> None:
-        """The file `plan --save` writes and `apply --plan` reads."""
-        path.write_text(json.dumps(the_plan.to_json(), indent=2) + "\n", encoding="utf-8")
+    def save_plan(self, the_plan: Plan, path: Path, *, force: bool = False) -> None:
+        """The file `plan --save` writes and `apply --plan` reads: the plan, who made it and on which state.
+        Created as a new file only; `force` replaces an existing path (never writing through it)."""
+        me = login_identity()
+        data = {**the_plan.to_json(), "author": {"uid": me.uid, "name": me.name}, "lineage": self._lineage()}
+        write_plan_file(path, data, force=force)
 
-    def plan_saved(self, path: Path) -> tuple[Plan, str]:
-        """A saved plan re-planned on the current state, with the hash it must still have. A plan saved at
-        another revision is stale: journaled and refused (exit 3), as a stale `apply -f` is."""
+    def _lineage(self) -> str | None:
+        return self.store.lineage() if self.store is not None else None
+
+    def plan_saved(self, path: Path) -> ReadyPlan:
+        """A saved plan re-planned on the current state, with the hash it must still have. A plan of another
+        state (or of this one before `init --force` replaced it) is refused (exit 2); one saved at another
+        revision is stale: journaled and refused (exit 3), as a stale `apply -f` is."""
         saved = read_saved_plan(path)
+        if saved.lineage != self._lineage():
+            raise InputError([Diagnostic(
+                "this plan was made on another state (or on this one before `init --force` replaced it), not on "
+                f"{self.store.state_dir if self.store is not None else 'this inventory'}", file=str(path),
+                hint="plan the changes again on this state")])
         fresh = self.plan(saved.changes)
         current = self.revision()
         if saved.base_revision != current:
@@ -444,7 +478,8 @@ class Service:
                        f"{current}; plan again")
             self._record(fresh, "stale", message)
             raise Stale(message)
-        return fresh, saved.hash
+        return ReadyPlan(fresh, saved.hash, saved.author, saved.author_uid,
+                         foreign=saved.author_uid != login_identity().uid)
 
     def _entry(self, the_plan: Plan, verdict: Verdict, outcome: Outcome, message: str,
                intent: Intent | None = None) -> JournalEntry:
@@ -463,7 +498,13 @@ class Service:
         """The inverse of the latest change not yet undone (successive undos walk back through history), or
         of every applied entry after `to_revision`."""
         check_action(self.role, "plan")
-        done, _ = self._history()
+        done, _, barrier = self._history()
+        if to_revision is not None and barrier is not None and barrier.revision is not None \
+                and to_revision < barrier.revision:
+            raise InputError([Diagnostic(
+                f"cannot undo back to revision {to_revision}: an init replaced the whole state at revision "
+                f"{barrier.revision} (entry {barrier.id}), and undo never goes back past one (the earliest is "
+                f"--to {barrier.revision})")])
         if to_revision is None:
             undone = done[-1:]
         else:
@@ -486,7 +527,7 @@ class Service:
     def redo(self) -> Reversal:
         """Apply again the change the latest undo reverted (until a new change is made)."""
         check_action(self.role, "plan")
-        _, undone = self._history()
+        _, undone, _ = self._history()
         if not undone:
             raise InputError([Diagnostic("nothing to redo")])
         entry = undone[-1]
@@ -496,18 +537,26 @@ class Service:
         return Reversal(self.plan(inverse(again), released_slots(again)), {"redoes": entry.id},
                         f"redo {_entry_label(entry)}")
 
-    def _history(self) -> tuple[list[JournalEntry], list[JournalEntry]]:
-        """The applied changes in effect (oldest first) and those undone that redo may bring back (the
-        latest last), read from the journal's undo and redo intents."""
+    def _history(self) -> tuple[list[JournalEntry], list[JournalEntry], JournalEntry | None]:
+        """The applied changes in effect (oldest first), those undone that redo may bring back (the latest
+        last), read from the journal's undo and redo intents, and the latest init.
+
+        An init (the state's creation, or `init --force` replacing every row with another inventory) is a
+        barrier: what came before it belongs to a state that no longer exists, and inverting it would put that
+        state's entities back into this one. Init entries are the applied entries with no diff (`commit`
+        always records one)."""
         if self.store is None:
             raise InputError([Diagnostic("undo and redo need a state directory (--state), not --inventory")])
         done: list[JournalEntry] = []
         undone: list[JournalEntry] = []
+        barrier: JournalEntry | None = None
         for entry in self.store.journal():
             if entry.outcome != "applied" or entry.id is None:
                 continue
             intent = (entry.plan or {}).get("intent") or {}
-            if "undoes" in intent:
+            if entry.diff is None:
+                done, undone, barrier = [], [], entry
+            elif "undoes" in intent:
                 gone = set(intent["undoes"])
                 undone += [e for e in done if e.id in gone]
                 done = [e for e in done if e.id not in gone]
@@ -517,8 +566,8 @@ class Service:
             else:
                 done.append(entry)
                 undone = []
-        done = [e for e in done if e.diff]  # the state's creation has no diff to invert
-        return done, undone
+        done = [e for e in done if e.diff]  # an entry that changed nothing has nothing to invert
+        return done, undone, barrier
 
     # reading ----------------------------------------------------------------------------------
     def journal(self, limit: int | None = None) -> list[JournalEntry]:
@@ -846,18 +895,59 @@ def named_mig_layouts(model_name: str) -> dict[str, list[list[Any]]]:
     return out
 
 
+class _Author(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    uid: int = Field(ge=0, lt=2**32)
+    name: str = Field(min_length=1, max_length=256)
+
+
+class _PlanFileHeader(BaseModel):
+    """What `apply --plan` takes from a plan file besides its changes; strict: `base_revision: 0.9` or `true`
+    is an error, not revision 0 or 1. The rest of the file (violations, diff, effects) is for people to read:
+    the plan is always made again from its changes."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    base_revision: int = Field(ge=0, lt=2**63)
+    hash: str = Field(pattern=r"^[0-9a-f]{16,128}$")
+    changes: list[dict[str, Any]]
+    author: _Author
+    lineage: str | None = Field(pattern=r"^[0-9a-f]{32}$")
+
+
 def read_saved_plan(path: Path) -> SavedPlan:
-    """A saved plan's changes, hash and base revision (apply re-plans them and compares)."""
+    """A saved plan's changes, hash, base revision, state and author (apply re-plans the changes and compares).
+    Its author must be the file's owner (or root wrote the file): a file says what anyone wrote into it, its
+    owner is the kernel's word."""
+    saved = read_plan_file(path)
+    name = str(path)
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-        changes = ch.CHANGE_LIST.validate_python(data["changes"], strict=False)
-        return SavedPlan(changes, str(data["hash"]), int(data["base_revision"]))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError([Diagnostic(f"not a saved gpuadmin plan: {exc}", file=str(path))]) from exc
+        header = _PlanFileHeader.model_validate(saved.data)
+    except ValidationError as exc:
+        raise _bad_plan(name, exc, ()) from None
+    try:
+        changes = ch.CHANGE_LIST.validate_python(header.changes, strict=False)
+    except ValidationError as exc:
+        raise _bad_plan(name, exc, ("changes",)) from None
+    if header.author.uid != saved.owner_uid and saved.owner_uid != 0:
+        raise InputError([Diagnostic(
+            f"refusing the saved plan: it says {header.author.name} (uid {header.author.uid}) made it, but the file "
+            f"belongs to {user_name(saved.owner_uid)} (uid {saved.owner_uid})", file=name,
+            hint="apply only plans whose file belongs to their author; plan the changes again")])
+    return SavedPlan(changes, header.hash, header.base_revision, header.lineage, header.author.uid,
+                     user_name(header.author.uid))
+
+
+def _bad_plan(name: str, exc: ValidationError, prefix: tuple[str, ...]) -> InputError:
+    first = exc.errors()[0]
+    path = tuple(p for p in (*prefix, *first["loc"]) if isinstance(p, (str, int)))
+    return InputError([Diagnostic(f"not a saved gpuadmin plan: {first['msg']}", path, file=name)])
 
 
 __all__ = [
-    "ApplyResult", "Confirmation", "Conflict", "Moved", "NotConfirmed", "NotPermitted", "Plan", "Refused", "Reversal",
+    "ApplyResult", "Confirmation", "Conflict", "Moved", "NotConfirmed", "NotPermitted", "Plan", "ReadyPlan", "Refused",
+    "Reversal",
     "Role", "SavedPlan", "SchedulePlan", "Service", "Stale", "Table", "check_action", "confirmation",
     "load_model_file",  # the located YAML reader, for the console's settings files
     "read_saved_plan",

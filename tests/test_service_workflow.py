@@ -135,9 +135,9 @@ def test_a_fresh_saved_plan_applies(state_dir: Path, tmp_path: Path) -> None:
     service = Service(state_dir=state_dir)
     saved = tmp_path / "plan.json"
     service.save_plan(service.plan(CORDON), saved)
-    fresh, expected = service.plan_saved(saved)
-    assert fresh.hash == expected
-    assert service.submit(fresh, confirmed=True, expected_hash=expected) is not None
+    ready = service.plan_saved(saved)
+    assert ready.plan.hash == ready.hash and not ready.foreign
+    assert service.submit(ready.plan, confirmed=True, expected_hash=ready.hash) is not None
 
 
 def test_listing_is_typed_and_carries_its_revision(state_dir: Path) -> None:

@@ -29,8 +29,9 @@ EXAMPLES = {
             "  gpuadmin undo --to 3         every change after revision 3",
     "redo": "example:\n  gpuadmin redo --yes          what the latest undo reverted",
 }
-EXIT_CODES = ("exit codes: 0 applied (or nothing to apply); 1 refused by a rule; 2 bad input; "
-              "3 stale plan or lock held; 4 not permitted; 130 not confirmed")
+EXIT_CODES = ("exit codes: 0 applied (or nothing to apply); 1 refused by a rule; 2 bad input (a saved plan of "
+              "another state, or malformed); 3 stale plan or lock held; 4 not permitted; 74 the state's disk failed "
+              "(full, read-only); 130 not confirmed")
 
 
 def show(plan: Plan, fmt: str) -> None:
@@ -55,7 +56,7 @@ def _plan(args: argparse.Namespace, ctx: Context) -> int:
     plan = service.plan(service.load_changes(args.file), source=args.file)
     show(plan, args.output)
     if args.save is not None:
-        service.save_plan(plan, args.save)
+        service.save_plan(plan, args.save, force=args.force)
         sys.stderr.write(f"gpuadmin: plan saved to {safe(args.save)}\n")
     return ExitCode.OK if plan.allowed else ExitCode.REFUSED
 
@@ -105,8 +106,11 @@ def _apply(args: argparse.Namespace, ctx: Context) -> int:
     service = ctx.service()
     service.lock_wait = args.wait
     if args.plan is not None:
-        plan, expected_hash = service.plan_saved(args.plan)
-        return submit(service, plan, yes=args.yes, fmt=args.output, expected_hash=expected_hash)
+        ready = service.plan_saved(args.plan)
+        if ready.foreign:  # said first, on stderr: then the plan and its diff, even with --yes
+            sys.stderr.write(f"gpuadmin: this plan was saved by {safe(ready.author)} (uid {ready.author_uid}), not "
+                             "by you: read what it does before it is applied\n")
+        return submit(service, ready.plan, yes=args.yes, fmt=args.output, expected_hash=ready.hash)
     return apply_changes(ctx, service, service.load_changes(args.file), yes=args.yes, fmt=args.output,
                          source=args.file)
 
@@ -137,7 +141,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     plan = parser("plan", "check a change file against the state; writes nothing")
     plan.add_argument("-f", "--file", type=Path, required=True, metavar="CHANGES.yaml")
-    plan.add_argument("--save", type=Path, metavar="PLAN.json", help="save the plan for `apply --plan`")
+    plan.add_argument("--save", type=Path, metavar="PLAN.json",
+                      help="save the plan for `apply --plan`, as a new file (an existing path is refused)")
+    plan.add_argument("--force", action="store_true", help="with --save: replace an existing file at the path")
     plan.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     plan.set_defaults(func=_plan)
 

@@ -26,10 +26,10 @@ def _init(args: argparse.Namespace, ctx: Context) -> int:
     state_dir = ctx.resolved_state_dir()
     if args.shared and args.group is None:
         raise InputError([Diagnostic("init --shared needs --group GROUP: the group of the operators who may write")])
-    if (args.group is not None or args.no_others) and not args.shared:
-        raise InputError([Diagnostic("--group and --no-others go with --shared")])
+    if (args.group is not None or args.no_others or args.take_over) and not args.shared:
+        raise InputError([Diagnostic("--group, --no-others and --take-over go with --shared")])
     revision = Service.init(state_dir, args.source, role=ctx.requested_role, force=args.force,
-                            shared_group=args.group, others_read=not args.no_others)
+                            shared_group=args.group, others_read=not args.no_others, take_over=args.take_over)
     sys.stderr.write(safe(f"gpuadmin: state created at {state_dir} (revision {revision})") + "\n")
     if args.shared:
         decision = ctx.decision()
@@ -94,6 +94,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     init.add_argument("--group", default=None, metavar="GROUP", help="with --shared: the operators' group")
     init.add_argument("--no-others", action="store_true",
                       help="with --shared: other users may not read the state (default: they may, as viewers)")
+    init.add_argument("--take-over", action="store_true",
+                      help="with --shared, as root: make an empty directory of another user's root's (without it, "
+                           "such a directory is refused: its owner would be trusted like root)")
     init.set_defaults(func=_init)
 
     get = sub.add_parser("get", help="list nodes, gpus, slices, groups, jobs, queues or the journal")

@@ -61,6 +61,10 @@ def _tui(args: argparse.Namespace, ctx: Context) -> int:
         sys.stderr.write(f"gpuadmin: screenshot saved to {safe(path)}\n")
         return ExitCode.OK
     app.run()
+    if app.unexpected is not None:  # the console ended on an error nothing handled: one line, exit 70
+        from gpuadmin.cli.main import last_resort
+
+        return last_resort(app.unexpected)
     return app.return_code or ExitCode.OK
 
 

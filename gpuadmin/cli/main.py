@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 EPILOG = """\
 exit codes: 0 done; 1 refused by a rule; 2 bad input or usage; 3 conflict (stale plan, lock held);
-4 not permitted (role); 130 interrupted or not confirmed.
+4 not permitted (role, file modes, a read-only file system); 70 internal error; 74 the state's disk failed
+(full, a quota, an I/O error); 130 interrupted or not confirmed.
 
 Your role comes from who you are (your login user and its groups, through /etc/gpuadmin/roles.yaml or the
 state's roles.yaml); --as-role and tui --readonly can only lower it. `gpuadmin whoami` says what it is and why.
@@ -149,7 +150,43 @@ def main() -> None:
         code = ExitCode.INTERRUPTED
     except BrokenPipeError:
         code = ExitCode.OK
+    except Exception as unexpected:  # the last resort: no traceback ever reaches an operator
+        code = last_resort(unexpected)
     sys.exit(code)
+
+
+def last_resort(unexpected: Exception) -> ExitCode:
+    """An error no code path turned into a `GpuadminError`, as one line and an exit code that is never 1 (which
+    says a rule refused the plan): the OS's errors by what they mean (a full disk 74, a read-only file system
+    or a file mode 4, a missing or unreadable file 2), anything else an internal error (70). The traceback is
+    for a bug report: only with GPUADMIN_DEBUG=1."""
+    from gpuadmin.render.text import safe
+
+    if os.environ.get("GPUADMIN_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exception(unexpected)
+    if isinstance(unexpected, OSError):
+        code = _os_error_code(unexpected)
+        where = f"{unexpected.filename}: " if unexpected.filename is not None else ""
+        sys.stderr.write(safe(f"gpuadmin: {where}{unexpected.strerror or unexpected}") + "\n")
+        return code
+    what = safe(f"{type(unexpected).__name__}: {unexpected}")
+    sys.stderr.write(f"gpuadmin: internal error: {what[:300]} (a bug: GPUADMIN_DEBUG=1 shows the traceback to "
+                     "report)\n")
+    return ExitCode.INTERNAL
+
+
+def _os_error_code(error: OSError) -> ExitCode:
+    import errno
+
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+        return ExitCode.STORAGE
+    if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return ExitCode.NOT_PERMITTED
+    if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.ENAMETOOLONG):
+        return ExitCode.BAD_INPUT
+    return ExitCode.INTERNAL
 
 
 if __name__ == "__main__":

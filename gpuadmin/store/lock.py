@@ -17,22 +17,24 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuadmin.store.errors import LockHeld, LockHolder, StateReadOnly
+from gpuadmin.store.errors import LockHeld, LockHolder, from_os_error
 from gpuadmin.store.identity import Identity
 from gpuadmin.store.shared import open_state_file
 
 LOCK_NAME = "lock"
 _INFO_WAIT_S = 0.25  # how long a refused caller waits for the holder to finish writing who it is
+_MAX_HOLDER_BYTES = 64 * 1024  # a holder's info is a few hundred bytes; a planted file is not read whole
 
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def read_holder(path: Path) -> LockHolder | None:
-    """The holder info in a lock file, or None if absent, empty or half-written."""
+def read_holder(fd: int) -> LockHolder | None:
+    """The holder info in an open lock file, or None if absent, empty or half-written. Read through the lock's
+    own descriptor: the name may have been swapped for a link to another file meanwhile."""
     try:
-        raw = path.read_bytes()
+        raw = os.pread(fd, _MAX_HOLDER_BYTES, 0)
     except OSError:
         return None
     try:
@@ -45,7 +47,7 @@ def read_holder(path: Path) -> LockHolder | None:
             command=str(data["command"]),
             since=str(data["since"]),
         )
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
 
@@ -59,12 +61,10 @@ def write_lock(
     state in the same process is refused like any other.
     """
     path = Path(state_dir) / LOCK_NAME
+    # never through a link or into a file another user planted; group-writable in a shared state, whatever the umask
+    fd = open_state_file(path, os.O_RDWR)
     try:
-        fd = open_state_file(path, os.O_RDWR)  # group-writable in a shared state, whatever the umask
-    except PermissionError as exc:
-        raise StateReadOnly(f"{state_dir}: you may not write this state ({path}: {exc.strerror})") from None
-    try:
-        _acquire(fd, path, timeout)
+        _acquire(fd, timeout)
         holder = LockHolder(
             actor=actor.name,
             uid=actor.uid,
@@ -74,8 +74,12 @@ def write_lock(
             since=utc_now(),
         )
         payload = json.dumps(holder.__dict__).encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, payload, 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, payload, 0)
+        except OSError as exc:  # a full disk, a read-only file system: said in one line, nothing changed
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            raise from_os_error(path, exc) from None
         try:
             yield holder
         finally:
@@ -85,7 +89,7 @@ def write_lock(
         os.close(fd)
 
 
-def _acquire(fd: int, path: Path, timeout: float) -> None:
+def _acquire(fd: int, timeout: float) -> None:
     deadline = time.monotonic() + max(timeout, 0.0)
     info_deadline: float | None = None
     while True:
@@ -96,7 +100,7 @@ def _acquire(fd: int, path: Path, timeout: float) -> None:
             pass
         now = time.monotonic()
         if now >= deadline:
-            holder = read_holder(path)
+            holder = read_holder(fd)
             if holder is not None:
                 raise LockHeld(holder)
             # The holder has the lock but has not written who it is yet (or is releasing): look again.

@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpuadmin.errors import Diagnostic, InputError
 from gpuadmin.store.identity import Identity
 from gpuadmin.store.inventory_io import schema_diagnostics
+from gpuadmin.store.shared import DB_NAME
 from gpuadmin.store.yamlsafe import load_yaml
 
 Role = Literal["viewer", "operator", "admin"]
@@ -84,12 +85,22 @@ def lower(role: Role, cap: Role | None) -> Role:
 
 
 def is_personal(state_dir: Path, uid: int) -> bool:
-    """Whether `state_dir` is `uid`'s own directory that no one else may write."""
+    """Whether `state_dir` is `uid`'s own directory that no one else may write, holding (if any) a state database
+    of `uid`'s own: not a symbolic or hard link to another state's, whose owner would otherwise become its admin
+    through a directory of their own."""
     try:
         st = os.stat(state_dir)
     except OSError:
         return False
-    return st.st_uid == uid and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if st.st_uid != uid or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    try:
+        db = os.lstat(Path(state_dir) / DB_NAME)
+    except FileNotFoundError:
+        return True  # a new state: its creator's
+    except OSError:
+        return False
+    return stat.S_ISREG(db.st_mode) and db.st_nlink == 1 and db.st_uid == uid
 
 
 def group_names(identity: Identity) -> set[str]:

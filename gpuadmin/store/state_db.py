@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import sqlite3
+import stat
 import threading
 import time
 import uuid
@@ -35,17 +36,20 @@ from gpuadmin.model.inventory import STORED
 from gpuadmin.store.errors import (
     LockHolder,
     StaleRevision,
-    StateBusy,
     StateCorrupt,
     StateExists,
     StateMissing,
     StateReadOnly,
     StoreError,
+    UnsafeStateFile,
+    from_os_error,
+    from_sqlite_error,
+    storage_cause,
 )
 from gpuadmin.store.identity import Identity, login_identity, origin
 from gpuadmin.store.lock import utc_now
 from gpuadmin.store.lock import write_lock as _write_lock
-from gpuadmin.store.shared import file_mode, keep_wal_files, wal_files_missing
+from gpuadmin.store.shared import check_state_file, file_mode, keep_wal_files, wal_files_missing
 
 SCHEMA_VERSION = 1
 DB_NAME = "state.db"
@@ -207,9 +211,21 @@ class Store:
             )
         if not os.access(path, os.R_OK):
             raise StateReadOnly(f"{state_dir}: you may not read this state (ask its admins for access)")
+        # SQLite follows a link to the database and writes a header into an empty file: what is there must be
+        # the plain file gpuadmin made, still the one SQLite opened once it has
+        checked = check_state_file(path)
+        if checked.st_size == 0:
+            raise StateCorrupt(f"{path}: not a gpuadmin state (an empty file)")
         writable = os.access(path, os.W_OK)
         conn = _connect(path, busy_timeout, create=False, readonly=not writable)
         try:
+            try:
+                now = os.lstat(path)
+            except OSError as exc:
+                raise from_os_error(path, exc) from None
+            if (now.st_dev, now.st_ino, stat.S_ISLNK(now.st_mode)) != (checked.st_dev, checked.st_ino, False):
+                raise UnsafeStateFile(f"{path}: replaced while it was being opened; look at it, then run the "
+                                      "command again")
             _check_schema(conn, path)
         except BaseException:
             conn.close()
@@ -240,6 +256,8 @@ class Store:
             state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # a shared one was made by `init --shared`
         except PermissionError as exc:
             raise StateReadOnly(f"{state_dir}: you may not create a state here ({exc.strerror})") from None
+        except OSError as exc:
+            raise from_os_error(state_dir, exc) from None
         who = actor if actor is not None else login_identity()
         path = state_dir / DB_NAME
         with _write_lock(state_dir, who, command):
@@ -251,7 +269,7 @@ class Store:
                 try:
                     store = cls.open(state_dir, busy_timeout=busy_timeout)
                 except StateCorrupt:
-                    _move_aside(path)
+                    _guarded(path, _move_aside, path)
                 else:
                     try:
                         store._replace_all(inventory, who, command)
@@ -259,7 +277,7 @@ class Store:
                         store.close()
                         raise
                     return store
-            _create_fresh(state_dir, inventory, who, command, busy_timeout)
+            _guarded(path, _create_fresh, state_dir, inventory, who, command, busy_timeout)
             keep_wal_files(state_dir)
         return cls.open(state_dir, busy_timeout=busy_timeout)
 
@@ -277,23 +295,23 @@ class Store:
 
     # reading ---------------------------------------------------------------------------------
     def revision(self) -> int:
-        with self._mutex:
-            row = self._conn.execute("SELECT revision FROM meta WHERE id = 1").fetchone()
+        with self._db() as conn:
+            row = conn.execute("SELECT revision FROM meta WHERE id = 1").fetchone()
         if row is None:
             raise StateCorrupt(f"{self.path}: the meta row is missing")
         return int(row[0])
 
     def cluster(self) -> str:
-        with self._mutex:
-            row = self._conn.execute("SELECT cluster FROM meta WHERE id = 1").fetchone()
+        with self._db() as conn:
+            row = conn.execute("SELECT cluster FROM meta WHERE id = 1").fetchone()
         if row is None:
             raise StateCorrupt(f"{self.path}: the meta row is missing")
         return str(row[0])
 
     def lineage(self) -> str:
         """A random id fixed when the state was created: a plan made on another state never applies here."""
-        with self._mutex:
-            row = self._conn.execute("SELECT lineage FROM meta WHERE id = 1").fetchone()
+        with self._db() as conn:
+            row = conn.execute("SELECT lineage FROM meta WHERE id = 1").fetchone()
         if row is None:
             raise StateCorrupt(f"{self.path}: the meta row is missing")
         return str(row[0])
@@ -346,8 +364,8 @@ class Store:
     def load_holders(self) -> dict[GpuKey, set[str]]:
         """Who holds which GPU, from the `slots` table (no job is parsed)."""
         holders: dict[GpuKey, set[str]] = {}
-        with self._mutex:
-            for node, gpu, job in self._conn.execute("SELECT node, gpu, job FROM slots"):
+        with self._db() as conn:
+            for node, gpu, job in conn.execute("SELECT node, gpu, job FROM slots"):
                 holders.setdefault((str(node), int(gpu)), set()).add(str(job))
         return holders
 
@@ -388,42 +406,48 @@ class Store:
     def journal(self, limit: int | None = None, since_id: int | None = None) -> list[JournalEntry]:
         """Entries oldest first. With `since_id`: those after it (at most `limit`, the oldest of them);
         without: the newest `limit` (all if None)."""
-        with self._mutex:
+        with self._db() as conn:
             if since_id is not None:
                 sql = f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE id > ? ORDER BY id"
                 args: tuple[int, ...] = (since_id,)
                 if limit is not None:
                     sql += " LIMIT ?"
                     args = (since_id, limit)
-                rows = self._conn.execute(sql, args).fetchall()
+                rows = conn.execute(sql, args).fetchall()
             elif limit is not None:
-                rows = self._conn.execute(
+                rows = conn.execute(
                     f"SELECT {_JOURNAL_COLUMNS} FROM journal ORDER BY id DESC LIMIT ?", (limit,)
                 ).fetchall()
                 rows.reverse()
             else:
-                rows = self._conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal ORDER BY id").fetchall()
-        return [_entry_from_row(row) for row in rows]
+                rows = conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal ORDER BY id").fetchall()
+        return [self._entry_from_row(row) for row in rows]
 
     def entry(self, id: int) -> JournalEntry | None:
-        with self._mutex:
-            row = self._conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE id = ?", (id,)).fetchone()
-        return None if row is None else _entry_from_row(row)
+        with self._db() as conn:
+            row = conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE id = ?", (id,)).fetchone()
+        return None if row is None else self._entry_from_row(row)
 
     def entry_for_revision(self, revision: int) -> JournalEntry | None:
         """The applied entry that produced `revision`."""
-        with self._mutex:
-            row = self._conn.execute(
+        with self._db() as conn:
+            row = conn.execute(
                 f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE revision = ?", (revision,)
             ).fetchone()
-        return None if row is None else _entry_from_row(row)
+        return None if row is None else self._entry_from_row(row)
 
     def last_applied(self) -> JournalEntry | None:
-        with self._mutex:
-            row = self._conn.execute(
+        with self._db() as conn:
+            row = conn.execute(
                 f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE outcome = 'applied' ORDER BY id DESC LIMIT 1"
             ).fetchone()
-        return None if row is None else _entry_from_row(row)
+        return None if row is None else self._entry_from_row(row)
+
+    def _entry_from_row(self, row: Sequence[Any]) -> JournalEntry:
+        try:
+            return _entry_from_row(row)
+        except (ValueError, TypeError) as exc:
+            raise StateCorrupt(f"{self.path}: journal entry {row[0]!r} does not read ({type(exc).__name__})") from exc
 
     def changed_since(self, revision: int) -> tuple[int, set[tuple[str, str]]]:
         """The current revision and every (kind, name) an applied entry after `revision` touched: what a
@@ -434,17 +458,20 @@ class Store:
                 "SELECT diff FROM journal WHERE revision > ? ORDER BY revision", (revision,)
             ).fetchall()
         touched: set[tuple[str, str]] = set()
-        for (diff,) in rows:
-            for item in json.loads(diff) if diff else ():
-                touched.add((str(item["kind"]), str(item["name"])))
+        try:
+            for (diff,) in rows:
+                for item in json.loads(diff) if diff else ():
+                    touched.add((str(item["kind"]), str(item["name"])))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StateCorrupt(f"{self.path}: a journal entry's diff does not read ({type(exc).__name__})") from exc
         return current, touched
 
     # derived data: a per-revision cache of what is costly to compute (why-pending reasons) ------
     def derived(self, key: str, revision: int) -> Any | None:
         """The cached value of `key` if it was computed at `revision`, else None."""
-        with self._mutex:
+        with self._db() as conn:
             try:
-                row = self._conn.execute(
+                row = conn.execute(
                     "SELECT data FROM derived WHERE key = ? AND revision = ?", (key, revision)
                 ).fetchone()
             except sqlite3.OperationalError:  # a state made before the cache existed: no table yet
@@ -463,7 +490,7 @@ class Store:
                     "INSERT OR REPLACE INTO derived (key, revision, data) VALUES (?, ?, ?)",
                     (key, revision, json.dumps(value, separators=(",", ":"), allow_nan=False)),
                 )
-        except (sqlite3.OperationalError, StateBusy):
+        except StoreError:  # read-only to us, busy, or a full disk: a cache that is not saved is computed again
             return False
         return True
 
@@ -524,12 +551,12 @@ class Store:
         """Consistency problems, empty when all is well: SQLite's integrity check, slots vs jobs, and the
         journal vs the revision. Reads everything; meant for tests and `doctor`-style commands."""
         problems: list[str] = []
-        with self._mutex:
-            result = [str(r[0]) for r in self._conn.execute("PRAGMA integrity_check")]
+        with self._db() as conn:
+            result = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
             if result != ["ok"]:
                 problems.extend(f"integrity: {line}" for line in result)
                 return problems
-            fk = self._conn.execute("PRAGMA foreign_key_check").fetchall()
+            fk = conn.execute("PRAGMA foreign_key_check").fetchall()
             if fk:
                 problems.append(f"foreign keys: {len(fk)} dangling rows")
         state = self.load()
@@ -542,10 +569,10 @@ class Store:
             problems.append(
                 f"journal: last applied entry is at revision {got}, the state at {state.revision}"
             )
-        with self._mutex:
+        with self._db() as conn:
             revisions = [
                 int(r[0])
-                for r in self._conn.execute(
+                for r in conn.execute(
                     "SELECT revision FROM journal WHERE revision IS NOT NULL ORDER BY id"
                 )
             ]
@@ -555,9 +582,18 @@ class Store:
 
     # internals -------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """The connection, to this thread alone; what SQLite raises becomes a `StoreError` that says what it
+        means (a full disk, a read-only file system, a row that is not UTF-8), never a traceback."""
         with self._mutex:
-            conn = self._conn
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise from_sqlite_error(self.path, exc) from exc
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._db() as conn:
             conn.execute("BEGIN")
             try:
                 yield conn
@@ -566,18 +602,15 @@ class Store:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._mutex:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StateBusy(f"{self.path}: the database stayed busy ({exc})") from exc
+        with self._db() as conn:
+            conn.execute("BEGIN IMMEDIATE")  # busy past the timeout: `StateBusy`, by `_db`
             try:
                 yield conn
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already (a full disk)
+                        conn.execute("ROLLBACK")
                 raise
 
     def _replace_all(self, inventory: Inventory, actor: Identity, command: str) -> None:
@@ -644,7 +677,7 @@ def _connect(
             uri, uri=True, timeout=busy_timeout, isolation_level=None, check_same_thread=False
         )
     except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open the state database ({exc})") from exc
+        raise from_sqlite_error(path, exc) from exc
     try:
         try:
             mode_row = conn.execute("PRAGMA journal_mode=WAL").fetchone()
@@ -652,6 +685,12 @@ def _connect(
             missing = wal_files_missing(path.parent) if readonly else []
             if not missing:
                 raise
+            if storage_cause(path.parent) == "its file system is read-only":
+                raise StateReadOnly(
+                    f"{path.parent}: cannot read the state: its file system is read-only and "
+                    f"{' and '.join(missing)} are missing (SQLite needs them to read a WAL database; they are made "
+                    "by any gpuadmin command on a writable file system)"
+                ) from exc
             raise StoreError(
                 f"{path.parent}: cannot read the state read-only: {' and '.join(missing)} are missing and you "
                 f"may not create them ({exc}). Any operator's next gpuadmin command puts them back; see "
@@ -662,9 +701,9 @@ def _connect(
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.Error as exc:
         conn.close()
-        raise StateCorrupt(f"{path}: not a readable gpuadmin state ({exc})") from exc
+        raise from_sqlite_error(path, exc) from exc
     except BaseException:
         conn.close()
         raise
@@ -685,8 +724,8 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
             raise StateCorrupt(f"{path}: unknown old schema version {version}")
         if conn.execute("SELECT 1 FROM meta WHERE id = 1").fetchone() is None:
             raise StateCorrupt(f"{path}: the meta row is missing")
-    except sqlite3.DatabaseError as exc:
-        raise StateCorrupt(f"{path}: not a readable gpuadmin state ({exc})") from exc
+    except sqlite3.Error as exc:
+        raise from_sqlite_error(path, exc) from exc
 
 
 def _fetch(conn: sqlite3.Connection, table: str, where: str = "") -> _Rows:
@@ -877,6 +916,17 @@ def _create_fresh(
         for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             p.unlink(missing_ok=True)
         raise
+
+
+def _guarded(where: Path, step: Callable[..., None], *args: Any) -> None:
+    """`step(*args)`, an OS or SQLite error from it said as what it means for the state (a full disk, a
+    read-only file system) instead of a traceback."""
+    try:
+        step(*args)
+    except OSError as exc:
+        raise from_os_error(where, exc) from None
+    except sqlite3.Error as exc:
+        raise from_sqlite_error(where, exc) from None
 
 
 def _move_aside(path: Path) -> None:

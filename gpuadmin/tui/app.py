@@ -113,6 +113,18 @@ class GpuadminApp(App[int]):
         self.live: set[ViewScreen] = set()
         self._cycle: SchedulePlan | None = None  # a finished scheduling cycle, handed to its review
 
+    # the last resort ---------------------------------------------------------------------------------
+    unexpected: Exception | None = None  # what ended the console unhandled, for the CLI to say in one line
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual's hook for an exception no handler caught (it ends the app). Kept for `gpuadmin tui` to say in
+        one line once the terminal is restored, with exit 70 (`cli.main.last_resort`), instead of Textual's
+        traceback, which prints the locals — names from the inventory among them — raw to the terminal, and
+        exits 1, which means "refused by a rule". Under a test's pilot the exception is still raised."""
+        self.unexpected = error
+        super()._handle_exception(error)
+        self._exit_renderables.clear()
+
     # start ---------------------------------------------------------------------------------------
     def on_mount(self) -> None:
         self.set_keymap(self._keymap)

@@ -330,3 +330,86 @@ def _child_pid(runuser_pid: int) -> int:
 
 def _files(state: Path) -> dict[str, tuple[int, int]]:
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in state.iterdir()}
+
+
+MKDIR_WITH_ROLES = """
+import os, sys
+os.mkdir(sys.argv[1], 0o755)
+with open(os.path.join(sys.argv[1], "roles.yaml"), "w") as roles:
+    roles.write("version: 1\\ndefault: admin\\n")
+"""
+
+
+def test_init_shared_refuses_a_directory_another_user_made(people: People) -> None:
+    """An operator who makes the directory first (with a roles.yaml of their own in it) must not become its
+    owner, whose roles file is trusted: root's `init --shared` refuses it, and takes it over only empty."""
+    import os
+    import pwd
+
+    from tests.cli.clikit import gpuadmin
+
+    srv = people.bastion.base / "srv"
+    srv.mkdir()
+    srv.chmod(0o1777)  # like /tmp: anyone may make a directory here
+    prod = srv / "prod"
+    made = people.bastion.run(people.op1, "-c", MKDIR_WITH_ROLES, str(prod), module=None)
+    assert made.code == 0, made.err
+    op1 = pwd.getpwnam(people.op1).pw_uid
+    init = ("--state", prod, "init", "--from", SAMPLE, "--shared", "--group", people.ops)
+    refused = gpuadmin(*init)
+    assert refused.code == 2, refused.err
+    assert refused.err == (f"gpuadmin: {prod} belongs to {people.op1}, and a shared state's owner is trusted like "
+                           "root (its roles.yaml gives the roles): refusing to share it. Pick a directory of your "
+                           "own, or as root pass --take-over to make this one (empty) root's\n")
+    not_empty = gpuadmin(*init, "--take-over")
+    assert not_empty.code == 2 and "refusing to take it over, it is not empty" in not_empty.err, not_empty.err
+    st = prod.stat()
+    assert (st.st_uid, stat.S_IMODE(st.st_mode), sorted(p.name for p in prod.iterdir())) == (op1, 0o755,
+                                                                                              ["roles.yaml"])
+    (prod / "roles.yaml").unlink()
+    taken = gpuadmin(*init, "--take-over")
+    assert taken.code == 0, taken.err
+    assert prod.stat().st_uid == 0 and stat.S_IMODE(prod.stat().st_mode) == 0o2775
+    who = people.bastion.run(people.op1, "--state", str(prod), "whoami", "-o", "json").json()
+    assert who["role"] != "admin", who
+    assert os.path.exists(prod / "state.db")
+
+
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_link_in_own_dir_not_personal(shared: Shared, link: str) -> None:
+    """An operator of the shared state links its database into a directory of their own: were that a personal
+    state, they would be its admin, and could do there what only an admin may do to the shared state."""
+    mine = shared.bastion.home(shared.op1) / f"mine-{link}"
+    make = ("import os, sys; os.mkdir(sys.argv[1], 0o700); "
+            f"os.{'symlink' if link == 'symlink' else 'link'}(sys.argv[2], os.path.join(sys.argv[1], 'state.db'))")
+    done = shared.bastion.run(shared.op1, "-c", make, str(mine), str(shared.state / "state.db"), module=None)
+    assert done.code == 0, done.err
+    who = shared.bastion.run(shared.op1, "--state", str(mine), "whoami", "-o", "json").json()
+    assert who["role"] != "admin" and who["roles_from"] != "owner", who
+    quota = shared.changes("quota", QUOTA)
+    done = shared.bastion.run(shared.op1, "--state", str(mine), "apply", "-f", quota, "--yes")
+    assert done.code == 4 and "not permitted: role viewer may not apply" in done.err, done.err  # no roles file
+    listing = shared.bastion.run(shared.op1, "--state", str(mine), "get", "nodes")
+    why = "it is a symbolic link" if link == "symlink" else "it has 2 hard links"
+    assert listing.code == 2 and f"state.db: refusing to use it: {why}" in listing.err, listing.err
+    (mine / "state.db").unlink()
+    assert revision(shared.state) == 0
+
+
+def test_a_read_only_state_directory_is_said_so(people: People) -> None:
+    """A state directory its owner may not write (root could anyway): every command says so in one line, exit 4,
+    not "not a readable gpuadmin state"."""
+    user, state = people.op2, people.bastion.home(people.op2) / "ro-state"
+    done = people.bastion.run(user, "--state", str(state), "init", "--from", str(SAMPLE))
+    assert done.code == 0, done.err
+    changes = people.bastion.home(user) / "cordon.yaml"
+    changes.write_text(CORDON)
+    changes.chmod(0o644)
+    state.chmod(0o500)
+    for args in (("apply", "-f", str(changes), "--yes"), ("schedule", "--yes"), ("get", "nodes")):
+        done = people.bastion.run(user, "--state", str(state), *args)
+        assert done.code == 4, (args, done.err)
+        assert done.err == (f"gpuadmin: not permitted: {state / 'state.db'}: cannot write the state: attempt to "
+                            "write a readonly database (a read-only file or directory); nothing was changed\n"), args
+    state.chmod(0o700)
+    assert revision(state) == 0

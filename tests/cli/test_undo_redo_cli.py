@@ -29,3 +29,32 @@ def test_undo_undo_redo(state: Path, tmp_path: Path) -> None:
     redo = gpuadmin("--state", state, "redo", "--yes")
     assert redo.code == 0 and "redo entry" in redo.err
     assert _state_of(state, "gpu-h100-12") == "cordoned" and _state_of(state, "gpu-h100-10") == "ready"
+
+
+def test_undo_and_redo_never_cross_an_init(state: Path, tmp_path: Path) -> None:
+    """`init --force` replaced the state with another inventory: what was done before it belongs to a state that
+    is gone, and undoing it would put that state's nodes back into this one."""
+    from tests.cli.clikit import SAMPLES
+
+    for node in ("gpu-h100-12", "gpu-h100-10"):  # revisions 1 and 2
+        changes = tmp_path / f"{node}.yaml"
+        changes.write_text(f"changes:\n  - {{op: cordon, node: {node}}}\n", encoding="utf-8")
+        assert gpuadmin("--state", state, "apply", "-f", changes, "--yes").code == 0
+    assert gpuadmin("--state", state, "undo", "--yes").code == 0  # revision 3: redo could bring back revision 2
+    assert gpuadmin("--state", state, "init", "--from", SAMPLES / "k8s-mixed.yaml", "--force").code == 0  # 4
+    nodes = gpuadmin("--state", state, "get", "nodes", "-o", "name").out
+    for args, message in [(("undo",), "nothing to undo"), (("redo",), "nothing to redo"),
+                          (("undo", "--to", "1"), "cannot undo back to revision 1: an init replaced the whole "
+                           "state at revision 4 (entry 5), and undo never goes back past one (the earliest is "
+                           "--to 4)")]:
+        result = gpuadmin("--state", state, *args, "--yes")
+        assert result.code == 2 and result.err == f"{message}\n", (args, result.err)
+    after = gpuadmin("--state", state, "get", "nodes", "-o", "name").out
+    assert after == nodes and "gpu-h100-12" not in after
+    # history starts again after the init
+    k8s = tmp_path / "k8s.yaml"
+    k8s.write_text("changes:\n  - {op: cordon, node: dgx-a100-01}\n", encoding="utf-8")
+    assert gpuadmin("--state", state, "apply", "-f", k8s, "--yes").code == 0
+    assert gpuadmin("--state", state, "undo", "--yes").code == 0
+    assert gpuadmin("--state", state, "undo", "--yes").err == "nothing to undo\n"
+    assert _state_of(state, "dgx-a100-01") == "ready"

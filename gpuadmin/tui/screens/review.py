@@ -16,6 +16,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from gpuadmin.errors import GpuadminError
 from gpuadmin.render.plan import plan_text
 from gpuadmin.render.text import safe
 from gpuadmin.service import Confirmation, Plan
@@ -86,8 +87,8 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         if event.input.id == "review-path":
             try:
                 self.save(Path(event.value).expanduser())
-            except OSError as failed:
-                self.notify(f"not saved: {failed}", severity="error", markup=False)
+            except GpuadminError as failed:
+                self.notify(" ".join(failed.lines()), severity="error", markup=False)
                 return
             self.notify(f"plan saved to {event.value} (gpuadmin apply --plan {event.value})", markup=False)
             event.input.display = False
