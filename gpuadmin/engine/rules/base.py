@@ -94,7 +94,7 @@ class Touched:
 
 def expand(view: View, touched: Touched) -> Touched:
     """Close `touched` over the links rules depend on: GPU → its node and holders; job → its queue and
-    the GPUs it holds, before and after the edits."""
+    the GPUs it holds, before and after the edits; a removed queue → the jobs that still name it."""
     out = Touched(set(touched.nodes), set(touched.gpus), set(touched.jobs), set(touched.queues))
     for name in touched.jobs:
         for job in (view.job(name), view.base.jobs.get(name)):
@@ -104,6 +104,10 @@ def expand(view: View, touched: Touched) -> Touched:
     for key in list(out.gpus):
         out.nodes.add(key[0])
         out.jobs |= view.holders(*key)
+    # a queue that is gone (remove-queue, or a restore that removes it) is checked through the jobs naming it
+    gone = {name for name in touched.queues if view.queue(name) is None}
+    if gone:
+        out.jobs |= {job.name for job in view.jobs() if job.queue in gone}
     for name in out.jobs - touched.jobs:
         job = view.job(name)
         if job is not None:

@@ -49,6 +49,13 @@ def dynamic(reserved_gib: float = 0.5) -> Scenario:
     return S().node("bm2", sharing=DynamicSharing(fractions="dynamic", reserved_gib=reserved_gib))
 
 
+def queue_of_one(name: str) -> Scenario:
+    """The base cluster with queue `name` holding one pending job, `name-job`, in the committed state."""
+    before = S().add_queue({"name": name}).submit(job(f"{name}-job", queue=name, gpus=1))
+    before.state.commit(before.view)
+    return S(before.state.to_inventory())
+
+
 def already_shared(*fractions: dict[str, Any]) -> Scenario:
     """bm2 sharing dynamically in the committed state, these fractions running on it: the base a set-sharing
     plan starts from."""
@@ -1330,6 +1337,12 @@ CASES: list[Case] = [
         "removing a queue that still has jobs",
         lambda: S().remove_queue("scratch").submit(job("j", queue="scratch", gpus=1)),
         "job/j",
+    ),
+    Case(
+        "quota.queue-exists",
+        "removing a queue its job still names",
+        lambda: queue_of_one("solo").remove_queue("solo"),
+        "job/solo-job",
     ),
 ]
 
