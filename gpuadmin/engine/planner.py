@@ -611,8 +611,11 @@ def _nodes_outside_schema(view: View) -> list[Violation]:
     for name, node in view.node_edits.items():
         if node is None:
             continue
+        # a node the state already held keeps the name it was stored with (one from before the DNS-1123 check
+        # still changes and undoes); a node this plan adds was checked as the change that adds it
+        stored = STORED if name in view.base.nodes else None
         try:
-            Node.model_validate(node.model_dump(exclude_none=True))
+            Node.model_validate(node.model_dump(exclude_none=True), context=stored)
         except ValidationError as invalid:
             problem = invalid.errors()[0]
             where = ".".join(str(part) for part in problem["loc"])
