@@ -235,7 +235,7 @@ class Restore(StrictModel):
     node: Node | None = None
     job: Job | None = None
     queue: Queue | None = None
-    seq: Seq | None = None  # where a removed entity goes back (FIFO order); a position SQLite can store
+    seq: Seq | None = None  # where the entity goes (back) in FIFO order, removed or not; a position SQLite can store
 
     @model_validator(mode="after")
     def _value_matches_kind(self) -> Restore:

@@ -500,7 +500,7 @@ def _remove_node(view: View, c: ch.RemoveNode, touched: Touched) -> None:
 
 
 def _restore(view: View, c: ch.Restore, touched: Touched) -> None:
-    if c.seq is not None and view.seq_of(c.kind, c.name) is None:
+    if c.seq is not None:  # back at its old position, whether it is gone or now elsewhere (re-submitted, say)
         view.put_at(c.kind, c.name, c.seq)
     if c.kind == "node":
         before = view.node(c.name)
@@ -686,8 +686,8 @@ def plan(state: ClusterState, changes: Sequence[ch.Change],
 
 
 def _check_positions(view: View, changes: Sequence[ch.Change]) -> None:
-    """A restore's `seq` puts a removed entity back at a free position of its table: two entities at one
-    position is bad input (exit 2), not a rule. Judged once every change is applied, so that an undo which
+    """A restore's `seq` puts an entity at a free position of its table, or keeps it at its own: two entities at
+    one position is bad input (exit 2), not a rule. Judged once every change is applied, so that an undo which
     removes the entity now there frees its position in the same plan. One scan of a table, and only for a plan
     that gives positions in it."""
     if not view.seq_edits:
@@ -761,7 +761,7 @@ def inverse(diffs: Iterable[EntityDiff]) -> list[ch.Change]:
         value: dict[str, Any] = {"op": "restore", "kind": d.kind, "name": d.name}
         if d.before is not None:
             value[d.kind] = d.before
-            if d.after is None and d.seq is not None:
+            if d.seq is not None:  # its old position too: a removed and re-added entity has a new one
                 value["seq"] = d.seq
         out.append(ch.Restore.model_validate(value, strict=False, context=STORED))
     return out

@@ -100,26 +100,31 @@ class ClusterState:
 
     def _commit_table(self, kind: EntityKind, table: dict[str, _T], edits: dict[str, _T | None],
                       view: View) -> None:
+        """Removals first (they free positions), then the entities a restore puts at a position, whether they
+        are new or already elsewhere, then the new ones at the end: the order `StateDB.commit` writes in."""
         seqs = self.seqs[kind]
-        top: int | None = None  # the table's last position, found once per commit that adds an entity
-        reorder = False
         for name, value in edits.items():
             if value is None:
                 table.pop(name, None)
                 seqs.pop(name, None)
+        placed = False
+        for name, value in edits.items():
+            at = view.seq_edits.get((kind, name))
+            if value is not None and at is not None:
+                placed = placed or seqs.get(name) != at
+                seqs[name] = at
+                table[name] = value
+        top: int | None = None  # the table's last position, found once per commit that adds an entity
+        for name, value in edits.items():
+            if value is None or (kind, name) in view.seq_edits:
                 continue
             if name not in table:
                 if top is None:
                     top = max(seqs.values(), default=0)
-                restored_at = view.seq_edits.get((kind, name))
-                if restored_at is not None and restored_at < top:
-                    seqs[name] = restored_at
-                    reorder = True
-                else:
-                    top = restored_at if restored_at is not None else top + 1
-                    seqs[name] = top
+                top += 1
+                seqs[name] = top
             table[name] = value
-        if reorder:
+        if placed:  # the table iterates in position order (FIFO for jobs)
             ordered = sorted(table.items(), key=lambda item: seqs[item[0]])
             table.clear()
             table.update(ordered)

@@ -770,27 +770,48 @@ def _apply_edits(
     diff: list[dict[str, Any]],
     view: View,
 ) -> None:
+    """Write one table's edits in the order `ClusterState.commit` folds them: removals first (they free
+    positions), then the entities a restore puts at a position (an undo puts a re-submitted job back where it
+    was), then the new ones at the end. A moved row is parked at its negated position first, so that two rows
+    trading positions never meet on the UNIQUE seq."""
+    rows: dict[str, tuple[Any, int] | None] = {}
+    for name in edits:
+        rows[name] = conn.execute(f"SELECT data, seq FROM {table} WHERE name = ?", (name,)).fetchone()
     for name, model in edits.items():
-        row = conn.execute(f"SELECT data FROM {table} WHERE name = ?", (name,)).fetchone()
-        before = None if row is None else json.loads(row[0])
         if model is None:
             conn.execute(f"DELETE FROM {table} WHERE name = ?", (name,))
-            after = None
+    placed = {name: at for name, model in edits.items()
+              if model is not None and (at := view.seq_edits.get((kind, name))) is not None}
+    moved = [(name, at) for name, at in placed.items() if (row := rows[name]) is not None and row[1] != at]
+    for name, at in moved:
+        conn.execute(f"UPDATE {table} SET seq = ? WHERE name = ?", (-at, name))
+    for name, at in moved:
+        conn.execute(f"UPDATE {table} SET seq = ? WHERE name = ?", (at, name))
+    datas: dict[str, str] = {}
+    for name, at in placed.items():
+        model = edits[name]
+        assert model is not None
+        datas[name] = data = _dump(model)
+        if rows[name] is None:  # undo puts it back where it was
+            conn.execute(f"INSERT INTO {table} (name, seq, data) VALUES (?, ?, ?)", (name, at, data))
         else:
-            data = _dump(model)
-            restored_at = view.seq_edits.get((kind, name))
-            if row is None and restored_at is not None:  # undo puts it back where it was
-                conn.execute(f"INSERT INTO {table} (name, seq, data) VALUES (?, ?, ?)",
-                             (name, restored_at, data))
-            elif row is None:
-                conn.execute(
-                    f"INSERT INTO {table} (name, seq, data) "
-                    f"VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM {table}), ?)",
-                    (name, data),
-                )
-            else:
-                conn.execute(f"UPDATE {table} SET data = ? WHERE name = ?", (data, name))
-            after = json.loads(data)
+            conn.execute(f"UPDATE {table} SET data = ? WHERE name = ?", (data, name))
+    for name, model in edits.items():
+        if model is None or name in placed:
+            continue
+        datas[name] = data = _dump(model)
+        if rows[name] is None:
+            conn.execute(
+                f"INSERT INTO {table} (name, seq, data) "
+                f"VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM {table}), ?)",
+                (name, data),
+            )
+        else:
+            conn.execute(f"UPDATE {table} SET data = ? WHERE name = ?", (data, name))
+    for name in edits:
+        row = rows[name]
+        before = None if row is None else json.loads(row[0])
+        after = json.loads(datas[name]) if name in datas else None
         if before is not None or after is not None:
             diff.append({"kind": kind, "name": name, "before": before, "after": after})
 

@@ -58,3 +58,27 @@ def test_undo_and_redo_never_cross_an_init(state: Path, tmp_path: Path) -> None:
     assert gpuadmin("--state", state, "undo", "--yes").code == 0
     assert gpuadmin("--state", state, "undo", "--yes").err == "nothing to undo\n"
     assert _state_of(state, "dgx-a100-01") == "ready"
+
+
+def _job_names(state: Path) -> list[str]:
+    result = gpuadmin("--state", state, "get", "jobs", "-o", "name")
+    assert result.code == 0, result.err
+    return result.out.split()
+
+
+def test_undo_to_puts_a_resubmitted_job_back_at_its_fifo_position(state: Path, tmp_path: Path) -> None:
+    """Submission order is the scheduler's FIFO: a job cancelled and submitted again sits last, and undoing back
+    past both puts it where it was, not at the end (the restore once moved only an entity that was gone)."""
+    before = _job_names(state)
+    assert before.index("job/vit-h-pretrain") == 2
+    cancel = tmp_path / "cancel.yaml"
+    cancel.write_text("changes:\n  - {op: cancel-job, name: vit-h-pretrain}\n", encoding="utf-8")
+    submit = tmp_path / "submit.yaml"
+    submit.write_text("changes:\n  - op: submit-job\n    job: {name: vit-h-pretrain, queue: research, "
+                      "request: {gpus: 4, nvlink: true}, priority: 30, status: pending}\n", encoding="utf-8")
+    for changes in (cancel, submit):  # revisions 1 and 2
+        assert gpuadmin("--state", state, "apply", "-f", changes, "--yes").code == 0
+    assert _job_names(state)[-1] == "job/vit-h-pretrain"
+    undo = gpuadmin("--state", state, "undo", "--to", "0", "--yes")
+    assert undo.code == 0, undo.err
+    assert _job_names(state) == before

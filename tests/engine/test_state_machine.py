@@ -63,6 +63,8 @@ OPS: dict[str, type[Any]] = {_op_of(cls): cls for cls in typing.get_args(typing.
 
 
 def snapshot(state: ClusterState) -> str:
+    """The whole state; its lists keep table order, so an undo must give back the jobs' FIFO order (and the
+    queues' and nodes') too, not only their contents."""
     return json.dumps(state.to_inventory().model_dump(mode="json"), sort_keys=True)
 
 
@@ -278,7 +280,10 @@ def _request(d: Draw) -> dict[str, Any]:
 
 def _submit_job(d: Draw) -> dict[str, Any]:
     request = _request(d)
-    job: dict[str, Any] = {"name": d.one([d.fresh("hyp"), d.job_name()]), "queue": d.queue_name(),
+    # sometimes the name of a job that is gone (cancelled): submitted again, it goes last, and an undo back past
+    # both puts it where it was (the FIFO order the snapshots compare)
+    gone = sorted(set(d.seen["job"]) - set(d.state.jobs))[:3]
+    job: dict[str, Any] = {"name": d.one([d.fresh("hyp"), d.job_name(), *gone]), "queue": d.queue_name(),
                            "request": request, "priority": d(st.integers(0, 100)), "preemptible": d.maybe()}
     fractional = "fraction" in request or "gpu_memory_gib" in request
     isolation = d.one([None, "shared", "exclusive"] if not fractional else [None, "shared"])

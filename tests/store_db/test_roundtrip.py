@@ -109,6 +109,44 @@ def test_new_jobs_go_last_and_updates_keep_their_place(store: Store) -> None:
     assert list(store.load().jobs) == ["r0", "p1", "r1", "zz", "aa", "p0"]
 
 
+def test_a_restore_moves_an_existing_entity_in_the_store_as_in_memory(store: Store) -> None:
+    """An undo puts a re-submitted job back at its old position though it exists elsewhere now; the store and the
+    in-memory commit agree on the order and the positions, a swap and a position freed in the same commit too."""
+    current = store.load()
+    p0 = current.jobs["p0"]
+    view = View(current)
+    view.put_job("p0", None)
+    store.commit(0, view, entry("remove p0", 0))
+    current.commit(view)
+    view = View(current)
+    view.put_job("p0", p0)  # submitted again: last
+    store.commit(1, view, entry("re-add p0", 1))
+    current.commit(view)
+    assert list(store.load().jobs) == list(current.jobs) == ["r0", "p1", "r1", "p0"]
+
+    steps: list[list[tuple[str, Job | None, int | None]]] = [
+        [("p0", p0.model_copy(update={"priority": 9}), 1)],  # back to its first place, as undo --to puts it
+        [("r1", current.jobs["r1"], 1), ("p0", current.jobs["p0"], 4)],  # two trade places
+        # a removal later in the edits frees the position a restore takes
+        [("p0", current.jobs["p0"], 1), ("zz", Job(name="zz", queue="q0", request=Request(gpus=1)), None),
+         ("r1", None, None)],
+    ]
+    expected = [["p0", "r0", "p1", "r1"], ["r1", "r0", "p1", "p0"], ["p0", "r0", "p1", "zz"]]
+    for step, order in zip(steps, expected, strict=True):
+        view = View(current)
+        for name, job, seq in step:
+            view.put_job(name, job)
+            if seq is not None:
+                view.put_at("job", name, seq)
+        store.commit(current.revision, view, entry("restore", current.revision))
+        current.commit(view)
+        loaded = store.load()
+        assert list(loaded.jobs) == list(current.jobs) == order
+        assert loaded.seqs == current.seqs
+        assert loaded.to_inventory() == current.to_inventory()
+    assert store.verify() == []
+
+
 def test_put_and_remove_nodes_queues_and_running_jobs(store: Store) -> None:
     state = store.load()
     view = View(state)
