@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
-from gpuadmin.engine.planner import EntityDiff, inverse, plan
+from gpuadmin.engine.planner import EntityDiff, inverse, plan, released_slots
 from gpuadmin.engine.scheduler import schedule
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.errors import InputError
@@ -573,7 +573,7 @@ class ClusterMachine(RuleBasedStateMachine):
         documented one (docs/rules.md `placement.non-preemptible-kept`): it would stop or move a running
         non-preemptible job (an undone bind, a redone override); the state is then unchanged."""
         before = snapshot(self.state)
-        result = plan(self.state, inverse(diff))
+        result = plan(self.state, inverse(diff), released_slots(diff))  # as Service.undo and redo plan it
         if not result.allowed:
             rules = {v.rule for v in result.violations}
             assert rules == {"placement.non-preemptible-kept"}, f"{label} refused: {result.violations}"
