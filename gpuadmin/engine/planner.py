@@ -579,8 +579,12 @@ def _diff(view: View) -> list[EntityDiff]:
     for kind, edits, base in tables:
         for name, after in edits.items():
             before_d, after_d = dump(base.get(name)), dump(after)
-            if before_d != after_d:
-                out.append(EntityDiff(kind, name, before_d, after_d, view.base.seq_of(kind, name)))
+            was_at, now_at = view.base.seq_of(kind, name), view.seq_edits.get((kind, name))
+            moved = before_d is not None and after_d is not None and now_at is not None and now_at != was_at
+            # a restore that only moves an entity (same data, another position) is a change too: journaled, and
+            # undone by the restore to the position it had (the diff's `seq`)
+            if before_d != after_d or moved:
+                out.append(EntityDiff(kind, name, before_d, after_d, was_at))
     return out
 
 

@@ -100,8 +100,13 @@ def plan_text(data: dict[str, Any]) -> str:
             sign = {"add": "+", "remove": "-", "modify": "~"}[d["action"]]
             lines.append(f"  {sign} {d['kind']}/{safe(d['name'])}")
             if d["action"] == "modify":
-                for path, old, new in field_changes(d["before"], d["after"]):
+                changed = field_changes(d["before"], d["after"])
+                for path, old, new in changed:
                     lines.append(f"      {safe(path)}: {_show(old)} -> {_show(new)}")
+                if not changed:  # a restore with `seq` that only moves it (FIFO order for jobs)
+                    to = next((c["seq"] for c in data["changes"] if c.get("op") == "restore" and c.get("seq")
+                               and c.get("kind") == d["kind"] and c.get("name") == d["name"]), "?")
+                    lines.append(f"      position: {d['seq']} -> {to} (same fields)")
     elif data["allowed"]:
         lines.append("No changes: the state already matches.")
     effects = {k: v for k, v in data["effects"].items() if v}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gpuadmin.engine import changes as ch
-from gpuadmin.engine.planner import CHANGE_CHECKS, plan
+from gpuadmin.engine.planner import CHANGE_CHECKS, inverse, plan, released_slots
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.store import load_inventory
 
@@ -210,3 +210,21 @@ def test_change_references_reports_only_what_the_plan_breaks() -> None:
                                                             "shape": "OLD-SHAPE"}}))
     assert [(v.rule, v.target, v.message) for v in added.violations] == [
         ("change.references", "node/n", "shape: unknown shape 'OLD-SHAPE'")]
+
+
+def test_a_restore_that_only_moves_an_entity_is_in_the_diff_and_undoes() -> None:
+    """Same data at another position is a change: it is in the diff (so journaled), and its inverse puts the
+    entity back where it was (the long state-machine run found the move applied but missing from the diff)."""
+    state = oci()
+    order = list(state.nodes)
+    first = order[0]
+    same = state.nodes[first].model_dump(mode="json", exclude_none=True)
+    moved = plan(state, changes({"op": "restore", "kind": "node", "name": first, "node": same, "seq": 99}))
+    assert moved.allowed, moved.violations
+    assert [(d.kind, d.name, d.seq) for d in moved.diff] == [("node", first, 1)]
+    state.commit(moved.view)
+    assert list(state.nodes) == [*order[1:], first]
+    back = plan(state, inverse(moved.diff), released_slots(moved.diff))
+    assert back.allowed, back.violations
+    state.commit(back.view)
+    assert list(state.nodes) == order
