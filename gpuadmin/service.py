@@ -531,7 +531,7 @@ class Service:
         if not undone:
             raise InputError([Diagnostic("nothing to redo")])
         entry = undone[-1]
-        again = [EntityDiff(raw["kind"], raw["name"], raw["after"], raw["before"], raw.get("seq"))
+        again = [EntityDiff(raw["kind"], raw["name"], raw["after"], raw["before"], raw.get("moved_to", raw.get("seq")))
                  for raw in entry.diff or ()]
         assert entry.id is not None
         return Reversal(self.plan(inverse(again), released_slots(again)), {"redoes": entry.id},

@@ -65,6 +65,7 @@ class EntityDiff:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     seq: int | None = None  # the entity's position in its table before the change
+    moved_to: int | None = None  # where a restore's `seq` put it, when not where it was: what a redo puts back
 
     @property
     def action(self) -> str:
@@ -75,8 +76,11 @@ class EntityDiff:
         return "modify"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "action": self.action,
-                "before": self.before, "after": self.after, "seq": self.seq}
+        out = {"kind": self.kind, "name": self.name, "action": self.action,
+               "before": self.before, "after": self.after, "seq": self.seq}
+        if self.moved_to is not None:
+            out["moved_to"] = self.moved_to
+        return out
 
 
 @dataclass
@@ -580,11 +584,11 @@ def _diff(view: View) -> list[EntityDiff]:
         for name, after in edits.items():
             before_d, after_d = dump(base.get(name)), dump(after)
             was_at, now_at = view.base.seq_of(kind, name), view.seq_edits.get((kind, name))
-            moved = before_d is not None and after_d is not None and now_at is not None and now_at != was_at
-            # a restore that only moves an entity (same data, another position) is a change too: journaled, and
-            # undone by the restore to the position it had (the diff's `seq`)
-            if before_d != after_d or moved:
-                out.append(EntityDiff(kind, name, before_d, after_d, was_at))
+            moved_to = now_at if after_d is not None and now_at is not None and now_at != was_at else None
+            # a restore that only moves an entity (same data, another position) is a change too: journaled, undone
+            # by the restore to the position it had (`seq`), redone by the one to where it went (`moved_to`)
+            if before_d != after_d or (moved_to is not None and before_d is not None):
+                out.append(EntityDiff(kind, name, before_d, after_d, was_at, moved_to))
     return out
 
 

@@ -104,9 +104,7 @@ def plan_text(data: dict[str, Any]) -> str:
                 for path, old, new in changed:
                     lines.append(f"      {safe(path)}: {_show(old)} -> {_show(new)}")
                 if not changed:  # a restore with `seq` that only moves it (FIFO order for jobs)
-                    to = next((c["seq"] for c in data["changes"] if c.get("op") == "restore" and c.get("seq")
-                               and c.get("kind") == d["kind"] and c.get("name") == d["name"]), "?")
-                    lines.append(f"      position: {d['seq']} -> {to} (same fields)")
+                    lines.append(f"      position: {d['seq']} -> {d.get('moved_to')} (same fields)")
     elif data["allowed"]:
         lines.append("No changes: the state already matches.")
     effects = {k: v for k, v in data["effects"].items() if v}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gpuadmin.engine import changes as ch
-from gpuadmin.engine.planner import CHANGE_CHECKS, inverse, plan, released_slots
+from gpuadmin.engine.planner import CHANGE_CHECKS, EntityDiff, inverse, plan, released_slots
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.store import load_inventory
 
@@ -221,10 +221,17 @@ def test_a_restore_that_only_moves_an_entity_is_in_the_diff_and_undoes() -> None
     same = state.nodes[first].model_dump(mode="json", exclude_none=True)
     moved = plan(state, changes({"op": "restore", "kind": "node", "name": first, "node": same, "seq": 99}))
     assert moved.allowed, moved.violations
-    assert [(d.kind, d.name, d.seq) for d in moved.diff] == [("node", first, 1)]
+    assert [(d.kind, d.name, d.seq, d.moved_to) for d in moved.diff] == [("node", first, 1, 99)]
     state.commit(moved.view)
     assert list(state.nodes) == [*order[1:], first]
     back = plan(state, inverse(moved.diff), released_slots(moved.diff))
     assert back.allowed, back.violations
     state.commit(back.view)
     assert list(state.nodes) == order
+    # redo, as Service.redo builds it from the journal: the entry's `after`, where the entry left it
+    raw = [d.to_json() for d in moved.diff]
+    again = [EntityDiff(r["kind"], r["name"], r["after"], r["before"], r.get("moved_to", r["seq"])) for r in raw]
+    forth = plan(state, inverse(again), released_slots(again))
+    assert forth.allowed, forth.violations
+    state.commit(forth.view)
+    assert list(state.nodes) == [*order[1:], first]

@@ -446,7 +446,9 @@ class Applied:
 
 
 def _reversed(diff: list[EntityDiff]) -> list[EntityDiff]:
-    return [EntityDiff(d.kind, d.name, d.after, d.before, d.seq) for d in diff]
+    """As `Service.redo`: the entry's `after`, put back where the entry left it."""
+    return [EntityDiff(d.kind, d.name, d.after, d.before, d.moved_to if d.moved_to is not None else d.seq)
+            for d in diff]
 
 
 def _first_befores(entries: list[Applied]) -> list[EntityDiff]:
