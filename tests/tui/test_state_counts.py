@@ -2,8 +2,8 @@
 
 Node listings read a state without its waiting jobs (`Store.load_holding`); a GPU whose MIG instances are held,
 or that a job holds whole, must not read `free` there (it did: the jobs `gpu_use` needs were not loaded). Each
-view is drawn from a state and from the inventory, and both must show the same rows and the same screen below
-the header (which names the source)."""
+view is drawn from a state and from the inventory, and both must show the same rows and the same screen between
+the header (which names the source) and the footer (key hints)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ SAMPLES = ROOT / "sample-inventories"
 
 
 async def _drawn(service: Service, view: str) -> tuple[list[dict[str, object]], list[str]]:
-    """The view's table rows (none for a drawing) and its screen below the header bar."""
+    """The view's table rows (none for a drawing) and its screen between the header bar and the footer. The
+    footer holds key hints and no counts, and on a loaded machine it may still be catching up with the focused
+    view's bindings when the screen is read (it once differed there by one key)."""
     app = make_app(service, view=view)
     async with app.run_test(size=(220, 60)) as pilot:
         await settle(pilot)
         rows = [dict(row) for row in grid(app).rows] if view in ("nodes", "gpus") else []
-        return rows, screen_text(app).splitlines()[1:]
+        return rows, screen_text(app).splitlines()[1:-1]
 
 
 @pytest.mark.parametrize("view", ["overview", "nodes", "gpus", "topology"])
