@@ -2,7 +2,7 @@
 
 `safe` is the one escaping function: every line gpuadmin writes to a terminal — tables, plans, descriptions,
 diagnostics, warnings, errors, JSON and YAML documents — passes through it (the CLI's stderr as a whole, too:
-`gpuadmin.cli.output.TerminalSafeStream`). What it escapes is what a terminal would act on or draw
+`gpuadmin.cli.terminal.TerminalSafeStream`). What it escapes is what a terminal would act on or draw
 misleadingly: C0 controls (ESC starts CSI/OSC sequences: clear screen, window title, OSC 52 clipboard writes),
 DEL, the C1 controls (U+009B is an 8-bit CSI), the Unicode line and paragraph separators, and the bidi
 embeddings, overrides, isolates and marks that reorder the text around them.
