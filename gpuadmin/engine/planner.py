@@ -633,17 +633,30 @@ def _nodes_outside_schema(view: View) -> list[Violation]:
     return out
 
 
+def _vms_moved(view: View) -> set[str]:
+    """The VMs whose host the plan changes or removes: only a job naming one of them can lose its VM. Most node
+    edits (a repartition, a cordon) keep every VM where it was, and then no job needs checking again."""
+    before: set[tuple[str, str]] = set()  # (VM, host): a VM defined twice is two pairs, never one overwritten
+    after: set[tuple[str, str]] = set()
+    for name, node in view.node_edits.items():
+        old = view.base.nodes.get(name)
+        before.update((vm.name, name) for vm in (old.vms if old is not None else ()))
+        after.update((vm.name, name) for vm in (node.vms if node is not None else ()))
+    return {vm for vm, _ in before ^ after}
+
+
 def _reference_problems(view: View) -> list[Violation]:
     """The inventory's reference checks (`gpuadmin.model.references`) on every node and job the plan adds or
     edits: a plan that would leave a state whose export no longer validates is refused with the check's
-    reason. A job is checked again when a node is edited, for the VM it may run in. Only what the plan breaks
+    reason. A job is checked again when the plan removes or moves the VM it names. Only what the plan breaks
     is reported: a problem the entity already had in the base state (a state written before these checks)
     does not block every later change to it."""
     base = view.base
     nodes = [node for node in view.node_edits.values() if node is not None]
     jobs = {name: job for name, job in view.job_edits.items() if job is not None}
-    if view.node_edits:
-        jobs.update((job.name, job) for job in view.jobs() if job.vm is not None)
+    moved_vms = _vms_moved(view)
+    if moved_vms:  # the one scan of every job, only for a plan that takes a VM away or to another host
+        jobs.update((job.name, job) for job in view.jobs() if job.vm in moved_vms)
     out: list[Violation] = []
     for node in nodes:
         before = base.nodes.get(node.name)

@@ -235,3 +235,21 @@ def test_a_restore_that_only_moves_an_entity_is_in_the_diff_and_undoes() -> None
     assert forth.allowed, forth.violations
     state.commit(forth.view)
     assert list(state.nodes) == [*order[1:], first]
+
+
+@pytest.mark.parametrize("values", [
+    [{"op": "remove-node", "name": "esx-hgx-01"}],
+    [{"op": "cordon", "node": "esx-hgx-02"}],
+    [{"op": "add-node", "node": {**VSPHERE.nodes[1].model_dump(mode="json", exclude_none=True), "name": "esx-copy"}}],
+    [{"op": "detach-vm", "node": "esx-hgx-02", "vm": "train-vm-02"}],
+], ids=["remove-host", "cordon", "copy-host", "detach-vm"])
+def test_reference_checks_of_jobs_equal_the_full_scan(values: list[dict[str, Any]], monkeypatch: Any) -> None:
+    """Jobs are re-checked only for the VMs a plan takes away or moves (`_vms_moved`); the verdict equals the
+    reference, which re-checks every job that names a VM."""
+    from gpuadmin.engine import planner
+
+    state = ClusterState.from_inventory(VSPHERE)
+    narrowed = plan(state, changes(*values)).violations
+    every_vm = {job.vm for job in state.jobs.values() if job.vm is not None}
+    monkeypatch.setattr(planner, "_vms_moved", lambda view: every_vm)
+    assert plan(state, changes(*values)).violations == narrowed
