@@ -14,9 +14,10 @@ from gpuadmin.model import Node
 
 
 def nvlink_domain(node: Node, index: int) -> int:
-    """The NVLink domain of a GPU: one per NVSwitch board, one per bridged pair (0,1),(2,3)…, else the GPU."""
+    """The NVLink domain of a GPU: one per NVSwitch board or all-to-all mesh, one per bridged pair (0,1),(2,3)…,
+    else the GPU (`none`, and `unknown`: no NVLink is promised where the topology could not tell)."""
     kind = node.nvlink_kind
-    if kind == "nvswitch":
+    if kind in ("nvswitch", "mesh"):
         return 0
     if kind == "pairs":
         return index // 2
@@ -82,7 +83,9 @@ def one_nvlink_domain(view: View, name: str) -> Iterable[Violation]:
                 node_target(name),
                 f"device group {group.name} on {name} spans {len(domains)} NVLink domains "
                 f"(GPUs {names(map(str, group.gpus))}; {name} has nvlink: {node.nvlink_kind})",
-                "group GPUs that share an NVSwitch board or one NVLink bridge",
+                f"set {name}'s nvlink (nvswitch, mesh, pairs or none) once its board is known"
+                if node.nvlink_kind == "unknown"
+                else "group GPUs that share an NVSwitch board, an NVLink mesh or one NVLink bridge",
             )
 
 
