@@ -207,6 +207,14 @@ class Shape:
 
 
 @dataclass(frozen=True, slots=True)
+class FmPartition:
+    """A Fabric Manager GPU partition of an NVSwitch board: its id and its GPUs by physical / module id (1…)."""
+
+    id: int
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Board:
     """A multi-GPU baseboard (gpu-facts §5): NVSwitch all-to-all or direct NVLink between the GPUs."""
 
@@ -220,6 +228,9 @@ class Board:
     nvlink_bandwidth_gbs: int = 0
     nvswitch_pci_id: str | None = None
     topo_matrix: str | None = None
+    # the multi-GPU partitions Fabric Manager offers (shared NVSwitch / vGPU models); () where none documented
+    fm_partitions: tuple[FmPartition, ...] = ()
+    fm_partitions_provenance: Provenance | None = None
 
 
 def normalize_vgpu_type_name(name: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -30,6 +31,7 @@ from gpuadmin.catalog.entities import (
     CONFIDENCES,
     Board,
     BoardNvlink,
+    FmPartition,
     GpuModel,
     MigProfile,
     NvlinkKind,
@@ -651,6 +653,20 @@ _SHAPE_NVLINK: tuple[NvlinkKind, ...] = ("nvswitch", "pairs", "none")
 _BOARD_NVLINK: tuple[BoardNvlink, ...] = ("nvswitch", "direct")
 
 
+def _fm_partitions(entry: _Entry, board: Board) -> tuple[FmPartition, ...]:
+    """A board's Fabric Manager partitions: ids unique, GPUs within the board's physical ids 1…gpus."""
+    out: list[FmPartition] = []
+    for item in entry.items("partitions"):
+        gpus = item.int_list("gpus")
+        if len(gpus) < 2 or len(set(gpus)) != len(gpus) or not all(1 <= g <= board.gpus for g in gpus):
+            raise item.error(f"a partition lists 2 or more distinct GPUs among 1..{board.gpus}, got {list(gpus)}")
+        out.append(FmPartition(id=item.int_("id"), gpus=tuple(sorted(gpus))))
+        item.done()
+    if len({p.id for p in out}) != len(out):
+        raise entry.error("duplicate partition id")
+    return tuple(out)
+
+
 def _load_platforms(
     root: _Entry, models: Mapping[str, GpuModel]
 ) -> tuple[VsphereLimits, dict[str, Board], dict[str, Shape]]:
@@ -680,6 +696,12 @@ def _load_platforms(
             nvswitch_pci_id=b.opt_str("nvswitch_pci_id"),
             topo_matrix=b.opt_str("topo_matrix"),
         )
+        parts = b.opt_child("fm_partitions")
+        if parts is not None:
+            board = replace(
+                board, fm_partitions=_fm_partitions(parts, board), fm_partitions_provenance=parts.provenance()
+            )
+            parts.done()
         b.done()
         if name in boards:
             raise b.error(f"duplicate board {name!r}")

@@ -30,7 +30,9 @@ Platform = Literal["baremetal", "vsphere"]  # where the node's hardware is: a ph
 Orchestrator = Literal["kubernetes", "none"]  # who places pods on it: Kubernetes (a worker node), or nobody
 NodeState = Literal["ready", "cordoned", "draining", "down"]
 GpuMode = Literal["full", "mig", "time-sliced", "vgpu", "passthrough"]
-NvlinkKind = Literal["nvswitch", "pairs", "none"]
+# `mesh`: every GPU linked directly to every other (HGX A100 4-GPU), one domain without a switch;
+# `unknown`: the source could not tell (a `topo -m` matrix that fits both a switch and direct links)
+NvlinkKind = Literal["nvswitch", "mesh", "pairs", "none", "unknown"]
 SharingStrategy = Literal["time-slicing", "mps"]
 Isolation = Literal["exclusive", "shared"]
 JobStatus = Literal["pending", "running", "completed", "preempted"]
