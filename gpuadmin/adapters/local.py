@@ -134,7 +134,10 @@ def _mig_layout(
 
 
 def _nvlink(nvml: Any, handles: list[Any]) -> NvlinkKind | None:
-    """nvswitch when links reach a device that is not one of our GPUs, pairs when GPUs pair up, else none."""
+    """What NVML's link ends say: `nvswitch` when links reach a device that is not one of our GPUs (the
+    switch), `pairs` when each linked GPU reaches exactly one other and they pair up, `mesh` when every GPU
+    links directly to every other (HGX A100 4-GPU, no switch), `unknown` for any other direct wiring (a
+    partial mesh is neither, and guessing a switch would turn on the NVSwitch-only rules), else none."""
     errors = _errors(nvml)
     bus_ids = []
     for handle in handles:
@@ -158,7 +161,12 @@ def _nvlink(nvml: Any, handles: list[Any]) -> NvlinkKind | None:
     if switch:
         return "nvswitch"
     if peers:
-        return "pairs" if all(len(p) == 1 for p in peers.values()) else "nvswitch"
+        if all(len(p) == 1 for p in peers.values()):
+            return "pairs"
+        everyone = set(bus_ids)
+        if len(peers) == len(handles) and all(p == everyone - {bus_ids[i]} for i, p in peers.items()):
+            return "mesh"
+        return "unknown"
     return "none" if supported or handles else None
 
 
