@@ -98,6 +98,7 @@ NodeMemoryGib = Annotated[int, Field(ge=1, le=MAX_NODE_MEMORY_GIB)]
 NicCount = Annotated[int, Field(ge=1, le=MAX_NICS)]
 NicGbps = Annotated[int, Field(ge=1, le=MAX_NIC_GBPS)]
 Seq = Annotated[int, Field(ge=1, le=MAX_SEQ)]
+ModuleId = Annotated[int, Field(ge=1, le=MAX_GPU_INDEX + 1)]  # nvidia-smi's Module ID: from 1, one per GPU
 CpusRequest = Annotated[float, Field(gt=0, le=MAX_CPUS, allow_inf_nan=False)]
 NodeMemoryGibRequest = Annotated[float, Field(gt=0, le=MAX_NODE_MEMORY_GIB, allow_inf_nan=False)]
 GpuMemoryGib = Annotated[float, Field(gt=0, le=MAX_GPU_MEMORY_GIB, allow_inf_nan=False)]
@@ -214,6 +215,9 @@ class Gpu(StrictModel):
     vgpus: list[VGpu] | None = None
     vm: Name | None = None  # passthrough holder
     not_in_catalog: NotInCatalog | None = None  # `model` is then a product name the catalog does not know
+    # The board's physical slot (nvidia-smi -q "Module ID", NVML nvmlDeviceGetModuleId): Fabric Manager's
+    # partitions name GPUs by it, and it need not follow the index (a real HGX H100 has GPU 0 in module 7)
+    module_id: ModuleId | None = None
 
     @model_validator(mode="after")
     def _fields_match_mode(self) -> Gpu:

@@ -229,3 +229,15 @@ def test_nvml_direct_all_to_all_links_are_a_mesh_not_a_switch(tmp_path: Path) ->
     assert import_local("n", nvml=fake_nvml(mesh), sys_root=tmp_path).node.nvlink == "mesh"
     partial = [_a100(0, [1, 2]), _a100(1, [0, 2]), _a100(2, [0, 1]), _a100(3, [])]
     assert import_local("n", nvml=fake_nvml(partial), sys_root=tmp_path).node.nvlink == "unknown"
+
+
+def test_nvml_module_ids_are_the_gpus_board_slots(tmp_path: Path) -> None:
+    """nvmlDeviceGetModuleId: the slot Fabric Manager's partitions name. The values are those of the real
+    HGX H100 in tests/adapters/fixtures/k8s-test-infra_8x-h100-80gb-hbm3_no-mig.xml (GPU 0 in module 7)."""
+    nvml = fake_nvml([_h100(i) for i in range(3)])
+    nvml.nvmlDeviceGetModuleId = lambda h: [7, 5, 6][h]
+    assert [g.module_id for g in import_local("n", nvml=nvml, sys_root=tmp_path).node.gpus] == [7, 5, 6]
+    nvml.nvmlDeviceGetModuleId = lambda h: [7, 7, 6][h]
+    result = import_local("n", nvml=nvml, sys_root=tmp_path)
+    assert [g.module_id for g in result.node.gpus] == [None] * 3
+    assert any("module ids repeat" in w for w in result.warnings)

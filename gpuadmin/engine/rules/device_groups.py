@@ -98,9 +98,17 @@ def nvswitch_board(node: Node) -> Board | None:
     return None
 
 
-def _indexes(partition: FmPartition) -> tuple[int, ...]:
-    # Fabric Manager numbers a board's GPUs by physical / module id from 1; gpuadmin by index from 0
-    return tuple(g - 1 for g in partition.gpus)
+def _module_of(node: Node) -> tuple[dict[int, int], bool]:
+    """GPU index → module id, and whether the ids are the node's own. Fabric Manager names a board's GPUs
+    by module id (the slot, from 1); where the inventory gives none for some GPU, index i is taken as
+    module i + 1, which a real board need not follow (an HGX H100 has GPU 0 in module 7)."""
+    if node.gpus and all(g.module_id is not None for g in node.gpus):
+        return {g.index: g.module_id for g in node.gpus if g.module_id is not None}, True
+    return {g.index: g.index + 1 for g in node.gpus}, False
+
+
+def _indexes(partition: FmPartition, index_of: dict[int, int]) -> tuple[int, ...]:
+    return tuple(sorted(index_of[m] for m in partition.gpus if m in index_of))
 
 
 @rule(
@@ -115,18 +123,23 @@ def fm_partition(view: View, name: str) -> Iterable[Violation]:
     board = nvswitch_board(node)
     if board is None or not board.fm_partitions:
         return  # no documented partitions for this board: nothing to hold the group to
-    allowed = {frozenset(_indexes(p)): p.id for p in board.fm_partitions}
+    module_of, own_ids = _module_of(node)
+    index_of = {module: index for index, module in module_of.items()}
+    allowed = {frozenset(_indexes(p, index_of)): p.id for p in board.fm_partitions}
+    numbering = ("by the GPUs' module ids" if own_ids
+                 else "taking GPU index i as module i+1: set each GPU's module_id (nvidia-smi -q 'Module ID') "
+                      "where the board differs")
     for group in node.device_groups:
         if frozenset(group.gpus) in allowed or len(set(group.gpus)) != len(group.gpus):
             continue  # a duplicate is group.size's to report
-        same_size = [_indexes(p) for p in board.fm_partitions if len(p.gpus) == len(group.gpus)]
+        same_size = [_indexes(p, index_of) for p in board.fm_partitions if len(p.gpus) == len(group.gpus)]
         offered = ", ".join("{" + ",".join(map(str, s)) + "}" for s in same_size) or "none"
         yield Violation(
             "group.fm-partition",
             node_target(name),
             f"device group {group.name} on {name} (GPUs {names(map(str, sorted(group.gpus)))}) is no Fabric "
             f"Manager partition of the {board.name} board; its {len(group.gpus)}-GPU partitions are {offered} "
-            "(GPU index = physical/module id − 1)",
+            f"(GPU indexes, {numbering})",
             "make the group one of those sets: Fabric Manager trains NVLinks only inside an activated partition",
         )
 

@@ -44,6 +44,15 @@ def split(profile: str, start: int, *cis: str) -> MigInstance:
     return MigInstance(profile=profile, start=start, compute_instances=list(cis) or None)
 
 
+REAL_H100_MODULE_IDS = (7, 5, 6, 8, 1, 3, 4, 2)
+
+
+def with_module_ids(scenario: Scenario, node: str, ids: tuple[int, ...]) -> Scenario:
+    for index, module in enumerate(ids):
+        scenario = scenario.gpu(node, index, module_id=module)
+    return scenario
+
+
 def dynamic(reserved_gib: float = 0.5) -> Scenario:
     """The base cluster with bm2 (8 H100, GPUs 0-1 held by the gang) in a dynamic-sharing pool."""
     return S().node("bm2", sharing=DynamicSharing(fractions="dynamic", reserved_gib=reserved_gib))
@@ -687,6 +696,24 @@ CASES: list[Case] = [
             "esx1",
             device_groups=[DeviceGroup(name="dg-a", gpus=[2, 3]), DeviceGroup(name="dg-b", gpus=[0, 5])],
         ),
+        "node/esx1",
+    ),
+    # Module ids as the real HGX H100 of tests/adapters/fixtures/k8s-test-infra_8x-h100-80gb-hbm3_no-mig.xml
+    # reports them (GPU 0 in module 7, GPU 1 in module 5, …): Fabric Manager's sets are by module, so on
+    # esx1's HGX A100 board {0,1,2,3} (modules 7,5,6,8) stays a partition, {6,5} (modules 4,3) is one and the
+    # base's {6,7} (modules 4,2) is none — the opposite of what the indexes alone say for the pairs
+    Case(
+        "group.fm-partition",
+        "a partition by the GPUs' module ids",
+        lambda: with_module_ids(S(), "esx1", REAL_H100_MODULE_IDS).node(
+            "esx1",
+            device_groups=[DeviceGroup(name="dg-a", gpus=[0, 1, 2, 3]), DeviceGroup(name="dg-b", gpus=[6, 5])],
+        ),
+    ),
+    Case(
+        "group.fm-partition",
+        "a pair {6,7} whose module ids (4,2) are no partition",
+        lambda: with_module_ids(S(), "esx1", REAL_H100_MODULE_IDS),
         "node/esx1",
     ),
     # issue 19 point 8: a direct NVLink mesh (HGX A100 4-GPU) is no NVSwitch system: plain passthrough stays allowed
