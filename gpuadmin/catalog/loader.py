@@ -468,10 +468,16 @@ def _load_models(
         mem = e.child("memory")
         memory_mib = mem.int_("mib", 1)
         memory_gb = mem.int_("gb", 1)
+        # a vGPU type may be as large as the card's nominal memory, which ECC and firmware reservations
+        # put above the nvidia-smi total (an L40S-48C on a 46068 MiB L40S)
+        board_gb = mem.opt_int("board_gb", 1)
         fields["memory"] = mem.provenance()
         mem.done()
         if -(-memory_mib // 1024) != memory_gb:
             raise mem.error(f"naming total {memory_gb} GB is not ceil({memory_mib} MiB / 1024)")
+        if board_gb is not None and board_gb < memory_gb:
+            raise mem.error(f"board_gb {board_gb} is below the naming total {memory_gb} GB")
+        vgpu_ceiling_gb = board_gb if board_gb is not None else memory_gb
 
         sm = e.child("sms")
         sms = sm.opt_int("value", 1)
@@ -518,8 +524,8 @@ def _load_models(
             fields["vgpu_prefix"] = vgpu_prov
             vgpu_types = _vgpu_types(e, prefix, menu, vgpu_prov, mig)
             for t in vgpu_types:
-                if t.framebuffer_mib > memory_gb * 1024:
-                    raise vg.error(f"{t.name}: {t.framebuffer_mib} MiB exceeds the {memory_gb} GB board")
+                if t.framebuffer_mib > vgpu_ceiling_gb * 1024:
+                    raise vg.error(f"{t.name}: {t.framebuffer_mib} MiB exceeds the {vgpu_ceiling_gb} GB board")
         e.done()
 
         models[name] = GpuModel(
