@@ -262,6 +262,11 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
             sub = t.child(key)
             defaults[key] = sub.provenance()
             sub.done()
+        alias_entry = t.opt_child("aliases")  # where the table's second names come from
+        alias_prov = None
+        if alias_entry is not None:
+            alias_prov = alias_entry.provenance()
+            alias_entry.done()
         profiles: list[MigProfile] = []
         seen_names: set[str] = set()
         seen_ids: set[int] = set()
@@ -278,6 +283,7 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
             placement_prov = _prov_override(p, "placement_prov", defaults["placements"])
             sms_prov = _prov_override(p, "sms_prov", defaults["sms"])
             memory_prov = _prov_override(p, "memory_prov", defaults["memory"])
+            aliases = p.str_list("aliases") if p.has("aliases") else ()
             p.done()
             if name != name.lower() or not name[0].isdigit() or "g." not in name:
                 raise p.error(f"{name!r} is not a MIG profile name like '3g.40gb'")
@@ -287,6 +293,16 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
                 raise p.error(f"duplicate profile id {pid}")
             seen_names.add(name)
             seen_ids.add(pid)
+            if aliases and alias_prov is None:
+                raise p.error("'aliases' need the table's 'aliases' provenance (source/confidence)")
+            for alias in aliases:
+                if alias in seen_names:
+                    raise p.error(f"alias {alias!r} is already a profile name or alias")
+                if alias != alias.lower() or not alias.startswith(f"{g}g.") or (
+                    _profile_attributes(alias) != _profile_attributes(name)
+                ):
+                    raise p.error(f"alias {alias!r} must be a lower-case {g}g profile name with {name!r}'s attributes")
+                seen_names.add(alias)
             if not name.startswith(f"{g}g."):
                 raise p.error(f"name {name!r} does not match g: {g}")
             if g > compute:
@@ -320,6 +336,8 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
                     placement_provenance=placement_prov,
                     sms_provenance=sms_prov,
                     memory_provenance=memory_prov,
+                    aliases=aliases,
+                    alias_provenance=alias_prov if aliases else None,
                 )
             )
         t.done()
