@@ -62,6 +62,10 @@ class MigProfile:
     placement_provenance: Provenance
     sms_provenance: Provenance
     memory_provenance: Provenance
+    # other names NVIDIA's tools have given this profile (GB200's 1g.24gb for 1g.23gb): accepted on input,
+    # never written — `name` is the one gpuadmin writes
+    aliases: tuple[str, ...] = ()
+    alias_provenance: Provenance | None = None
 
     @property
     def size(self) -> int:
@@ -151,13 +155,14 @@ class GpuModel:
     )
 
     def mig_profile(self, name: str) -> MigProfile | None:
-        """The MIG profile called `name` (e.g. "3g.40gb", "1g.10gb+me"); a leading "MIG " is accepted."""
+        """The MIG profile called `name` (e.g. "3g.40gb", "1g.10gb+me") or one of its aliases; a leading "MIG "
+        is accepted. The profile's `name` is the canonical spelling."""
         key = name.strip()
         if key[:4].upper() == "MIG ":
             key = key[4:].strip()
         key = key.lower()
         for profile in self.mig_profiles:
-            if profile.name == key:
+            if profile.name == key or key in profile.aliases:
                 return profile
         return None
 

@@ -235,6 +235,29 @@ class Gpu(StrictModel):
             raise ValueError(f"'vm' is only allowed with mode: passthrough (mode is {self.mode})")
         return self
 
+    @model_validator(mode="after")
+    def _canonical_mig_profiles(self) -> Gpu:
+        """A profile written under one of its catalog aliases (GB200's 1g.24gb) is kept under its canonical
+        name (1g.23gb), so every export, rule and comparison sees one spelling."""
+        model = get_catalog().model(self.model) if self.mig and self.not_in_catalog is None else None
+        if model is None:
+            return self
+        canonical: list[MigInstance] = []
+        for instance in self.mig or ():
+            profile = model.mig_profile(instance.profile)
+            if profile is None or profile.name == instance.profile:
+                canonical.append(instance)
+                continue
+            alias = instance.profile
+            cis = instance.compute_instances
+            if cis is not None:  # "2c.3g.95gb" is a compute instance of the same GI
+                cis = [ci[: -len(alias)] + profile.name if ci == alias or ci.endswith("." + alias) else ci
+                       for ci in cis]
+            # a copy: the instance may be a change's own, which must stay as the operator wrote it
+            canonical.append(instance.model_copy(update={"profile": profile.name, "compute_instances": cis}))
+        self.mig = canonical
+        return self
+
 
 class Rdma(StrictModel):
     nics: NicCount
