@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuadmin.adapters._common import input_error, pci_filter_id, place_instances
+from gpuadmin.adapters._common import ConsumerRefusal, input_error, pci_filter_id, place_instances
 from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.commands import mig_config_name
@@ -32,6 +32,7 @@ from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.store.yamlsafe import LoadedYaml, load_yaml, load_yaml_file
 
 ALL_DISABLED = "all-disabled"
+COMPUTE_INSTANCES_CHECK = "export.mig-parted.compute-instances"
 MIG_MANAGER_KEY = "config.yaml"  # the ConfigMap key the GPU Operator's mig-manager reads
 _FIELD = re.compile(r"^([0-9]+)(c|g|gb)$")
 _ATTR = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*$")
@@ -372,12 +373,12 @@ def _device_key(node: Node, gpu_index: int, instance: MigInstance, warnings: lis
         return instance.profile
     if len(cis) == 1:
         return cis[0]
-    if warnings is not None:
-        warnings.append(
+    if warnings is not None:  # applying the config would re-create the GI with one CI: the split would be lost
+        warnings.append(ConsumerRefusal(COMPUTE_INSTANCES_CHECK, (
             f"{node.name} GPU {gpu_index}: mig-parted cannot express GPU instance {instance.profile}@"
             f"{instance.start} holding {len(cis)} compute instances ({', '.join(cis)}); exported the GPU "
             "instance alone — create its compute instances with the plan's nvidia-smi mig -cci lines"
-        )
+        )))
     return instance.profile
 
 
@@ -408,7 +409,8 @@ def _profile_order(item: tuple[str, int]) -> tuple[int, str]:
 
 def export_mig_parted(nodes: list[Node], warnings: list[str] | None = None) -> dict[str, Any]:
     """A mig-parted `version: v1` config: `gpuadmin-<node>` for every node with GPUs, and `all-disabled`.
-    What mig-parted cannot express (a GI split into several compute instances) is said in `warnings`."""
+    What mig-parted cannot express (a GI split into several compute instances) is a `ConsumerRefusal` in
+    `warnings` (`export.mig-parted.compute-instances`): applied, the config would undo the split."""
     configs: dict[str, Any] = {ALL_DISABLED: [{"devices": "all", "mig-enabled": False}]}
     for node in sorted(nodes, key=lambda n: n.name):
         if node.gpus:
