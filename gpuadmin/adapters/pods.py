@@ -1,9 +1,11 @@
 """Pod specs for jobs, with the GPU, MIG and RDMA resources, node affinity and a shared-storage PVC.
 
-- GPUs: `nvidia.com/gpu: N` for `gpus: N`; `nvidia.com/mig-<profile>: 1` for `mig:` (the device plugin's
-  mixed strategy); a fractional request (`fraction`, `gpu_memory_gib`) asks for one `nvidia.com/gpu` replica
-  of a time-sliced GPU — except where it shares full GPUs dynamically (a running fraction on a full GPU of a
-  `sharing: {fractions: dynamic}` node, or a pending one in an inventory that has such nodes): that is a
+- GPUs: `nvidia.com/gpu: N` for `gpus: N`; for `mig:` what the device plugin of the job's node advertises
+  (`nvidia.com/mig-<profile>: 1` under the mixed strategy, `nvidia.com/gpu: 1` under single; a pending job
+  follows the nodes holding its profile — see `_single_mig_products`); a fractional request (`fraction`,
+  `gpu_memory_gib`) asks for one replica of the time-sliced GPU or MIG instance it holds — except where it
+  shares full GPUs dynamically (a running fraction on a full GPU of a `sharing: {fractions: dynamic}` node,
+  or a pending one in an inventory that has such nodes): that is a
   Run:ai/KAI fraction pod, with no GPU resource, the annotation `gpu-fraction: "0.5"` or `gpu-memory: "<MiB>"`
   and `schedulerName: kai-scheduler` (KAI reserves the GPU with its reservation pod).
 - RDMA (`rdma: true`): `rdma/rdma_shared_device_a: 1`, the resource of the k8s-rdma-shared-dev-plugin as
