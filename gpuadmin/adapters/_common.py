@@ -101,6 +101,33 @@ def gfd_products(model: GpuModel) -> list[str]:
     return [p.strip().replace(" ", "-") for p in model.product_names]
 
 
+# The one place gpuadmin spells a MIG device in a Kubernetes name (a resource, GFD's product label).
+def mig_resource_name(profile: str) -> str:
+    """The extended resource the device plugin advertises a MIG device of `profile` as, mixed strategy."""
+    return f"nvidia.com/mig-{profile}"
+
+
+def gfd_mig_products(model: GpuModel, profile: str) -> list[str]:
+    """GFD's product label values of a MIG device (`NVIDIA-H100-80GB-HBM3-MIG-1g.10gb`, as on a real H100
+    node: tests/adapters/fixtures/h100-mig-mixed-all-balanced_node-labels.json); under the single strategy
+    they are `nvidia.com/gpu.product` (NVIDIA/k8s-device-plugin internal/lm/mig-strategy.go,
+    newMigStrategySingleLabeler → resource.go baseLabeler(count, model, "MIG", profile))."""
+    return [f"{product}-MIG-{profile}" for product in gfd_products(model)]
+
+
+class ConsumerRefusal(str):
+    """An export warning about something the export's consumer refuses (the device plugin, mig-parted): the
+    export still writes what the consumer supports, and `gpuadmin export` exits 1. `check_id` names the
+    check (`export.device-plugin.compute-instances`); the text ends with it."""
+
+    check_id: str
+
+    def __new__(cls, check_id: str, message: str) -> ConsumerRefusal:
+        refusal = super().__new__(cls, f"{message} ({check_id})")
+        refusal.check_id = check_id
+        return refusal
+
+
 # ---------------------------------------------------------------------------------------- MIG derivation
 
 
