@@ -118,8 +118,8 @@ def _indexes(partition: FmPartition, index_of: dict[int, int]) -> tuple[int, ...
 )
 def fm_partition(view: View, name: str) -> Iterable[Violation]:
     node = view.node(name)
-    if node is None or not node.device_groups or node.nvlink_kind != "nvswitch":
-        return
+    if node is None or not node.device_groups or node.nvlink_kind != "nvswitch" or node.platform != "vsphere":
+        return  # device groups elsewhere are change.fields' to refuse, not a partition question
     board = nvswitch_board(node)
     if board is None or not board.fm_partitions:
         return  # no documented partitions for this board: nothing to hold the group to
