@@ -84,12 +84,13 @@ def test_device_groups_bound_nvlink_jobs_on_vsphere() -> None:
         8,
         platform="vsphere",
         vsphere={"version": "8.0U1"},
-        device_groups=[{"name": "dg-a", "gpus": [0, 1]}, {"name": "dg-b", "gpus": [2, 3, 4, 5]}],
+        # Fabric Manager partitions of an HGX H100 (group.fm-partition): modules {1,3} and {5,6,7,8}
+        device_groups=[{"name": "dg-a", "gpus": [0, 2]}, {"name": "dg-b", "gpus": [4, 5, 6, 7]}],
     )
     state = cluster([host], [job("a", gpus=4, nvlink=True), job("b", gpus=2, nvlink=True)])
     got = binds(run(state))
-    assert [g for _, g, _ in got["a"]] == [2, 3, 4, 5]
-    assert [g for _, g, _ in got["b"]] == [0, 1]
+    assert [g for _, g, _ in got["a"]] == [4, 5, 6, 7]
+    assert [g for _, g, _ in got["b"]] == [0, 2]
 
 
 def test_model_constraint() -> None:
