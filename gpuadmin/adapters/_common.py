@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from gpuadmin.catalog import GpuModel, mig_profile_name
+from gpuadmin.catalog import MIG_RESOURCE_PREFIX, GpuModel, mig_device_resource_name, mig_profile_name
 from gpuadmin.engine.mig import place
 from gpuadmin.model import MigInstance, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError, dotted
@@ -99,6 +99,16 @@ def pci_filter_id(device_id: str) -> str:
 def gfd_products(model: GpuModel) -> list[str]:
     """GFD's `nvidia.com/gpu.product` values of a model: its product names with '-' for spaces."""
     return [p.strip().replace(" ", "-") for p in model.product_names]
+
+
+def mig_profile_of_device_name(model: GpuModel, device: str) -> str | None:
+    """The model's MIG profile that the device plugin and GFD call `device` — the part after `nvidia.com/mig-`
+    in a resource name or label key, `+` written `.` (`1g.10gb.me` → `1g.10gb+me`, `1g.24gb.me.all` →
+    `1g.24gb+me.all`); None where no profile of the model is named so. Matched by naming every catalog
+    profile the plugin's way (`mig_device_resource_name`), never by undoing the `.`: `1g.10gb.me` cannot tell
+    by itself which dot was a `+`."""
+    resource = MIG_RESOURCE_PREFIX + device
+    return next((p.name for p in model.mig_profiles if mig_device_resource_name(p.name) == resource), None)
 
 
 # ---------------------------------------------------------------------------------------- MIG derivation

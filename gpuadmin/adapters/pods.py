@@ -1,8 +1,9 @@
 """Pod specs for jobs, with the GPU, MIG and RDMA resources, node affinity and a shared-storage PVC.
 
 - GPUs: `nvidia.com/gpu: N` for `gpus: N`; `nvidia.com/mig-<profile>: 1` for `mig:` (the device plugin's
-  mixed strategy); a fractional request (`fraction`, `gpu_memory_gib`) asks for one `nvidia.com/gpu` replica
-  of a time-sliced GPU — except where it shares full GPUs dynamically (a running fraction on a full GPU of a
+  mixed strategy; the resource is named as the plugin advertises it, `+` as `.`: `nvidia.com/mig-1g.10gb.me`);
+  a fractional request (`fraction`, `gpu_memory_gib`) asks for one `nvidia.com/gpu` replica of a time-sliced
+  GPU — except where it shares full GPUs dynamically (a running fraction on a full GPU of a
   `sharing: {fractions: dynamic}` node, or a pending one in an inventory that has such nodes): that is a
   Run:ai/KAI fraction pod, with no GPU resource, the annotation `gpu-fraction: "0.5"` or `gpu-memory: "<MiB>"`
   and `schedulerName: kai-scheduler` (KAI reserves the GPU with its reservation pod).
@@ -36,7 +37,7 @@ import re
 from typing import Any, Literal
 
 from gpuadmin.adapters._common import dns_name, gfd_products
-from gpuadmin.catalog import get_catalog
+from gpuadmin.catalog import get_catalog, mig_device_resource_name
 from gpuadmin.engine.sharing import is_fractional, shares_dynamically
 from gpuadmin.model import Job, Node
 
@@ -87,7 +88,7 @@ def _resources(job: Job, gpus: int | None = None, kai_fraction: bool = False) ->
     if request.gpus is not None:
         limits["nvidia.com/gpu"] = gpus if gpus is not None else request.gpus
     elif request.mig is not None:
-        limits[f"nvidia.com/mig-{request.mig}"] = 1
+        limits[mig_device_resource_name(request.mig)] = 1
     elif not kai_fraction:  # a KAI fraction asks for no nvidia.com/gpu: KAI accounts it from its annotation
         limits["nvidia.com/gpu"] = 1
     if request.rdma:
