@@ -33,10 +33,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from gpuadmin.adapters._common import dns_name, gfd_products
+from gpuadmin.adapters.k8s_names import label_value_problems
 from gpuadmin.catalog import get_catalog, mig_device_resource_name
 from gpuadmin.engine.sharing import is_fractional, shares_dynamically
 from gpuadmin.model import Job, Node
@@ -44,7 +44,6 @@ from gpuadmin.model import Job, Node
 RDMA_RESOURCE = "rdma/rdma_shared_device_a"
 SHARED_MOUNT = "/mnt/shared"
 QueueSystem = Literal["kai", "kueue", "none"]
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
 def cpu_quantity(cpus: float) -> str:
@@ -143,7 +142,7 @@ def _labels(job: Job, queue_system: QueueSystem) -> dict[str, str]:
         labels["kai.scheduler/queue"] = dns_name(job.queue)
     elif queue_system == "kueue":
         labels["kueue.x-k8s.io/queue-name"] = dns_name(job.queue)
-    if job.owner is not None and _LABEL_VALUE.match(job.owner):
+    if job.owner is not None and not label_value_problems(job.owner):
         labels["gpuadmin/owner"] = job.owner
     return labels
 
