@@ -216,7 +216,7 @@ def test_gfd_labels_of_a_mixed_layout_with_a_time_sliced_me_instance() -> None:
 
 @pytest.mark.parametrize(
     "config, device, count, profile",
-    [  # NVIDIA's mig-parted configs for the RTX PRO 6000 Blackwell (tests/adapters/fixtures/mig-parted_config-default.yaml)
+    [  # NVIDIA's mig-parted configs for the RTX PRO 6000 Blackwell (fixtures/mig-parted_config-default.yaml)
         ("all-1g.24gb.me.all", "1g.24gb.me.all", 1, "1g.24gb+me.all"),
         ("all-2g.48gb.me.all", "2g.48gb.me.all", 1, "2g.48gb+me.all"),
         ("all-1g.24gb-me", "1g.24gb-me", 4, "1g.24gb-me"),
