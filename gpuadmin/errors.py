@@ -16,7 +16,7 @@ class ExitCode(IntEnum):
     """The exit codes scripts rely on; never reused for another meaning."""
 
     OK = 0
-    REFUSED = 1  # the plan has violations
+    REFUSED = 1  # the plan has violations, or an export holds something its consumer refuses (a warning names it)
     BAD_INPUT = 2  # bad input or usage (with file:line where there is a file)
     CONFLICT = 3  # stale plan, lock held
     NOT_PERMITTED = 4  # role, or the OS: file modes, a read-only file system

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuadmin.adapters._common import ImportResult, NoDriverError, PlainDiagnostic
+from gpuadmin.adapters._common import ConsumerRefusal, ImportResult, NoDriverError, PlainDiagnostic
 from gpuadmin.adapters.device_plugin import (
     export_device_plugin,
     export_labels,
@@ -56,6 +56,7 @@ EXPORTERS: dict[str, Callable[..., Any]] = {
 __all__ = [
     "EXPORTERS",
     "IMPORTERS",
+    "ConsumerRefusal",
     "ImportResult",
     "NoDriverError",
     "PlainDiagnostic",

@@ -111,6 +111,29 @@ def mig_profile_of_device_name(model: GpuModel, device: str) -> str | None:
     return next((p.name for p in model.mig_profiles if mig_device_resource_name(p.name) == resource), None)
 
 
+def gfd_mig_products(model: GpuModel, profile: str) -> list[str]:
+    """GFD's product label values of a MIG device (`NVIDIA-H100-80GB-HBM3-MIG-1g.10gb`, as on a real H100
+    node: tests/adapters/fixtures/h100-mig-mixed-all-balanced_node-labels.json); under the single strategy
+    they are `nvidia.com/gpu.product` (NVIDIA/k8s-device-plugin internal/lm/mig-strategy.go,
+    newMigStrategySingleLabeler → resource.go baseLabeler(count, model, "MIG", name), the name being the profile
+    with `+` as `.`, internal/resource/nvml-mig-device.go GetName: `…-MIG-1g.10gb.me`)."""
+    device = mig_device_resource_name(profile).removeprefix(MIG_RESOURCE_PREFIX)  # `+` as `.`, as GFD names it
+    return [f"{product}-MIG-{device}" for product in gfd_products(model)]
+
+
+class ConsumerRefusal(str):
+    """An export warning about something the export's consumer refuses (the device plugin, mig-parted): the
+    export still writes what the consumer supports, and `gpuadmin export` exits 1. `check_id` names the
+    check (`export.device-plugin.compute-instances`); the text ends with it."""
+
+    check_id: str
+
+    def __new__(cls, check_id: str, message: str) -> ConsumerRefusal:
+        refusal = super().__new__(cls, f"{message} ({check_id})")
+        refusal.check_id = check_id
+        return refusal
+
+
 # ---------------------------------------------------------------------------------------- MIG derivation
 
 

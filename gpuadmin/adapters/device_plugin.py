@@ -11,6 +11,15 @@ config (`gpuadmin-<node>`, or `all-disabled` without MIG). Per node:
   them, `+` as `.`: `nvidia.com/mig-1g.10gb.me`; under `single` the MIG devices are `nvidia.com/gpu`);
   `sharing.mps` instead where the GPUs share by MPS.
 
+A GPU instance split into compute instances gives the plugin one MIG device per CI (`1c.3g.71gb`). The plugin's
+mixed strategy makes resources only of profiles whose CI spans the GI (NVIDIA/k8s-device-plugin
+internal/rm/rm.go AddDefaultResourcesToConfig: `if info.C != info.G { return nil }`), and a MIG device no
+resource matches fails the device map (internal/rm/device_map.go buildMigDeviceMap: "MIG profile … does not
+match any resource patterns"), so the plugin does not start on the node. Under `single` every MIG device is
+`nvidia.com/gpu` and the node only needs them all alike (assertAllMigDevicesAreValid), which identical CIs are.
+A split under `mixed` is therefore a `ConsumerRefusal` (`export.device-plugin.compute-instances`): the
+node is exported without the split instance, and the warning says the plugin will not start there.
+
 The plugin configures sharing per resource name and node, not per GPU: where GPUs of one node differ (two
 replica counts, a time-sliced GPU beside a whole one) the export takes the largest count and says so in
 `warnings`. `parse_device_plugin_config` validates a config as the plugin's own parser does
@@ -26,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from gpuadmin.adapters._common import input_error
+from gpuadmin.adapters._common import ConsumerRefusal, input_error
 from gpuadmin.adapters.k8s_names import dns1123_subdomain_problems
 from gpuadmin.adapters.mig_parted import mig_config_label
 from gpuadmin.catalog import mig_device_resource_name
@@ -38,6 +47,7 @@ from gpuadmin.store.yamlsafe import load_yaml
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 STRATEGIES = ("none", "single", "mixed")
+COMPUTE_INSTANCES_CHECK = "export.device-plugin.compute-instances"
 #: The plugin's `ResourceNamePrefix` and `MaxResourceNameLength` (api/config/v1/consts.go).
 PLUGIN_RESOURCE_PREFIX = "nvidia.com/"
 PLUGIN_RESOURCE_NAME_MAX = 63
@@ -82,7 +92,15 @@ def node_config(node: Node, warnings: list[str] | None = None) -> dict[str, Any]
         elif gpu.mode == "full":
             whole += 1
         for instance in gpu.mig or ():
-            if instance.replicas and instance.split:
+            if instance.split and strategy == "mixed":
+                out.append(ConsumerRefusal(COMPUTE_INSTANCES_CHECK, (
+                    f"{node.name} GPU {gpu.index}: GPU instance {instance.profile}@{instance.start} is split into "
+                    f"compute instances ({', '.join(instance.compute_instances or ())}); the device plugin's "
+                    "mixed strategy names only MIG devices whose compute instance spans their GPU instance "
+                    "and fails to start on a node with any other, so this node's plugin will not start "
+                    "until the split is undone; exported the node without this instance"
+                )))
+            elif instance.replicas and instance.split:
                 out.append(
                     f"{node.name} GPU {gpu.index}: GPU instance {instance.profile}@{instance.start} is split into "
                     f"compute instances ({', '.join(instance.compute_instances or ())}); time-slicing of its "

@@ -35,7 +35,7 @@ from gpuadmin.adapters._common import (
 )
 from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog, Rdma
-from gpuadmin.model.inventory import NvlinkKind, Orchestrator, Platform
+from gpuadmin.model.inventory import MAX_GPU_INDEX, NvlinkKind, Orchestrator, Platform
 
 _RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
 
@@ -134,7 +134,10 @@ def _mig_layout(
 
 
 def _nvlink(nvml: Any, handles: list[Any]) -> NvlinkKind | None:
-    """nvswitch when links reach a device that is not one of our GPUs, pairs when GPUs pair up, else none."""
+    """What NVML's link ends say: `nvswitch` when links reach a device that is not one of our GPUs (the
+    switch), `pairs` when each linked GPU reaches exactly one other and they pair up, `mesh` when every GPU
+    links directly to every other (HGX A100 4-GPU, no switch), `unknown` for any other direct wiring (a
+    partial mesh is neither, and guessing a switch would turn on the NVSwitch-only rules), else none."""
     errors = _errors(nvml)
     bus_ids = []
     for handle in handles:
@@ -158,8 +161,35 @@ def _nvlink(nvml: Any, handles: list[Any]) -> NvlinkKind | None:
     if switch:
         return "nvswitch"
     if peers:
-        return "pairs" if all(len(p) == 1 for p in peers.values()) else "nvswitch"
+        if all(len(p) == 1 for p in peers.values()):
+            return "pairs"
+        everyone = set(bus_ids)
+        if len(peers) == len(handles) and all(p == everyone - {bus_ids[i]} for i, p in peers.items()):
+            return "mesh"
+        return "unknown"
     return "none" if supported or handles else None
+
+
+def _with_module_ids(nvml: Any, handles: list[Any], gpus: list[Gpu], warnings: list[str]) -> list[Gpu]:
+    """The GPUs with their board slots (`nvmlDeviceGetModuleId`, as nvidia-smi's "Module ID"), where NVML
+    has it; PCIe cards and older drivers have none. Repeated or out-of-range ids are all left out."""
+    errors = _errors(nvml)
+    get = getattr(nvml, "nvmlDeviceGetModuleId", None)
+    if get is None:
+        return gpus
+    ids: list[int | None] = []
+    for handle in handles:
+        try:
+            value = int(get(handle))
+        except errors:
+            value = -1
+        ids.append(value if 1 <= value <= MAX_GPU_INDEX + 1 else None)
+    given = [i for i in ids if i is not None]
+    if len(set(given)) != len(given):
+        warnings.append("NVML module ids repeat across GPUs (" + ", ".join(map(str, given)) + "); all left out")
+        return gpus
+    return [gpu if module is None else gpu.model_copy(update={"module_id": module})
+            for gpu, module in zip(gpus, ids, strict=True)]
 
 
 def _rdma(sys_root: Path, network: str | None, warnings: list[str]) -> Rdma | None:
@@ -248,6 +278,7 @@ def import_local(
             else:
                 gpus.append(Gpu(index=index, model=model.name, mode="full"))
         nvlink = _nvlink(module, handles)
+        gpus = _with_module_ids(module, handles, gpus, warnings)
     except errors as exc:
         raise input_error(f"NVML failed while reading the GPUs: {exc}", "<nvml>") from None
     finally:

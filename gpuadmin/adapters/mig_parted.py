@@ -5,7 +5,8 @@ node's `nvidia.com/mig.config` label), with one entry per GPU index — `devices
 id(s) as `device-filter` (`0xDDDD10DE`), `mig-enabled`, and the `mig-devices` counts — plus `all-disabled`,
 which the labels name for nodes without MIG (a custom config replaces the GPU Operator's default one).
 
-Import (`parse_mig_parted` + `mig_parted_layouts`): the file is validated as mig-parted's own
+Import (`parse_mig_parted` + `mig_parted_layouts`): a plain config, or the GPU Operator's ConfigMap of one
+(its `data.config.yaml`, the key mig-manager reads), is validated as mig-parted's own
 `api/spec/v1` does it (version `v1`; `mig-configs` not empty, each config a non-empty list; per entry
 `devices` `all` or a list of indices and `mig-enabled` required, `mig-devices` required with
 `mig-enabled: true` and refused with `false`, profile strings that parse, counts ≥ 0, no unknown keys).
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuadmin.adapters._common import input_error, pci_filter_id, place_instances
+from gpuadmin.adapters._common import ConsumerRefusal, input_error, pci_filter_id, place_instances
 from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.commands import mig_config_name
@@ -31,6 +32,8 @@ from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.store.yamlsafe import LoadedYaml, load_yaml, load_yaml_file
 
 ALL_DISABLED = "all-disabled"
+COMPUTE_INSTANCES_CHECK = "export.mig-parted.compute-instances"
+MIG_MANAGER_KEY = "config.yaml"  # the ConfigMap key the GPU Operator's mig-manager reads
 _FIELD = re.compile(r"^([0-9]+)(c|g|gb)$")
 _ATTR = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z0-9]+)*$")
 _DEVICE_ID = re.compile(r"^0[xX][0-9a-fA-F]{1,8}$|^[0-9]+$")
@@ -228,12 +231,32 @@ def _validate(loaded: LoadedYaml) -> MigPartedSpec:
     return MigPartedSpec(configs, loaded.file, loaded)
 
 
+def _config_of(loaded: LoadedYaml) -> LoadedYaml:
+    """The mig-parted config of a file: the file itself, or — for the GPU Operator's ConfigMap form, the one
+    `export_mig_parted_configmap` writes — its `data.config.yaml`, the only key mig-manager reads (the operator
+    mounts a custom ConfigMap at /mig-parted-config and sets CONFIG_FILE=/mig-parted-config/config.yaml:
+    NVIDIA/gpu-operator controllers/object_controls.go, TransformMigManager)."""
+    if loaded.data.get("kind") != "ConfigMap":
+        return loaded
+    data = loaded.data.get("data")
+    text = data.get(MIG_MANAGER_KEY) if isinstance(data, dict) else None
+    if not isinstance(text, str):
+        raise InputError([loaded.locate(Diagnostic(
+            f"a mig-parted ConfigMap holds its config as a string under data.{MIG_MANAGER_KEY} "
+            "(the file the GPU Operator's mig-manager reads)",
+            ("data", MIG_MANAGER_KEY) if isinstance(data, dict) and MIG_MANAGER_KEY in data else ("data",),
+        ))])
+    return load_yaml(text, f"{loaded.file}:data.{MIG_MANAGER_KEY}")
+
+
 def parse_mig_parted(text: str | bytes, file: str = "<mig-parted>") -> MigPartedSpec:
-    return _validate(load_yaml(text, file))
+    """A mig-parted config, plain or as the GPU Operator's ConfigMap (`data.config.yaml`)."""
+    return _validate(_config_of(load_yaml(text, file)))
 
 
 def read_mig_parted(path: str | Path) -> MigPartedSpec:
-    return _validate(load_yaml_file(path))
+    """A mig-parted config file, plain or as the GPU Operator's ConfigMap (`data.config.yaml`)."""
+    return _validate(_config_of(load_yaml_file(path)))
 
 
 # ------------------------------------------------------------------------------------------------ import
@@ -350,12 +373,12 @@ def _device_key(node: Node, gpu_index: int, instance: MigInstance, warnings: lis
         return instance.profile
     if len(cis) == 1:
         return cis[0]
-    if warnings is not None:
-        warnings.append(
+    if warnings is not None:  # applying the config would re-create the GI with one CI: the split would be lost
+        warnings.append(ConsumerRefusal(COMPUTE_INSTANCES_CHECK, (
             f"{node.name} GPU {gpu_index}: mig-parted cannot express GPU instance {instance.profile}@"
             f"{instance.start} holding {len(cis)} compute instances ({', '.join(cis)}); exported the GPU "
             "instance alone — create its compute instances with the plan's nvidia-smi mig -cci lines"
-        )
+        )))
     return instance.profile
 
 
@@ -386,7 +409,8 @@ def _profile_order(item: tuple[str, int]) -> tuple[int, str]:
 
 def export_mig_parted(nodes: list[Node], warnings: list[str] | None = None) -> dict[str, Any]:
     """A mig-parted `version: v1` config: `gpuadmin-<node>` for every node with GPUs, and `all-disabled`.
-    What mig-parted cannot express (a GI split into several compute instances) is said in `warnings`."""
+    What mig-parted cannot express (a GI split into several compute instances) is a `ConsumerRefusal` in
+    `warnings` (`export.mig-parted.compute-instances`): applied, the config would undo the split."""
     configs: dict[str, Any] = {ALL_DISABLED: [{"devices": "all", "mig-enabled": False}]}
     for node in sorted(nodes, key=lambda n: n.name):
         if node.gpus:
@@ -410,5 +434,5 @@ def export_mig_parted_configmap(
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": namespace},
-        "data": {"config.yaml": text},
+        "data": {MIG_MANAGER_KEY: text},
     }

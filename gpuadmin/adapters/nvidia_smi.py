@@ -39,7 +39,14 @@ from gpuadmin.adapters._common import (
 from gpuadmin.catalog import GpuModel, get_catalog, normalize_pci_device_id
 from gpuadmin.engine.mig import compute_instance_problems
 from gpuadmin.model import Gpu, Node, NotInCatalog
-from gpuadmin.model.inventory import MAX_GPU_MEMORY_GIB, NvlinkKind, Orchestrator, Platform
+from gpuadmin.model.inventory import (
+    MAX_GPU_INDEX,
+    MAX_GPU_MEMORY_GIB,
+    NvlinkKind,
+    Orchestrator,
+    Platform,
+    decimal_at_most,
+)
 
 MAX_BYTES = 64 * 1024 * 1024
 KNOWN_DTD_VERSIONS = (11, 12, 13)
@@ -356,6 +363,25 @@ def _gpu(
     return Gpu(index=index, model=model.name, mode="mig", mig=instances)
 
 
+def _module_ids(elements: list[ET.Element], warnings: list[str]) -> list[int | None]:
+    """Each GPU's board slot (`<platformInfo><module_id>`, from 1; absent on PCIe cards and older drivers).
+    A value that is no slot number is left out with a warning; a repeated one drops them all, since a board
+    cannot put two GPUs in one slot and which of the two is wrong cannot be told."""
+    ids: list[int | None] = []
+    for index, element in enumerate(elements):
+        text = _text(element.find("platformInfo/module_id"))
+        value = decimal_at_most(text, MAX_GPU_INDEX + 1) if text is not None else None
+        if text is not None and not value:
+            warnings.append(f"GPU {index}: module id {text!r} is not a slot number from 1; left out")
+            value = None
+        ids.append(value)
+    given = [i for i in ids if i is not None]
+    if len(set(given)) != len(given):
+        warnings.append("module ids repeat across GPUs (" + ", ".join(map(str, given)) + "); all left out")
+        return [None] * len(ids)
+    return ids
+
+
 def _nvlink(gpus: list[ET.Element]) -> NvlinkKind | None:
     """NVSwitch where every GPU reports a trained NVLink fabric (v13 `<fabric><state>Completed`)."""
     states = [(_text(g.find("fabric/state")), _text(g.find("fabric/status"))) for g in gpus]
@@ -400,6 +426,8 @@ def parse_nvidia_smi(
         )
     memory: dict[int, int] = {}
     gpus = [_gpu(element, index, parsed, file, warnings, memory) for index, element in enumerate(elements)]
+    gpus = [gpu if module is None else gpu.model_copy(update={"module_id": module})
+            for gpu, module in zip(gpus, _module_ids(elements, warnings), strict=True)]
     check_given_node_name(node_name, orchestrator, bool(gpus), "--node")
     node = Node(name=node_name, platform=platform, orchestrator=orchestrator, gpus=gpus, nvlink=_nvlink(elements))
     return ImportResult(node, warnings, memory)

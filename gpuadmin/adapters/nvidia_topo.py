@@ -5,8 +5,15 @@ The matrix has one column per GPU and NIC, then `CPU Affinity`, `NUMA Affinity` 
 `NIC Legend:` block below the matrix that maps them to device names (newer drivers); both are read.
 
 - `NV#` cells are NVLink bonds of # links; GPUs joined by them form NVLink domains (connected components).
-  One domain of every GPU with all-to-all links and more than two GPUs is an NVSwitch board (`nvswitch`),
-  domains of two are bridged `pairs`, no NVLink at all is `none`.
+  An all-to-all domain of every GPU is either an NVSwitch board or a mesh of direct links, and the cells
+  alone do not say which: through a switch each peer is reached over all of a GPU's links (8 × `NV12` on
+  HGX A100 8-GPU, 12 links per GPU), direct links split them among the peers (4 × `NV4` on HGX A100 4-GPU:
+  3 × 4 = 12). So a GPU whose cells add up to more links than it has sits on a switch (`nvswitch`); one
+  whose cells fit within its links, with a peer short of all of them, has direct links (`mesh`). The
+  link count comes from the node's GPU model in the catalog (`nvlink.links`); without it, only a sum
+  beyond what any catalog GPU has is proof of a switch. Bridged pairs (0,1), (2,3), … are `pairs`, no
+  NVLink at all is `none`, and anything else (pairs in another order, partial meshes, a matrix that fits
+  both readings) is `unknown` rather than a guess.
 - NIC affinity per GPU is the cell of each NIC (`PIX`, `PXB`, `PHB`, `NODE`, `SYS`); the closest NICs of a
   GPU are those at its best level. NICs next to no GPU (no `PIX`/`PXB` cell: e.g. the storage and in-band
   NICs on the CPU side of an HGX node) are kept as NICs of the node and listed in `cpu_side_nics`.
@@ -24,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuadmin.adapters._common import input_error
+from gpuadmin.catalog import get_catalog
 from gpuadmin.model import Node, Rdma
 from gpuadmin.model.inventory import NvlinkKind
 
@@ -41,6 +49,7 @@ class Topology:
 
     gpus: list[int]
     nics: list[str]
+    source: str = "<topo>"  # the file it was read from, for messages
     nvlinks: dict[tuple[int, int], int] = field(default_factory=dict)  # (i, j), i < j → bonded links
     nic_affinity: dict[int, dict[str, str]] = field(default_factory=dict)  # GPU → NIC → PIX/PXB/...
     cpu_affinity: dict[int, str | None] = field(default_factory=dict)
@@ -68,16 +77,36 @@ class Topology:
     def all_to_all(self, domain: list[int]) -> bool:
         return all((a, b) in self.nvlinks for i, a in enumerate(domain) for b in domain[i + 1 :])
 
-    @property
-    def nvlink_kind(self) -> NvlinkKind:
+    def links_per_gpu(self, gpu: int) -> int:
+        """The NVLinks the matrix shows on a GPU: its bonds to every peer, added up."""
+        return sum(n for pair, n in self.nvlinks.items() if gpu in pair)
+
+    def nvlink_kind_for(self, links_per_gpu: int | None) -> NvlinkKind:
+        """What the matrix says of the board, given how many NVLinks each GPU has (None: not known)."""
         if not self.nvlinks:
             return "none"
         domains = [d for d in self.nvlink_domains if len(d) > 1]
-        if len(domains) == 1 and len(domains[0]) > 2 and self.all_to_all(domains[0]):
-            return "nvswitch"
         if all(len(d) == 2 for d in domains):
-            return "pairs"
-        return "nvswitch" if all(self.all_to_all(d) for d in domains) else "pairs"
+            # the model's pairs are (0,1), (2,3), …: a board bridged otherwise is not that
+            aligned = all(d[0] % 2 == 0 and d[1] == d[0] + 1 for d in domains)
+            return "pairs" if aligned else "unknown"
+        if len(domains) != 1 or domains[0] != sorted(self.gpus) or not self.all_to_all(domains[0]):
+            return "unknown"
+        shown = {g: self.links_per_gpu(g) for g in self.gpus}
+        if links_per_gpu is None:
+            # without the model, only more links than any catalog GPU has proves a switch
+            most = max((s.nvlink.links for s in get_catalog().gpu_models.values() if s.nvlink), default=0)
+            return "nvswitch" if all(n > most for n in shown.values()) else "unknown"
+        if all(n <= links_per_gpu for n in shown.values()):
+            return "mesh"
+        if all(cell == links_per_gpu for cell in self.nvlinks.values()):
+            return "nvswitch"  # every peer over all of a GPU's links: only a switch shares them
+        return "unknown"
+
+    @property
+    def nvlink_kind(self) -> NvlinkKind:
+        """The board as far as the matrix alone tells, without the GPUs' link count."""
+        return self.nvlink_kind_for(None)
 
     @property
     def cpu_side_nics(self) -> list[str]:
@@ -132,7 +161,7 @@ def parse_topology(text: str, file: str = "<topo>") -> Topology:
             legend[match.group(1)] = match.group(2)
     gpus = [int(d[3:]) for d in devices if re.fullmatch(r"GPU\d+", d)]
     nic_columns = [d for d in devices if not re.fullmatch(r"GPU\d+", d)]
-    topo = Topology(gpus=gpus, nics=[legend.get(d, d) for d in nic_columns])
+    topo = Topology(gpus=gpus, nics=[legend.get(d, d) for d in nic_columns], source=file)
     seen_rows = 0
     for n, line in enumerate(lines[header_at + 1 :], start=header_at + 2):
         if not line.strip():
@@ -200,13 +229,33 @@ def apply_topology(
 ) -> tuple[Node, list[str]]:
     """The node with its NVLink kind and RDMA NIC count from the topology, and warnings.
 
+    A matrix of another machine (another GPU count) is refused: its links and NICs are not this node's.
+    The NVLink kind uses the node's GPU model for the links per GPU (`Topology.nvlink_kind_for`); where the
+    matrix cannot tell, a kind the node already has (from its shape or its XML) is kept, else it becomes
+    `unknown`, and a warning says why.
     The matrix names NICs but not their speed or network: an existing `rdma` keeps its `gbps` and
     `network`; a node without one needs `rdma_gbps` and `rdma_network`, else `rdma` is left unset (warned).
     """
+    if len(node.gpus) != len(topo.gpus):
+        raise input_error(
+            f"the topology has {len(topo.gpus)} GPUs, node {node.name} has {len(node.gpus)}: "
+            "it is another machine's `nvidia-smi topo -m`",
+            topo.source,
+            hint="run `nvidia-smi topo -m` on the node the XML came from",
+        )
     warnings: list[str] = []
-    if node.gpus and len(node.gpus) != len(topo.gpus):
-        warnings.append(f"the node has {len(node.gpus)} GPUs, the topology {len(topo.gpus)}")
-    update: dict[str, object] = {"nvlink": topo.nvlink_kind}
+    links = _links_per_gpu(node)
+    kind = topo.nvlink_kind_for(links)
+    if kind == "unknown":
+        kept = node.nvlink
+        said = f"kept nvlink: {kept}" if kept not in (None, "unknown") else "nvlink set to unknown"
+        warnings.append(
+            f"the NVLink matrix of {node.name} fits no layout gpuadmin can name for sure "
+            f"({_nvlink_summary(topo)}, {links if links is not None else 'unknown'} links per GPU); {said}"
+        )
+        if kept not in (None, "unknown"):
+            kind = kept
+    update: dict[str, object] = {"nvlink": kind}
     if topo.nics:
         gbps = rdma_gbps or (node.rdma.gbps if node.rdma else None)
         network = rdma_network or (node.rdma.network if node.rdma else None)
@@ -224,3 +273,16 @@ def apply_topology(
                 f"{', '.join(cpu_side)}); counted as NICs of the node"
             )
     return node.model_copy(update=update), warnings
+
+
+def _links_per_gpu(node: Node) -> int | None:
+    """The NVLinks per GPU of the node's GPU model in the catalog; None for mixed or unknown models."""
+    models = {gpu.model for gpu in node.gpus}
+    spec = get_catalog().model(models.pop()) if len(models) == 1 else None
+    return spec.nvlink.links if spec is not None and spec.nvlink is not None else None
+
+
+def _nvlink_summary(topo: Topology) -> str:
+    bonds = sorted(set(topo.nvlinks.values()))
+    domains = [d for d in topo.nvlink_domains if len(d) > 1]
+    return f"{len(topo.nvlinks)} NVLink bonds of {'/'.join(f'NV{b}' for b in bonds)} in {len(domains)} domain(s)"

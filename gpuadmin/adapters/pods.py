@@ -1,10 +1,12 @@
 """Pod specs for jobs, with the GPU, MIG and RDMA resources, node affinity and a shared-storage PVC.
 
-- GPUs: `nvidia.com/gpu: N` for `gpus: N`; `nvidia.com/mig-<profile>: 1` for `mig:` (the device plugin's
-  mixed strategy; the resource is named as the plugin advertises it, `+` as `.`: `nvidia.com/mig-1g.10gb.me`);
-  a fractional request (`fraction`, `gpu_memory_gib`) asks for one `nvidia.com/gpu` replica of a time-sliced
-  GPU — except where it shares full GPUs dynamically (a running fraction on a full GPU of a
-  `sharing: {fractions: dynamic}` node, or a pending one in an inventory that has such nodes): that is a
+- GPUs: `nvidia.com/gpu: N` for `gpus: N`; for `mig:` what the device plugin of the job's node advertises
+  (`nvidia.com/mig-<profile>: 1` under the mixed strategy, `+` as `.` as the plugin names it:
+  `nvidia.com/mig-1g.10gb.me`; `nvidia.com/gpu: 1` under single; a pending job
+  follows the nodes holding its profile — see `_single_mig_products`); a fractional request (`fraction`,
+  `gpu_memory_gib`) asks for one replica of the time-sliced GPU or MIG instance it holds — except where it
+  shares full GPUs dynamically (a running fraction on a full GPU of a `sharing: {fractions: dynamic}` node,
+  or a pending one in an inventory that has such nodes): that is a
   Run:ai/KAI fraction pod, with no GPU resource, the annotation `gpu-fraction: "0.5"` or `gpu-memory: "<MiB>"`
   and `schedulerName: kai-scheduler` (KAI reserves the GPU with its reservation pod).
 - RDMA (`rdma: true`): `rdma/rdma_shared_device_a: 1`, the resource of the k8s-rdma-shared-dev-plugin as
@@ -33,15 +35,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gpuadmin.adapters._common import dns_name, gfd_products
+from gpuadmin.adapters._common import (
+    ConsumerRefusal,
+    dns_name,
+    gfd_mig_products,
+    gfd_products,
+)
+from gpuadmin.adapters.device_plugin import mig_strategy
 from gpuadmin.adapters.k8s_names import label_value_problems
 from gpuadmin.catalog import get_catalog, mig_device_resource_name
 from gpuadmin.engine.sharing import is_fractional, shares_dynamically
-from gpuadmin.model import Job, Node
+from gpuadmin.model import Job, MigInstance, Node
 
 RDMA_RESOURCE = "rdma/rdma_shared_device_a"
+WHOLE_GPU = "nvidia.com/gpu"
+COMPUTE_INSTANCES_CHECK = "export.pods.compute-instances"
 SHARED_MOUNT = "/mnt/shared"
 QueueSystem = Literal["kai", "kueue", "none"]
 
@@ -81,15 +93,19 @@ def _fraction_annotations(job: Job) -> dict[str, str]:
     return {"gpu-memory": str(round((job.request.gpu_memory_gib or 0.0) * 1024))}
 
 
-def _resources(job: Job, gpus: int | None = None, kai_fraction: bool = False) -> dict[str, Any]:
+def _resources(
+    job: Job, gpus: int | None = None, kai_fraction: bool = False, device: str | None = None
+) -> dict[str, Any]:
+    """`device`: the resource the node's device plugin advertises the job's MIG instance (or the time-sliced
+    MIG instance a fraction shares) as, where the node's MIG strategy decides it; else the mixed name."""
     request = job.request
     limits: dict[str, Any] = {}
     if request.gpus is not None:
-        limits["nvidia.com/gpu"] = gpus if gpus is not None else request.gpus
+        limits[WHOLE_GPU] = gpus if gpus is not None else request.gpus
     elif request.mig is not None:
-        limits[mig_device_resource_name(request.mig)] = 1
+        limits[device or mig_device_resource_name(request.mig)] = 1
     elif not kai_fraction:  # a KAI fraction asks for no nvidia.com/gpu: KAI accounts it from its annotation
-        limits["nvidia.com/gpu"] = 1
+        limits[device or WHOLE_GPU] = 1
     if request.rdma:
         limits[RDMA_RESOURCE] = 1
     if request.cpus is not None:
@@ -155,11 +171,12 @@ def _pod_spec(
     queue_system: QueueSystem,
     gpus: int | None = None,
     kai_fraction: bool = False,
+    device: str | None = None,
 ) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "main",
         "image": image,
-        "resources": _resources(job, gpus, kai_fraction),
+        "resources": _resources(job, gpus, kai_fraction, device),
         "volumeMounts": [{"name": "shared", "mountPath": SHARED_MOUNT}],
         "env": [
             {"name": "CHECKPOINT_DIR", "value": f"{SHARED_MOUNT}/checkpoints/{dns_name(job.name)}"},
@@ -182,9 +199,11 @@ def _pod_spec(
     return spec
 
 
-def _pending_affinity(job: Job) -> dict[str, Any] | None:
+def _pending_affinity(job: Job, single_mig_products: list[str] | None = None) -> dict[str, Any] | None:
     if job.vm is not None:
         return _affinity(job, "kubernetes.io/hostname", [job.vm])
+    if single_mig_products is not None:  # GFD's product of the MIG device itself (it holds the model's name)
+        return _affinity(job, "nvidia.com/gpu.product", single_mig_products)
     if job.request.model is None:
         return _affinity(job)
     model = get_catalog().model(job.request.model)
@@ -200,9 +219,14 @@ def job_manifests(
     pvc: str = "gpuadmin-shared",
     queue_system: QueueSystem = "none",
     kai_fraction: bool = False,
+    nodes_by_name: Mapping[str, Node] | None = None,
+    single_mig_products: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The Pods (or the Indexed Job of a pending gang) of one job; `kai_fraction`: a fractional job that
-    shares full GPUs dynamically, written as a Run:ai/KAI fraction pod."""
+    shares full GPUs dynamically, written as a Run:ai/KAI fraction pod. `nodes_by_name`: a running job's MIG
+    instance is asked for as the device plugin of its node advertises it (`nvidia.com/gpu` under the single
+    strategy). `single_mig_products`: a pending MIG job goes to single-strategy nodes — `nvidia.com/gpu`,
+    steered by GFD's `nvidia.com/gpu.product` of the MIG device (`<product>-MIG-<profile>`)."""
     name = dns_name(job.name, 52)
     labels = _labels(job, queue_system)
     if job.status == "running":
@@ -223,11 +247,13 @@ def job_manifests(
                         queue_system,
                         sum(1 for slot in job.placement if slot.node == node),
                         kai_fraction,
+                        _device_on(job, (nodes_by_name or {}).get(node)),
                     ),
                 }
             )
         return out
-    affinity = _pending_affinity(job)
+    affinity = _pending_affinity(job, single_mig_products)
+    device = WHOLE_GPU if single_mig_products is not None else None
     if job.request.nodes > 1:
         return [
             {
@@ -241,7 +267,7 @@ def job_manifests(
                     "backoffLimit": 0,
                     "template": {
                         "metadata": {"labels": dict(labels)},
-                        "spec": _pod_spec(job, affinity, image, pvc, queue_system),
+                        "spec": _pod_spec(job, affinity, image, pvc, queue_system, device=device),
                     },
                 },
             }
@@ -251,7 +277,7 @@ def job_manifests(
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": _metadata(job, name, namespace, labels, kai_fraction),
-            "spec": _pod_spec(job, affinity, image, pvc, queue_system, kai_fraction=kai_fraction),
+            "spec": _pod_spec(job, affinity, image, pvc, queue_system, kai_fraction=kai_fraction, device=device),
         }
     ]
 
@@ -276,9 +302,15 @@ def export_pods(
     orchestrators = {n.name: n.orchestrator for n in nodes or ()}
     by_name = {n.name: n for n in nodes or ()}
     any_dynamic = any(n.sharing is not None for n in nodes or ())
+    mig_nodes = _nodes_by_mig_profile(nodes or ())
     out: list[dict[str, Any]] = [shared_pvc(pvc, namespace, storage_class=storage_class)]
     for job in sorted(jobs, key=lambda j: j.name):
         if job.status not in ("pending", "running"):
+            continue
+        refusal = _split_instance_refusal(job, by_name)
+        if refusal is not None:  # no Pod could ever get what the job holds: write none
+            if warnings is not None:
+                warnings.append(refusal)
             continue
         for slot in job.placement if job.vm is None else ():  # a job in a VM runs on the VM's kubelet
             if orchestrators.get(slot.node, "kubernetes") != "kubernetes" and warnings is not None:
@@ -286,8 +318,120 @@ def export_pods(
                                 f"(orchestrator: {orchestrators[slot.node]})")
                 break
         out += job_manifests(job, namespace=namespace, image=image, pvc=pvc, queue_system=queue_system,
-                             kai_fraction=_shares_dynamically(job, by_name, any_dynamic))
+                             kai_fraction=_shares_dynamically(job, by_name, any_dynamic), nodes_by_name=by_name,
+                             single_mig_products=_single_mig_products(job, mig_nodes, warnings))
     return out
+
+
+def _held_instances(job: Job, node: Node | None) -> list[tuple[int, MigInstance]]:
+    """(GPU index, instance) of every MIG instance the job holds on `node`."""
+    if node is None:
+        return []
+    held: list[tuple[int, MigInstance]] = []
+    for slot in job.placement:
+        gpu = node.gpu(slot.gpu) if slot.node == node.name and slot.mig_start is not None else None
+        held += [(slot.gpu, i) for i in (gpu.mig or ()) if i.start == slot.mig_start] if gpu else []
+    return held
+
+
+def _device_on(job: Job, node: Node | None) -> str | None:
+    """The resource the device plugin of `node` advertises the MIG instance the job holds there as: under
+    the single strategy every MIG device is `nvidia.com/gpu` (NVIDIA/k8s-device-plugin internal/rm/rm.go,
+    AddDefaultResourcesToConfig: `AddMIGResource("*", "gpu")`), under mixed `nvidia.com/mig-<profile>` — for
+    a fraction on a time-sliced instance too (its replicas keep the name). None: no MIG instance there."""
+    held = _held_instances(job, node)
+    if not held or node is None:
+        return None
+    return WHOLE_GPU if mig_strategy(node) == "single" else mig_device_resource_name(held[0][1].profile)
+
+
+def _split_instance_refusal(job: Job, nodes: Mapping[str, Node]) -> ConsumerRefusal | None:
+    """A running job holding a GPU instance split into compute instances: the device plugin advertises the
+    compute instances (or, under mixed, fails on them), never the GPU instance, so no Pod can ask for it."""
+    for node_name in dict.fromkeys(slot.node for slot in job.placement):
+        for gpu, instance in _held_instances(job, nodes.get(node_name)):
+            if instance.split:
+                return ConsumerRefusal(COMPUTE_INSTANCES_CHECK, (
+                    f"job {job.name} holds GPU instance {instance.profile}@{instance.start} on {node_name} "
+                    f"GPU {gpu}, which is split into compute instances "
+                    f"({', '.join(instance.compute_instances or ())}); the device plugin advertises compute "
+                    "instances, never their GPU instance, so no Pod can ask for it: its Pods are left out"
+                ))
+    return None
+
+
+@dataclass
+class _ProfileNodes:
+    """The Kubernetes nodes holding instances of one MIG profile, by their device plugin's MIG strategy:
+    single → GPU model → GFD's product values of the MIG device; mixed → the GPU models."""
+
+    single: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    mixed: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _nodes_by_mig_profile(nodes: list[Node] | tuple[()]) -> dict[str, _ProfileNodes]:
+    """MIG profile → where it is (the candidates of a pending MIG job); split instances are not offered."""
+    out: dict[str, _ProfileNodes] = {}
+    for node in nodes:
+        if not node.kubernetes or not any(g.mode == "mig" for g in node.gpus):
+            continue
+        strategy = mig_strategy(node)
+        # GFD adds -SHARED to the product of a time-sliced resource (internal/lm/resource.go getProductName);
+        # under single the one resource, nvidia.com/gpu, is time-sliced where any instance is
+        shared = any(i.replicas for g in node.gpus for i in g.mig or ())
+        for gpu in node.gpus:
+            for instance in gpu.mig or ():
+                if instance.split:
+                    continue
+                where = out.setdefault(instance.profile, _ProfileNodes())
+                if strategy != "single":
+                    where.mixed.setdefault(node.name, set()).add(gpu.model)
+                    continue
+                model = get_catalog().model(gpu.model)
+                products = gfd_mig_products(model, instance.profile) if model is not None else []
+                where.single.setdefault(node.name, {}).setdefault(gpu.model, set()).update(
+                    f"{p}-SHARED" if shared else p for p in products)
+    return out
+
+
+def _few(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _single_mig_products(
+    job: Job, mig_nodes: dict[str, _ProfileNodes], warnings: list[str] | None
+) -> list[str] | None:
+    """For a pending MIG job whose profile only single-strategy nodes hold: GFD's product values of that MIG
+    device there, to steer its `nvidia.com/gpu` request (on a whole-GPU node it would get a whole GPU).
+    None: the mixed name `nvidia.com/mig-<profile>`, which only nodes holding the profile advertise. Where
+    nodes of both strategies hold it, a Pod still asks for one resource name: the mixed one, with a warning
+    naming the single-strategy nodes it cannot reach."""
+    if job.status != "pending" or job.request.mig is None or job.vm is not None:
+        return None
+    where = mig_nodes.get(job.request.mig)
+    if where is None:
+        return None
+    wanted = get_catalog().model(job.request.model) if job.request.model is not None else None
+    wanted_name = wanted.name if wanted is not None else job.request.model
+
+    def fits(model: str) -> bool:
+        return wanted_name is None or model == wanted_name
+
+    mixed = sorted(n for n, models in where.mixed.items() if any(fits(m) for m in models))
+    single = {n: sorted(p for m, ps in models.items() if fits(m) for p in ps) for n, models in where.single.items()}
+    single = {n: ps for n, ps in single.items() if ps}
+    if not single:
+        return None
+    if not mixed:
+        return sorted({p for ps in single.values() for p in ps})
+    if warnings is not None:
+        warnings.append(
+            f"job {job.name}: MIG {job.request.mig} is on nodes of both MIG strategies — {_few(mixed)} (mixed) "
+            f"advertise it as {mig_device_resource_name(job.request.mig)}, {_few(sorted(single))} (single) as "
+            f"{WHOLE_GPU}; a Pod asks for one resource name, so it asks for "
+            f"{mig_device_resource_name(job.request.mig)} and only the mixed nodes can run it"
+        )
+    return None
 
 
 def _shares_dynamically(job: Job, nodes: dict[str, Node], any_dynamic: bool) -> bool:

@@ -62,6 +62,10 @@ class MigProfile:
     placement_provenance: Provenance
     sms_provenance: Provenance
     memory_provenance: Provenance
+    # other names NVIDIA's tools have given this profile (GB200's 1g.24gb for 1g.23gb): accepted on input,
+    # never written — `name` is the one gpuadmin writes
+    aliases: tuple[str, ...] = ()
+    alias_provenance: Provenance | None = None
 
     @property
     def size(self) -> int:
@@ -151,13 +155,14 @@ class GpuModel:
     )
 
     def mig_profile(self, name: str) -> MigProfile | None:
-        """The MIG profile called `name` (e.g. "3g.40gb", "1g.10gb+me"); a leading "MIG " is accepted."""
+        """The MIG profile called `name` (e.g. "3g.40gb", "1g.10gb+me") or one of its aliases; a leading "MIG "
+        is accepted. The profile's `name` is the canonical spelling."""
         key = name.strip()
         if key[:4].upper() == "MIG ":
             key = key[4:].strip()
         key = key.lower()
         for profile in self.mig_profiles:
-            if profile.name == key:
+            if profile.name == key or key in profile.aliases:
                 return profile
         return None
 
@@ -207,6 +212,14 @@ class Shape:
 
 
 @dataclass(frozen=True, slots=True)
+class FmPartition:
+    """A Fabric Manager GPU partition of an NVSwitch board: its id and its GPUs by physical / module id (1…)."""
+
+    id: int
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Board:
     """A multi-GPU baseboard (gpu-facts §5): NVSwitch all-to-all or direct NVLink between the GPUs."""
 
@@ -220,6 +233,9 @@ class Board:
     nvlink_bandwidth_gbs: int = 0
     nvswitch_pci_id: str | None = None
     topo_matrix: str | None = None
+    # the multi-GPU partitions Fabric Manager offers (shared NVSwitch / vGPU models); () where none documented
+    fm_partitions: tuple[FmPartition, ...] = ()
+    fm_partitions_provenance: Provenance | None = None
 
 
 def normalize_vgpu_type_name(name: str) -> str:

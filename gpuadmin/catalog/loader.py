@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -30,6 +31,7 @@ from gpuadmin.catalog.entities import (
     CONFIDENCES,
     Board,
     BoardNvlink,
+    FmPartition,
     GpuModel,
     MigProfile,
     NvlinkKind,
@@ -262,6 +264,11 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
             sub = t.child(key)
             defaults[key] = sub.provenance()
             sub.done()
+        alias_entry = t.opt_child("aliases")  # where the table's second names come from
+        alias_prov = None
+        if alias_entry is not None:
+            alias_prov = alias_entry.provenance()
+            alias_entry.done()
         profiles: list[MigProfile] = []
         seen_names: set[str] = set()
         seen_ids: set[int] = set()
@@ -278,6 +285,7 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
             placement_prov = _prov_override(p, "placement_prov", defaults["placements"])
             sms_prov = _prov_override(p, "sms_prov", defaults["sms"])
             memory_prov = _prov_override(p, "memory_prov", defaults["memory"])
+            aliases = p.str_list("aliases") if p.has("aliases") else ()
             p.done()
             if name != name.lower() or not name[0].isdigit() or "g." not in name:
                 raise p.error(f"{name!r} is not a MIG profile name like '3g.40gb'")
@@ -287,6 +295,16 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
                 raise p.error(f"duplicate profile id {pid}")
             seen_names.add(name)
             seen_ids.add(pid)
+            if aliases and alias_prov is None:
+                raise p.error("'aliases' need the table's 'aliases' provenance (source/confidence)")
+            for alias in aliases:
+                if alias in seen_names:
+                    raise p.error(f"alias {alias!r} is already a profile name or alias")
+                if alias != alias.lower() or not alias.startswith(f"{g}g.") or (
+                    _profile_attributes(alias) != _profile_attributes(name)
+                ):
+                    raise p.error(f"alias {alias!r} must be a lower-case {g}g profile name with {name!r}'s attributes")
+                seen_names.add(alias)
             if not name.startswith(f"{g}g."):
                 raise p.error(f"name {name!r} does not match g: {g}")
             if g > compute:
@@ -320,6 +338,8 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
                     placement_provenance=placement_prov,
                     sms_provenance=sms_prov,
                     memory_provenance=memory_prov,
+                    aliases=aliases,
+                    alias_provenance=alias_prov if aliases else None,
                 )
             )
         t.done()
@@ -468,10 +488,16 @@ def _load_models(
         mem = e.child("memory")
         memory_mib = mem.int_("mib", 1)
         memory_gb = mem.int_("gb", 1)
+        # a vGPU type may be as large as the card's nominal memory, which ECC and firmware reservations
+        # put above the nvidia-smi total (an L40S-48C on a 46068 MiB L40S)
+        board_gb = mem.opt_int("board_gb", 1)
         fields["memory"] = mem.provenance()
         mem.done()
         if -(-memory_mib // 1024) != memory_gb:
             raise mem.error(f"naming total {memory_gb} GB is not ceil({memory_mib} MiB / 1024)")
+        if board_gb is not None and board_gb < memory_gb:
+            raise mem.error(f"board_gb {board_gb} is below the naming total {memory_gb} GB")
+        vgpu_ceiling_gb = board_gb if board_gb is not None else memory_gb
 
         sm = e.child("sms")
         sms = sm.opt_int("value", 1)
@@ -518,8 +544,8 @@ def _load_models(
             fields["vgpu_prefix"] = vgpu_prov
             vgpu_types = _vgpu_types(e, prefix, menu, vgpu_prov, mig)
             for t in vgpu_types:
-                if t.framebuffer_mib > memory_gb * 1024:
-                    raise vg.error(f"{t.name}: {t.framebuffer_mib} MiB exceeds the {memory_gb} GB board")
+                if t.framebuffer_mib > vgpu_ceiling_gb * 1024:
+                    raise vg.error(f"{t.name}: {t.framebuffer_mib} MiB exceeds the {vgpu_ceiling_gb} GB board")
         e.done()
 
         models[name] = GpuModel(
@@ -651,6 +677,20 @@ _SHAPE_NVLINK: tuple[NvlinkKind, ...] = ("nvswitch", "pairs", "none")
 _BOARD_NVLINK: tuple[BoardNvlink, ...] = ("nvswitch", "direct")
 
 
+def _fm_partitions(entry: _Entry, board: Board) -> tuple[FmPartition, ...]:
+    """A board's Fabric Manager partitions: ids unique, GPUs within the board's physical ids 1…gpus."""
+    out: list[FmPartition] = []
+    for item in entry.items("partitions"):
+        gpus = item.int_list("gpus")
+        if len(gpus) < 2 or len(set(gpus)) != len(gpus) or not all(1 <= g <= board.gpus for g in gpus):
+            raise item.error(f"a partition lists 2 or more distinct GPUs among 1..{board.gpus}, got {list(gpus)}")
+        out.append(FmPartition(id=item.int_("id"), gpus=tuple(sorted(gpus))))
+        item.done()
+    if len({p.id for p in out}) != len(out):
+        raise entry.error("duplicate partition id")
+    return tuple(out)
+
+
 def _load_platforms(
     root: _Entry, models: Mapping[str, GpuModel]
 ) -> tuple[VsphereLimits, dict[str, Board], dict[str, Shape]]:
@@ -680,6 +720,12 @@ def _load_platforms(
             nvswitch_pci_id=b.opt_str("nvswitch_pci_id"),
             topo_matrix=b.opt_str("topo_matrix"),
         )
+        parts = b.opt_child("fm_partitions")
+        if parts is not None:
+            board = replace(
+                board, fm_partitions=_fm_partitions(parts, board), fm_partitions_provenance=parts.provenance()
+            )
+            parts.done()
         b.done()
         if name in boards:
             raise b.error(f"duplicate board {name!r}")

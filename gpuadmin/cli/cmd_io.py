@@ -103,6 +103,7 @@ def _nothing_to_export(kind: str, data: Any) -> str | None:
 
 
 def _export(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.adapters._common import ConsumerRefusal
     from gpuadmin.cli import output
 
     service = ctx.service()
@@ -125,7 +126,9 @@ def _export(args: argparse.Namespace, ctx: Context) -> int:
         output.yaml_documents(data)
     else:
         (output.as_json if args.output == "json" else output.as_yaml)(data)
-    return ExitCode.OK
+    # What the consumer refuses was left out of the export (its warning names it): scripts must not apply it
+    # as if it were the whole state.
+    return ExitCode.REFUSED if any(isinstance(w, ConsumerRefusal) for w in warnings) else ExitCode.OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

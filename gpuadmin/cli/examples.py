@@ -30,7 +30,9 @@ EXAMPLES: dict[str, str] = {
               "4 not permitted",
     "export": "examples:\n  gpuadmin export mig-parted > config.yaml\n"
               "  gpuadmin export device-plugin | kubectl apply -f -\n\n"
-              "exit codes: 0 done (an export with nothing in it says so on stderr); 2 bad input; 4 not permitted",
+              "exit codes: 0 done (an export with nothing in it says so on stderr); 1 written, but it holds something "
+              "its consumer refuses (left out; the warning names it, with an id like "
+              "export.device-plugin.compute-instances); 2 bad input; 4 not permitted",
     "whoami": "example:\n  gpuadmin --state /srv/gpuadmin whoami\n\nexit codes: 0 done; 2 bad input",
 }
 

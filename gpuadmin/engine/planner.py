@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gpuadmin.catalog import get_catalog
+from gpuadmin.catalog import GpuModel, get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.commands import node_commands
-from gpuadmin.engine.mig import place
+from gpuadmin.engine.mig import Request, explain_layout, place
 from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target, target_of
 from gpuadmin.engine.state import ClusterState, EntityKind, SlotKey, View
@@ -45,7 +45,8 @@ CHANGE_CHECKS: dict[str, str] = {
     "change.in-use": "A queue with jobs or a node with running jobs is not removed.",
     "change.node-down": "A down node is not cordoned, drained or uncordoned: only repair-node (admin) brings it "
                         "back, recording the repair; repair-node applies only to a down node.",
-    "mig.layout-fits": "A set-mig layout with starts omitted has at least one valid placement.",
+    "mig.layout-fits": "A set-mig layout with starts omitted, valid under every other MIG rule, has at least one "
+                       "placement whose instances do not overlap in memory slices.",
     "vgpu.mode": "vGPUs are assigned only to GPUs in vgpu mode.",
 }
 
@@ -224,15 +225,46 @@ def _set_mig(view: View, c: ch.SetMig, touched: Touched) -> None:
                                 f"{gpu.model} GPU {gpu.index} on {node.name}: MIG profile {unknown[0]!r} does not "
                                 f"exist on {model.name}",
                                 f"profiles of {model.name}: {', '.join(p.name for p in model.mig_profiles)}")
-        chosen = place(model, [(i.profile, i.start) for i in instances])
-        if chosen is None:
+        requests = [(i.profile, i.start) for i in instances]
+        chosen = place(model, requests)
+        if chosen is not None:
+            instances = [i.model_copy(update={"profile": p, "start": s})
+                         for (p, s), i in zip(chosen, instances, strict=True)]
+        elif all(p.kind == "no-placement" for p in explain_layout(model, requests)):
             raise ChangeRefused("mig.layout-fits", gpu_target(c.node, c.gpu),
-                                f"no placement of {', '.join(i.profile for i in instances)} fits a "
-                                f"{gpu.model}", "see `gpuadmin describe gpu` for the valid starts")
-        instances = [i.model_copy(update={"profile": p, "start": s}) for (p, s), i in zip(chosen, instances,
-                                                                                           strict=True)]
+                                f"{gpu.model} GPU {gpu.index} on {node.name}: {_placement_conflict(model, requests)}",
+                                _placement_remedy(model, requests, f"{node.name}/{gpu.index}"))
+        # else the layout breaks a rule whatever the starts (too many compute slices or instances, a second
+        # media extension, a start outside its placements): it is kept unplaced, and the MIG rules name each
+        # problem under its own id instead of one "does not fit"
     _put_gpu(view, node, Gpu(index=gpu.index, model=gpu.model, mode="mig", mig=instances,
                              not_in_catalog=gpu.not_in_catalog), touched)
+
+
+def _placement_conflict(model: GpuModel, requests: Sequence[Request]) -> str:
+    """Why instances that break no other rule cannot be placed: their memory slices, against the model's."""
+    wanted = ", ".join(f"{p}@{s}" if s is not None else p for p, s in requests)
+    needed = 0
+    for name, _ in requests:
+        profile = model.mig_profile(name)
+        needed += profile.memory_slices if profile is not None else 0
+    if needed > model.memory_slices:
+        return f"[{wanted}] need {needed} memory slices, a {model.name} has {model.memory_slices}"
+    return (f"no placement of [{wanted}] fits a {model.name}: wherever they start, two of them overlap in "
+            f"memory slices (each profile starts only at its own placements)")
+
+
+def _placement_remedy(model: GpuModel, requests: Sequence[Request], where: str) -> str:
+    """The instances whose removal lets the rest be placed: a remedy checked by placing what is left."""
+    fits_without: list[str] = []
+    for index, (name, _) in enumerate(requests):
+        rest = [*requests[:index], *requests[index + 1:]]
+        if name not in fits_without and place(model, rest) is not None:
+            fits_without.append(name)
+    placements = f"`gpuadmin describe gpu {where}` lists each profile's placements"
+    if fits_without:
+        return f"drop one {' or one '.join(fits_without)} and the rest fits; {placements}"
+    return f"drop instances or use smaller profiles; {placements}"
 
 
 def _set_mode(view: View, c: ch.SetMode, touched: Touched) -> None:

@@ -30,7 +30,9 @@ Platform = Literal["baremetal", "vsphere"]  # where the node's hardware is: a ph
 Orchestrator = Literal["kubernetes", "none"]  # who places pods on it: Kubernetes (a worker node), or nobody
 NodeState = Literal["ready", "cordoned", "draining", "down"]
 GpuMode = Literal["full", "mig", "time-sliced", "vgpu", "passthrough"]
-NvlinkKind = Literal["nvswitch", "pairs", "none"]
+# `mesh`: every GPU linked directly to every other (HGX A100 4-GPU), one domain without a switch;
+# `unknown`: the source could not tell (a `topo -m` matrix that fits both a switch and direct links)
+NvlinkKind = Literal["nvswitch", "mesh", "pairs", "none", "unknown"]
 SharingStrategy = Literal["time-slicing", "mps"]
 Isolation = Literal["exclusive", "shared"]
 JobStatus = Literal["pending", "running", "completed", "preempted"]
@@ -96,6 +98,7 @@ NodeMemoryGib = Annotated[int, Field(ge=1, le=MAX_NODE_MEMORY_GIB)]
 NicCount = Annotated[int, Field(ge=1, le=MAX_NICS)]
 NicGbps = Annotated[int, Field(ge=1, le=MAX_NIC_GBPS)]
 Seq = Annotated[int, Field(ge=1, le=MAX_SEQ)]
+ModuleId = Annotated[int, Field(ge=1, le=MAX_GPU_INDEX + 1)]  # nvidia-smi's Module ID: from 1, one per GPU
 CpusRequest = Annotated[float, Field(gt=0, le=MAX_CPUS, allow_inf_nan=False)]
 NodeMemoryGibRequest = Annotated[float, Field(gt=0, le=MAX_NODE_MEMORY_GIB, allow_inf_nan=False)]
 GpuMemoryGib = Annotated[float, Field(gt=0, le=MAX_GPU_MEMORY_GIB, allow_inf_nan=False)]
@@ -212,6 +215,9 @@ class Gpu(StrictModel):
     vgpus: list[VGpu] | None = None
     vm: Name | None = None  # passthrough holder
     not_in_catalog: NotInCatalog | None = None  # `model` is then a product name the catalog does not know
+    # The board's physical slot (nvidia-smi -q "Module ID", NVML nvmlDeviceGetModuleId): Fabric Manager's
+    # partitions name GPUs by it, and it need not follow the index (a real HGX H100 has GPU 0 in module 7)
+    module_id: ModuleId | None = None
 
     @model_validator(mode="after")
     def _fields_match_mode(self) -> Gpu:
@@ -227,6 +233,29 @@ class Gpu(StrictModel):
             raise ValueError(f"'vgpus' is only allowed with mode: vgpu (mode is {self.mode})")
         if self.vm is not None and self.mode != "passthrough":
             raise ValueError(f"'vm' is only allowed with mode: passthrough (mode is {self.mode})")
+        return self
+
+    @model_validator(mode="after")
+    def _canonical_mig_profiles(self) -> Gpu:
+        """A profile written under one of its catalog aliases (GB200's 1g.24gb) is kept under its canonical
+        name (1g.23gb), so every export, rule and comparison sees one spelling."""
+        model = get_catalog().model(self.model) if self.mig and self.not_in_catalog is None else None
+        if model is None:
+            return self
+        canonical: list[MigInstance] = []
+        for instance in self.mig or ():
+            profile = model.mig_profile(instance.profile)
+            if profile is None or profile.name == instance.profile:
+                canonical.append(instance)
+                continue
+            alias = instance.profile
+            cis = instance.compute_instances
+            if cis is not None:  # "2c.3g.95gb" is a compute instance of the same GI
+                cis = [ci[: -len(alias)] + profile.name if ci == alias or ci.endswith("." + alias) else ci
+                       for ci in cis]
+            # a copy: the instance may be a change's own, which must stay as the operator wrote it
+            canonical.append(instance.model_copy(update={"profile": profile.name, "compute_instances": cis}))
+        self.mig = canonical
         return self
 
 

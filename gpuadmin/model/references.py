@@ -38,6 +38,9 @@ def node_references(node: Node, base: tuple[PathPart, ...] = ()) -> list[Diagnos
         out.append(Diagnostic(f"unknown shape {node.shape!r}", (*base, "shape"), "reference",
                               hint=f"known shapes: {known}; or omit 'shape'"))
     out += _duplicates([g.index for g in node.gpus], lambda i: (*base, "gpus", i, "index"), "GPU index")
+    modules = [(i, g.module_id) for i, g in enumerate(node.gpus) if g.module_id is not None]
+    out += _duplicates([m for _, m in modules], lambda k: (*base, "gpus", modules[k][0], "module_id"),
+                       "GPU module id")
     indexes = {g.index for g in node.gpus}
     vms = {vm.name for vm in node.vms}
     groups = {g.name for g in node.device_groups}

@@ -55,9 +55,10 @@ def gpu_board(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
 
 
 def _domains(node: Node) -> list[list[int]]:
-    """NVLink domains: the whole board on NVSwitch, bridged pairs (0-1, 2-3, ...), else one GPU each."""
+    """NVLink domains: the whole board on NVSwitch or a direct mesh, bridged pairs (0-1, 2-3, ...), else one
+    GPU each."""
     indexes = [g.index for g in node.gpus]
-    if node.nvlink_kind == "nvswitch":
+    if node.nvlink_kind in ("nvswitch", "mesh"):
         return [indexes] if indexes else []
     if node.nvlink_kind == "pairs":
         return [indexes[i:i + 2] for i in range(0, len(indexes), 2)]

@@ -168,7 +168,8 @@ def node_lines(board: dict[str, Any], width: int) -> list[Text]:
 def topology_lines(board: dict[str, Any], width: int) -> list[Text]:
     """A node's NVLink domains (NVSwitch board, bridged pairs), device groups with their VMs, NICs."""
     out = [Text.assemble((safe(board["name"]), "bold"), f"  {_host(board)}  {board['state']}")]
-    label = {"nvswitch": "NVSwitch domain", "pairs": "NVLink pair", "none": "no NVLink"}[board["nvlink"]]
+    label = {"nvswitch": "NVSwitch domain", "mesh": "NVLink mesh", "pairs": "NVLink pair", "none": "no NVLink",
+             "unknown": "NVLink unknown"}[board["nvlink"]]
     for domain in board["domains"]:
         out.append(Text(f"  {label}: [" + " ".join(str(i) for i in domain) + "]"))
     for group in board["device_groups"]:

@@ -10,6 +10,8 @@ import pytest
 from adapters_support import gfd_node_list
 
 from gpuadmin.adapters import import_kube_nodes, parse_kube_nodes
+from gpuadmin.adapters._common import gfd_mig_products
+from gpuadmin.catalog import get_catalog
 from gpuadmin.model.diagnostics import InputError
 
 
@@ -246,3 +248,11 @@ def test_a_gfd_device_name_that_is_no_profile_of_the_model_is_an_error_naming_it
               "nvidia.com/mig.strategy": "mixed", "nvidia.com/mig-1g.10gb.gfx.count": "1"}
     with pytest.raises(InputError, match=r"nvidia\.com/mig-1g\.10gb\.gfx\.count.*'1g\.10gb\.gfx' does not exist"):
         parse_kube_nodes(_list(_node("h", labels)), "n.json")
+
+
+def test_gfd_product_of_an_me_device_is_the_one_pods_are_steered_by() -> None:
+    """The single-strategy product label that `export pods` steers a pending job by (gfd_mig_products) is the
+    one GFD writes and the import reads: `+` as `.` (a label value cannot hold `+`)."""
+    h100 = get_catalog().model("H100-SXM5-80GB")
+    assert h100 is not None
+    assert gfd_mig_products(h100, "1g.10gb+me") == ["NVIDIA-H100-80GB-HBM3-MIG-1g.10gb.me"]

@@ -208,3 +208,36 @@ def test_rdma_devices_from_sys(tmp_path: Path) -> None:
         200,
         "cluster-net-1",
     )
+
+
+def _a100(i: int, peers: list[int]) -> dict[str, Any]:
+    """An A100-SXM4-80GB whose NVLinks end on the GPUs `peers` directly (4 links each, as on HGX A100 4-GPU)."""
+    return {
+        "name": "NVIDIA A100-SXM4-80GB",
+        "pci": 0x20B210DE,
+        "bus": f"00000000:{0x10 + i:02x}:00.0",
+        "mib": 81920,
+        "migs": None,
+        "links": [f"00000000:{0x10 + p:02x}:00.0" for p in peers for _ in range(4)],
+    }
+
+
+def test_nvml_direct_all_to_all_links_are_a_mesh_not_a_switch(tmp_path: Path) -> None:
+    """HGX A100 4-GPU: every GPU links to each other GPU directly (NV4, no NVSwitch). Read as `nvswitch`
+    before, which turned on the NVSwitch-only device-group rules; a partial mesh is `unknown`, never a guess."""
+    mesh = [_a100(i, [p for p in range(4) if p != i]) for i in range(4)]
+    assert import_local("n", nvml=fake_nvml(mesh), sys_root=tmp_path).node.nvlink == "mesh"
+    partial = [_a100(0, [1, 2]), _a100(1, [0, 2]), _a100(2, [0, 1]), _a100(3, [])]
+    assert import_local("n", nvml=fake_nvml(partial), sys_root=tmp_path).node.nvlink == "unknown"
+
+
+def test_nvml_module_ids_are_the_gpus_board_slots(tmp_path: Path) -> None:
+    """nvmlDeviceGetModuleId: the slot Fabric Manager's partitions name. The values are those of the real
+    HGX H100 in tests/adapters/fixtures/k8s-test-infra_8x-h100-80gb-hbm3_no-mig.xml (GPU 0 in module 7)."""
+    nvml = fake_nvml([_h100(i) for i in range(3)])
+    nvml.nvmlDeviceGetModuleId = lambda h: [7, 5, 6][h]
+    assert [g.module_id for g in import_local("n", nvml=nvml, sys_root=tmp_path).node.gpus] == [7, 5, 6]
+    nvml.nvmlDeviceGetModuleId = lambda h: [7, 7, 6][h]
+    result = import_local("n", nvml=nvml, sys_root=tmp_path)
+    assert [g.module_id for g in result.node.gpus] == [None] * 3
+    assert any("module ids repeat" in w for w in result.warnings)

@@ -219,3 +219,24 @@ def test_mig_device_no_profile_fits() -> None:
 def test_missing_file() -> None:
     with pytest.raises(InputError, match="cannot read"):
         import_nvidia_smi("/nonexistent/x.xml", "n")
+
+
+def test_module_ids_are_read_from_the_real_hgx_h100() -> None:
+    """`<platformInfo><module_id>` of the real 8× H100 file: GPU 0 sits in module 7. Fabric Manager's
+    partitions (rule group.fm-partition) are sets of module ids, so the index alone would name the wrong GPUs;
+    the telegraf A100 file has no module id and reads as none."""
+    node = import_nvidia_smi(H100_XML, "gpu-h100-01").node
+    assert [g.module_id for g in node.gpus] == [7, 5, 6, 8, 1, 3, 4, 2]
+    assert [g.module_id for g in import_nvidia_smi(A100_XML, "a").node.gpus] == [None]
+
+
+def test_repeated_or_bad_module_ids_are_left_out_with_a_warning() -> None:
+    text = fixture_bytes(H100_XML.name).decode()
+    repeated = text.replace("<module_id>5</module_id>", "<module_id>7</module_id>", 1)
+    result = parse_nvidia_smi(repeated, "n")
+    assert [g.module_id for g in result.node.gpus] == [None] * 8
+    assert any("module ids repeat" in w for w in result.warnings)
+    bad = text.replace("<module_id>5</module_id>", "<module_id>99999999999999999999</module_id>", 1)
+    result = parse_nvidia_smi(bad, "n")
+    assert result.node.gpus[1].module_id is None and result.node.gpus[0].module_id == 7
+    assert any("GPU 1: module id" in w for w in result.warnings)

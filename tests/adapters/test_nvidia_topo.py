@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from adapters_support import TOPO, fixture_bytes
+from adapters_support import TOPO, TOPO_MESH, fixture_bytes
 
 from gpuadmin.adapters import apply_topology, parse_topology, read_topology
 from gpuadmin.model import Gpu, Node, Rdma
@@ -85,6 +85,71 @@ def test_not_a_matrix() -> None:
         parse_topology(
             "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNVX\t0-7\t0\nGPU1\tNVX\t X \t0-7\t0\n"
         )
+
+
+# The HGX A100 4-GPU layout (issue 19 point 8): 12 NVLinks per A100, 4 to each of 3 peers, no NVSwitch. Real
+# output transcribed from NVIDIA/nccl-tests#331 (tests/adapters/fixtures/README.md); the board layout is in
+# gpuadmin/catalog/data/platforms.yaml (HGX A100 4-GPU: nvlink direct, 12 links per GPU, topo matrix NV4).
+def _a100_node(count: int, model: str = "A100-SXM4-40GB", **fields: object) -> Node:
+    return Node.model_validate({"name": "n", "platform": "baremetal",
+                                "gpus": [{"index": i, "model": model} for i in range(count)], **fields})
+
+
+def test_four_gpu_nv4_mesh_is_direct_links_not_nvswitch() -> None:
+    fixture_bytes(TOPO_MESH.name)
+    topo = read_topology(TOPO_MESH)
+    assert topo.gpus == [0, 1, 2, 3] and set(topo.nvlinks.values()) == {4} and len(topo.nvlinks) == 6
+    assert topo.nvlink_domains == [[0, 1, 2, 3]]
+    # 3 peers × NV4 = 12 links per GPU, all an A100 has: each peer over a third of them, so direct links
+    assert {topo.links_per_gpu(g) for g in topo.gpus} == {12}
+    updated, warnings = apply_topology(_a100_node(4), topo)
+    assert updated.nvlink == "mesh"
+    assert not any("NVLink" in w for w in warnings)
+
+
+def test_eight_gpu_nv12_is_nvswitch_with_or_without_the_model() -> None:
+    topo = read_topology(TOPO)  # real 8 × NV12: each GPU shows 84 links, an A100 has 12 — only a switch
+    assert topo.nvlink_kind_for(12) == "nvswitch" and topo.nvlink_kind == "nvswitch"
+    assert apply_topology(_a100_node(8, "A100-SXM4-80GB"), topo)[0].nvlink == "nvswitch"
+
+
+def test_a_matrix_that_fits_both_readings_is_unknown_not_a_guess() -> None:
+    topo = read_topology(TOPO_MESH)
+    # 4 × NV4 on a GPU whose link count the catalog lacks: a switch with 4 links per GPU would print the same
+    assert topo.nvlink_kind == "unknown"
+    updated, warnings = apply_topology(_a100_node(4, "L40S"), topo)
+    assert updated.nvlink == "unknown"
+    assert any("fits no layout" in w and "nvlink set to unknown" in w for w in warnings)
+    # a kind the node already has from other evidence stays, and the warning says so
+    kept, warnings = apply_topology(_a100_node(4, "L40S", nvlink="pairs"), topo)
+    assert kept.nvlink == "pairs" and any("kept nvlink: pairs" in w for w in warnings)
+
+
+def test_pairs_in_another_order_and_partial_meshes_are_unknown() -> None:
+    crossed = (
+        "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\n"
+        "GPU0\t X \tSYS\tNV12\tSYS\t0-15\t0\n"
+        "GPU1\tSYS\t X \tSYS\tNV12\t0-15\t0\n"
+        "GPU2\tNV12\tSYS\t X \tSYS\t0-15\t0\n"
+        "GPU3\tSYS\tNV12\tSYS\t X \t0-15\t0\n"
+    )
+    assert parse_topology(crossed).nvlink_kind_for(12) == "unknown"  # pairs (0,2),(1,3): not the model's (0,1),(2,3)
+    ring = (
+        "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\n"
+        "GPU0\t X \tNV2\tSYS\tNV2\t0-15\t0\n"
+        "GPU1\tNV2\t X \tNV2\tSYS\t0-15\t0\n"
+        "GPU2\tSYS\tNV2\t X \tNV2\t0-15\t0\n"
+        "GPU3\tNV2\tSYS\tNV2\t X \t0-15\t0\n"
+    )
+    assert parse_topology(ring).nvlink_kind_for(12) == "unknown"  # one domain, not all-to-all
+
+
+def test_a_topology_of_another_machine_is_refused() -> None:
+    topo = read_topology(TOPO)  # 8 GPUs
+    with pytest.raises(InputError) as caught:
+        apply_topology(_a100_node(4), topo)
+    message = str(caught.value)
+    assert str(TOPO) in message and "8 GPUs" in message and "has 4" in message
 
 
 def test_apply_topology_sets_nvlink_and_rdma() -> None:

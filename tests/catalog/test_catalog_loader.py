@@ -75,6 +75,20 @@ def test_records_are_frozen() -> None:
             "mib: 40960, gb: 41",
             r"gpus\.yaml: models\[0:A100-SXM4-40GB\]\.memory",
         ),
+        # a nominal board size below the naming total (issue 19 point 11)
+        (
+            "gpus.yaml",
+            "mib: 46068, gb: 45, board_gb: 48",
+            "mib: 46068, gb: 45, board_gb: 44",
+            r"gpus\.yaml: models\[\d+:L40S\]\.memory.*board_gb 44",
+        ),
+        # without its nominal 48 GB, the L40S-48C type does not fit the 46068 MiB nvidia-smi total
+        (
+            "gpus.yaml",
+            "mib: 46068, gb: 45, board_gb: 48",
+            "mib: 46068, gb: 45",
+            r"gpus\.yaml: models\[\d+:L40S\]\.vgpu.*L40S-48C.*exceeds the 45 GB board",
+        ),
         # a model naming a MIG table that does not exist
         (
             "gpus.yaml",

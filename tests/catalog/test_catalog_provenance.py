@@ -144,11 +144,11 @@ def test_uncertain_sm_counts() -> None:
 def test_model_level_marks() -> None:
     assert _model("H100-SXM5-80GB").provenance_of("memory").confidence == "verified"  # real XML 81559
     assert _model("A100-SXM4-80GB").provenance_of("memory").confidence == "verified"  # real XML 81920
-    assert _model("B200").provenance_of("memory").confidence == "derived"
+    assert _model("B200").provenance_of("memory").confidence == "secondary"  # published nvidia-smi 183359
     assert _model("H100-PCIE-80GB").provenance_of("sms").confidence == "secondary"
     assert _model("A100-SXM4-40GB").provenance_of("sms").confidence == "secondary"
     assert _model("A10").provenance_of("memory").confidence == "uncertain"
-    assert _model("L40S").provenance_of("memory").confidence == "uncertain"
+    assert _model("L40S").provenance_of("memory").confidence == "secondary"  # published nvidia-smi 46068
     assert _model("L40S").provenance_of("architecture").confidence == "uncertain"
     h100_pcie = _model("H100-PCIE-80GB").nvlink
     b200 = _model("B200").nvlink

@@ -46,6 +46,15 @@ def test_import_with_topology_as_inventory() -> None:
     assert node["rdma"] == {"nics": 8, "gbps": 200, "network": "net-1"}
 
 
+def test_import_with_another_machines_topology_is_refused_exit_2() -> None:
+    """Issue 19 point 8: the real 8-GPU H100 XML with the real 4-GPU matrix (NVIDIA/nccl-tests#331, transcribed)."""
+    topo = FIXTURES / "4x-a100-sxm_nv4-mesh_4nic_nccl-tests-issue-331.txt"
+    result = gpuadmin("import", "nvidia-smi", H100_XML, "--node", "h100-a", "--topo", topo, "-o", "inventory")
+    assert result.code == 2 and result.out == ""
+    assert topo.name in result.err and "4 GPUs" in result.err and "has 8" in result.err
+    assert "Traceback" not in result.err
+
+
 def test_import_local_without_a_driver_is_one_line_exit_2() -> None:
     result = gpuadmin("--inventory", SAMPLES / "oci-h100.yaml", "import", "local")
     assert result.code == 2

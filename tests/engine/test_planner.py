@@ -33,7 +33,8 @@ REFUSALS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "change.job-status": ("oci", [{"op": "preempt-job", "name": "nb-pending-1"}]),
     "change.in-use": ("oci", [{"op": "remove-node", "name": "gpu-h100-01"}]),
     "mig.layout-fits": ("oci", [{"op": "set-mig", "node": "gpu-h100-12", "gpu": 0,
-                                 "instances": [{"profile": "4g.40gb"}, {"profile": "4g.40gb"}]}]),
+                                 "instances": [{"profile": "3g.40gb"}, {"profile": "3g.40gb"},
+                                               {"profile": "1g.10gb"}]}]),
     "change.node-down": ("oci", [{"op": "repair-node", "node": "gpu-h100-01", "note": "not down"}]),
     "vgpu.mode": ("oci", [{"op": "assign-vgpu", "node": "gpu-h100-12", "gpu": 0, "vm": "x", "profile": "A40-4C"}]),
     "change.references": ("oci", [{"op": "add-node", "node": {"name": "n", "platform": "baremetal",
@@ -60,6 +61,53 @@ def test_planner_check_refuses(check_id: str) -> None:
     result = plan(state, changes(*values))
     assert not result.allowed
     assert check_id in {v.rule for v in result.violations}, result.violations
+
+
+# Issue 19 point 16: a set-mig with starts omitted that breaks a MIG rule whatever the starts is refused under
+# that rule's own id, every one of them, never as "no placement fits" (H100-SXM5-80GB profiles and caps as in
+# gpuadmin/catalog/data/mig.yaml, MIG-UG Table 7).
+STARTS_OMITTED = [
+    (["2g.20gb", "2g.20gb", "2g.20gb", "1g.10gb", "1g.10gb"], {"mig.compute-slices"}),
+    (["1g.20gb"] * 5, {"mig.instance-cap"}),
+    (["4g.40gb", "4g.40gb"], {"mig.compute-slices", "mig.instance-cap"}),
+    (["1g.10gb+me", "1g.10gb+me"], {"mig.instance-cap", "mig.single-media-extension"}),
+]
+
+
+@pytest.mark.parametrize(("profiles", "rules"), STARTS_OMITTED)
+def test_set_mig_without_starts_names_each_broken_rule(profiles: list[str], rules: set[str]) -> None:
+    result = plan(oci(), changes({"op": "set-mig", "node": "gpu-h100-12", "gpu": 2,
+                                  "instances": [{"profile": p} for p in profiles]}))
+    assert {v.rule for v in result.violations} == rules, result.violations
+    assert not any("start" in (v.hint or "") for v in result.violations), result.violations
+
+
+def test_set_mig_without_starts_on_an_a30_names_the_second_media_extension() -> None:
+    state = oci()
+    node = state.nodes["gpu-h100-12"]
+    a30 = node.gpus[2].model_copy(update={"model": "A30"})
+    state.nodes[node.name] = node.model_copy(update={"gpus": [a30 if g.index == 2 else g for g in node.gpus]})
+    result = plan(state, changes({"op": "set-mig", "node": "gpu-h100-12", "gpu": 2,
+                                  "instances": [{"profile": "2g.12gb+me"}, {"profile": "1g.6gb+me"}]}))
+    assert {v.rule for v in result.violations} == {"mig.single-media-extension"}, result.violations
+
+
+def test_layout_fits_speaks_of_placements_and_its_remedy_works() -> None:
+    wanted = ["3g.40gb", "3g.40gb", "1g.10gb"]
+    refused = plan(oci(), changes({"op": "set-mig", "node": "gpu-h100-12", "gpu": 2,
+                                   "instances": [{"profile": p} for p in wanted]}))
+    [violation] = refused.violations
+    assert violation.rule == "mig.layout-fits"
+    assert "need 9 memory slices, a H100-SXM5-80GB has 8" in violation.message
+    assert violation.hint is not None
+    assert violation.hint.startswith("drop one 3g.40gb or one 1g.10gb and the rest fits")
+    assert "gpuadmin describe gpu gpu-h100-12/2" in violation.hint
+    for dropped in ("3g.40gb", "1g.10gb"):  # the remedy, taken: the plan is allowed
+        rest = list(wanted)
+        rest.remove(dropped)
+        fixed = plan(oci(), changes({"op": "set-mig", "node": "gpu-h100-12", "gpu": 2,
+                                     "instances": [{"profile": p} for p in rest]}))
+        assert fixed.allowed, fixed.violations
 
 
 # The sample's nodes are OKE workers: mig-manager carves them through their label. A host nothing schedules

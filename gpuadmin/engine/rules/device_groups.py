@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpuadmin.catalog import get_catalog
+from gpuadmin.catalog import Board, FmPartition, get_catalog
 from gpuadmin.engine.rules.base import Violation, node_target, rule
 from gpuadmin.engine.rules.nodes import model_of, names
 from gpuadmin.engine.rules.vgpu import esxi_version, vgpu_types
@@ -14,9 +14,10 @@ from gpuadmin.model import Node
 
 
 def nvlink_domain(node: Node, index: int) -> int:
-    """The NVLink domain of a GPU: one per NVSwitch board, one per bridged pair (0,1),(2,3)…, else the GPU."""
+    """The NVLink domain of a GPU: one per NVSwitch board or all-to-all mesh, one per bridged pair (0,1),(2,3)…,
+    else the GPU (`none`, and `unknown`: no NVLink is promised where the topology could not tell)."""
     kind = node.nvlink_kind
-    if kind == "nvswitch":
+    if kind in ("nvswitch", "mesh"):
         return 0
     if kind == "pairs":
         return index // 2
@@ -82,8 +83,65 @@ def one_nvlink_domain(view: View, name: str) -> Iterable[Violation]:
                 node_target(name),
                 f"device group {group.name} on {name} spans {len(domains)} NVLink domains "
                 f"(GPUs {names(map(str, group.gpus))}; {name} has nvlink: {node.nvlink_kind})",
-                "group GPUs that share an NVSwitch board or one NVLink bridge",
+                f"set {name}'s nvlink (nvswitch, mesh, pairs or none) once its board is known"
+                if node.nvlink_kind == "unknown"
+                else "group GPUs that share an NVSwitch board, an NVLink mesh or one NVLink bridge",
             )
+
+
+def nvswitch_board(node: Node) -> Board | None:
+    """The catalog's NVSwitch board a node is: its GPU model and count on one; None where none fits."""
+    models = {gpu.model for gpu in node.gpus}
+    for board in get_catalog().boards.values():
+        if board.nvlink == "nvswitch" and board.gpus == len(node.gpus) and models <= set(board.gpu_models):
+            return board
+    return None
+
+
+def _module_of(node: Node) -> tuple[dict[int, int], bool]:
+    """GPU index → module id, and whether the ids are the node's own. Fabric Manager names a board's GPUs
+    by module id (the slot, from 1); where the inventory gives none for some GPU, index i is taken as
+    module i + 1, which a real board need not follow (an HGX H100 has GPU 0 in module 7)."""
+    if node.gpus and all(g.module_id is not None for g in node.gpus):
+        return {g.index: g.module_id for g in node.gpus if g.module_id is not None}, True
+    return {g.index: g.index + 1 for g in node.gpus}, False
+
+
+def _indexes(partition: FmPartition, index_of: dict[int, int]) -> tuple[int, ...]:
+    return tuple(sorted(index_of[m] for m in partition.gpus if m in index_of))
+
+
+@rule(
+    "group.fm-partition",
+    "On an NVSwitch board, a device group is one of the GPU partitions Fabric Manager offers there.",
+    "node",
+)
+def fm_partition(view: View, name: str) -> Iterable[Violation]:
+    node = view.node(name)
+    if node is None or not node.device_groups or node.nvlink_kind != "nvswitch" or node.platform != "vsphere":
+        return  # device groups elsewhere are change.fields' to refuse, not a partition question
+    board = nvswitch_board(node)
+    if board is None or not board.fm_partitions:
+        return  # no documented partitions for this board: nothing to hold the group to
+    module_of, own_ids = _module_of(node)
+    index_of = {module: index for index, module in module_of.items()}
+    allowed = {frozenset(_indexes(p, index_of)): p.id for p in board.fm_partitions}
+    numbering = ("by the GPUs' module ids" if own_ids
+                 else "taking GPU index i as module i+1: set each GPU's module_id (nvidia-smi -q 'Module ID') "
+                      "where the board differs")
+    for group in node.device_groups:
+        if frozenset(group.gpus) in allowed or len(set(group.gpus)) != len(group.gpus):
+            continue  # a duplicate is group.size's to report
+        same_size = [_indexes(p, index_of) for p in board.fm_partitions if len(p.gpus) == len(group.gpus)]
+        offered = ", ".join("{" + ",".join(map(str, s)) + "}" for s in same_size) or "none"
+        yield Violation(
+            "group.fm-partition",
+            node_target(name),
+            f"device group {group.name} on {name} (GPUs {names(map(str, sorted(group.gpus)))}) is no Fabric "
+            f"Manager partition of the {board.name} board; its {len(group.gpus)}-GPU partitions are {offered} "
+            f"(GPU indexes, {numbering})",
+            "make the group one of those sets: Fabric Manager trains NVLinks only inside an activated partition",
+        )
 
 
 @rule("group.no-overlap", "Device groups of a node do not share GPUs.", "node")

@@ -44,6 +44,15 @@ def split(profile: str, start: int, *cis: str) -> MigInstance:
     return MigInstance(profile=profile, start=start, compute_instances=list(cis) or None)
 
 
+REAL_H100_MODULE_IDS = (7, 5, 6, 8, 1, 3, 4, 2)
+
+
+def with_module_ids(scenario: Scenario, node: str, ids: tuple[int, ...]) -> Scenario:
+    for index, module in enumerate(ids):
+        scenario = scenario.gpu(node, index, module_id=module)
+    return scenario
+
+
 def dynamic(reserved_gib: float = 0.5) -> Scenario:
     """The base cluster with bm2 (8 H100, GPUs 0-1 held by the gang) in a dynamic-sharing pool."""
     return S().node("bm2", sharing=DynamicSharing(fractions="dynamic", reserved_gib=reserved_gib))
@@ -617,7 +626,7 @@ CASES: list[Case] = [
             "esx1",
             device_groups=[
                 DeviceGroup(name="dg-a", gpus=[0, 1, 2, 3]),
-                DeviceGroup(name="dg-b", gpus=[5, 6]),
+                DeviceGroup(name="dg-b", gpus=[7, 6]),  # a Fabric Manager pair of HGX A100 (group.fm-partition)
             ],
         ),
     ),
@@ -668,6 +677,68 @@ CASES: list[Case] = [
         "a group across two pairs",
         lambda: S().add_node(pairs_host([[1, 2]])),
         "node/esx3",
+    ),
+    # issue 19 point 15: Fabric Manager's default partitions of HGX A100 by physical id 1-8 (catalog, cited from
+    # NVIDIA's Fabric Manager user guide, "GPU Partitions"): 2-GPU sets are {1,2} {3,4} {5,6} {7,8}, i.e. GPU
+    # indexes {0,1} {2,3} {4,5} {6,7}; esx1 is an HGX A100 8-GPU board with groups {0,1,2,3} and {6,7}
+    Case(
+        "group.fm-partition",
+        "groups that are Fabric Manager partitions of HGX A100",
+        lambda: S().node(
+            "esx1",
+            device_groups=[DeviceGroup(name="dg-a", gpus=[3, 2, 1, 0]), DeviceGroup(name="dg-b", gpus=[7, 6])],
+        ),
+    ),
+    Case(
+        "group.fm-partition",
+        "a pair {0,5} of an NVSwitch board",
+        lambda: S().node(
+            "esx1",
+            device_groups=[DeviceGroup(name="dg-a", gpus=[2, 3]), DeviceGroup(name="dg-b", gpus=[0, 5])],
+        ),
+        "node/esx1",
+    ),
+    # Module ids as the real HGX H100 of tests/adapters/fixtures/k8s-test-infra_8x-h100-80gb-hbm3_no-mig.xml
+    # reports them (GPU 0 in module 7, GPU 1 in module 5, …): Fabric Manager's sets are by module, so on
+    # esx1's HGX A100 board {0,1,2,3} (modules 7,5,6,8) stays a partition, {6,5} (modules 4,3) is one and the
+    # base's {6,7} (modules 4,2) is none — the opposite of what the indexes alone say for the pairs
+    Case(
+        "group.fm-partition",
+        "a partition by the GPUs' module ids",
+        lambda: with_module_ids(S(), "esx1", REAL_H100_MODULE_IDS).node(
+            "esx1",
+            device_groups=[DeviceGroup(name="dg-a", gpus=[0, 1, 2, 3]), DeviceGroup(name="dg-b", gpus=[6, 5])],
+        ),
+    ),
+    Case(
+        "group.fm-partition",
+        "a pair {6,7} whose module ids (4,2) are no partition",
+        lambda: with_module_ids(S(), "esx1", REAL_H100_MODULE_IDS),
+        "node/esx1",
+    ),
+    # issue 19 point 8: a direct NVLink mesh (HGX A100 4-GPU) is no NVSwitch system: plain passthrough stays allowed
+    Case(
+        "group.nvswitch-vgpu",
+        "plain passthrough on an NVLink mesh host",
+        lambda: (
+            S()
+            .gpu("esx1", 5, mode="passthrough", vgpus=None, vm="dev-01")
+            .node(
+                "esx1",
+                nvlink="mesh",
+                vms=[
+                    Vm(name="train-01", hardware_version=20, device_group="dg-a"),
+                    Vm(name="dev-01", hardware_version=20, gpus=[5]),
+                    Vm(name="dev-02", hardware_version=19),
+                ],
+            )
+        ),
+    ),
+    Case(
+        "group.one-nvlink-domain",
+        "a group where the NVLink layout is unknown",
+        lambda: S().node("esx1", nvlink="unknown"),
+        "node/esx1",
     ),
     Case(
         "group.no-overlap",
