@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from gpuadmin.catalog import GpuModel, mig_profile_name
+from gpuadmin.catalog import MIG_RESOURCE_PREFIX, GpuModel, mig_device_resource_name, mig_profile_name
 from gpuadmin.engine.mig import place
 from gpuadmin.model import MigInstance, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError, dotted
@@ -101,18 +101,24 @@ def gfd_products(model: GpuModel) -> list[str]:
     return [p.strip().replace(" ", "-") for p in model.product_names]
 
 
-# The one place gpuadmin spells a MIG device in a Kubernetes name (a resource, GFD's product label).
-def mig_resource_name(profile: str) -> str:
-    """The extended resource the device plugin advertises a MIG device of `profile` as, mixed strategy."""
-    return f"nvidia.com/mig-{profile}"
+def mig_profile_of_device_name(model: GpuModel, device: str) -> str | None:
+    """The model's MIG profile that the device plugin and GFD call `device` — the part after `nvidia.com/mig-`
+    in a resource name or label key, `+` written `.` (`1g.10gb.me` → `1g.10gb+me`, `1g.24gb.me.all` →
+    `1g.24gb+me.all`); None where no profile of the model is named so. Matched by naming every catalog
+    profile the plugin's way (`mig_device_resource_name`), never by undoing the `.`: `1g.10gb.me` cannot tell
+    by itself which dot was a `+`."""
+    resource = MIG_RESOURCE_PREFIX + device
+    return next((p.name for p in model.mig_profiles if mig_device_resource_name(p.name) == resource), None)
 
 
 def gfd_mig_products(model: GpuModel, profile: str) -> list[str]:
     """GFD's product label values of a MIG device (`NVIDIA-H100-80GB-HBM3-MIG-1g.10gb`, as on a real H100
     node: tests/adapters/fixtures/h100-mig-mixed-all-balanced_node-labels.json); under the single strategy
     they are `nvidia.com/gpu.product` (NVIDIA/k8s-device-plugin internal/lm/mig-strategy.go,
-    newMigStrategySingleLabeler → resource.go baseLabeler(count, model, "MIG", profile))."""
-    return [f"{product}-MIG-{profile}" for product in gfd_products(model)]
+    newMigStrategySingleLabeler → resource.go baseLabeler(count, model, "MIG", name), the name being the profile
+    with `+` as `.`, internal/resource/nvml-mig-device.go GetName: `…-MIG-1g.10gb.me`)."""
+    device = mig_device_resource_name(profile).removeprefix(MIG_RESOURCE_PREFIX)  # `+` as `.`, as GFD names it
+    return [f"{product}-MIG-{device}" for product in gfd_products(model)]
 
 
 class ConsumerRefusal(str):

@@ -7,8 +7,9 @@ config (`gpuadmin-<node>`, or `all-disabled` without MIG). Per node:
 - `flags.migStrategy`: `none` without MIG; `single` when every GPU is MIG with one and the same profile;
   else `mixed`;
 - `sharing.timeSlicing.resources`: `nvidia.com/gpu` with the replicas of time-sliced GPUs, and
-  `nvidia.com/mig-<profile>` with those of time-sliced MIG instances (mixed strategy; under `single` the MIG
-  devices are `nvidia.com/gpu`); `sharing.mps` instead where the GPUs share by MPS.
+  `nvidia.com/mig-<profile>` with those of time-sliced MIG instances (mixed strategy, named as the plugin names
+  them, `+` as `.`: `nvidia.com/mig-1g.10gb.me`; under `single` the MIG devices are `nvidia.com/gpu`);
+  `sharing.mps` instead where the GPUs share by MPS.
 
 A GPU instance split into compute instances gives the plugin one MIG device per CI (`1c.3g.71gb`). The plugin's
 mixed strategy makes resources only of profiles whose CI spans the GI (NVIDIA/k8s-device-plugin
@@ -21,7 +22,10 @@ node is exported without the split instance, and the warning says the plugin wil
 
 The plugin configures sharing per resource name and node, not per GPU: where GPUs of one node differ (two
 replica counts, a time-sliced GPU beside a whole one) the export takes the largest count and says so in
-`warnings`. `parse_device_plugin_config` validates a config as the plugin does.
+`warnings`. `parse_device_plugin_config` validates a config as the plugin's own parser does
+(NVIDIA/k8s-device-plugin api/config/v1: config.go `parseConfigFrom`, resources.go `NewResourceName`,
+replicas.go): a missing `version` is v1; a resource name without the `nvidia.com/` prefix gets it, so another
+domain or a `+` (the MIG resources name `+` as `.`) is refused.
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ from typing import Any
 
 import yaml
 
-from gpuadmin.adapters._common import ConsumerRefusal, input_error, mig_resource_name
+from gpuadmin.adapters._common import ConsumerRefusal, input_error
+from gpuadmin.adapters.k8s_names import dns1123_subdomain_problems
 from gpuadmin.adapters.mig_parted import mig_config_label
+from gpuadmin.catalog import mig_device_resource_name
 from gpuadmin.engine.commands import mig_config_name
 from gpuadmin.model import MigInstance, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
@@ -42,6 +48,9 @@ DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 STRATEGIES = ("none", "single", "mixed")
 COMPUTE_INSTANCES_CHECK = "export.device-plugin.compute-instances"
+#: The plugin's `ResourceNamePrefix` and `MaxResourceNameLength` (api/config/v1/consts.go).
+PLUGIN_RESOURCE_PREFIX = "nvidia.com/"
+PLUGIN_RESOURCE_NAME_MAX = 63
 
 
 def _mig_device_names(instance: MigInstance) -> list[str]:
@@ -99,7 +108,7 @@ def node_config(node: Node, warnings: list[str] | None = None) -> dict[str, Any]
                     "resource names of compute-instance devices are not covered here)"
                 )
             elif instance.replicas:
-                name = "nvidia.com/gpu" if strategy == "single" else mig_resource_name(instance.profile)
+                name = "nvidia.com/gpu" if strategy == "single" else mig_device_resource_name(instance.profile)
                 _put(time_sliced, name, instance.replicas, node.name, out)
     if whole and "nvidia.com/gpu" in (time_sliced | mps) and strategy != "single":
         out.append(
@@ -166,13 +175,37 @@ class DevicePluginConfig:
     rename_by_default: bool = False
 
 
+def plugin_resource_name(raw: str) -> tuple[str, list[str]]:
+    """A resource name as the plugin reads it (resources.go `NewResourceName`), and what it refuses in it.
+
+    A name not starting with `nvidia.com/` gets that prefix (`gpu` → `nvidia.com/gpu`, but `amd.com/gpu` →
+    `nvidia.com/amd.com/gpu`); the whole is at most 63 characters; what follows the first `/` must be a DNS-1123
+    subdomain (lower case, digits, `-`, `.`), so `nvidia.com/mig-1g.10gb+me` is refused."""
+    name = raw if raw.startswith(PLUGIN_RESOURCE_PREFIX) else PLUGIN_RESOURCE_PREFIX + raw
+    problems = []
+    if len(name) > PLUGIN_RESOURCE_NAME_MAX:
+        problems.append(f"resource name {name!r} is longer than {PLUGIN_RESOURCE_NAME_MAX} characters")
+    local = name.split("/", 1)[1]
+    bad = dns1123_subdomain_problems(local)
+    if bad:
+        hint = ""
+        if "+" in local:
+            hint = f" (the plugin names MIG resources with '.' for '+': {name.replace('+', '.')!r})"
+        elif "/" in local:
+            hint = " (the plugin only shares its own nvidia.com/ resources)"
+        problems.append(f"incorrect format for resource name {name!r}: {'; '.join(bad)}{hint}")
+    return name, problems
+
+
 def parse_device_plugin_config(text: str, file: str = "<device-plugin config>") -> DevicePluginConfig:
-    """Validate one config as the plugin does: version v1, strategy, resources with replicas ≥ 2."""
+    """Validate one config as the plugin does: version v1 (the default), strategy, resources with the plugin's
+    names and replicas ≥ 2."""
     loaded = load_yaml(text, file)
     data = loaded.data
     errors: list[Diagnostic] = []
-    if data.get("version") != "v1":
-        errors.append(Diagnostic(f"unknown version: {data.get('version')!r}", ("version",)))
+    version = data.get("version")
+    if version not in (None, "", "v1"):  # config.go parseConfigFrom: an empty version is v1
+        errors.append(Diagnostic(f"unknown version: {version!r}", ("version",)))
     flags = data.get("flags") or {}
     strategy = flags.get("migStrategy", "none") if isinstance(flags, dict) else None
     if strategy not in STRATEGIES:
@@ -196,13 +229,14 @@ def parse_device_plugin_config(text: str, file: str = "<device-plugin config>") 
             if not isinstance(r, dict) or "name" not in r or "replicas" not in r:
                 errors.append(Diagnostic("a resource needs 'name' and 'replicas'", where))
                 continue
-            name = str(r["name"])
-            if "/" not in name:
-                name = "nvidia.com/" + name
-            if len(name) > 63:
-                errors.append(
-                    Diagnostic(f"resource name {name!r} is longer than 63 characters", (*where, "name"))
-                )
+            if not isinstance(r["name"], str):
+                errors.append(Diagnostic("a resource name must be a string", (*where, "name")))
+                continue
+            name, problems = plugin_resource_name(r["name"])
+            errors += [Diagnostic(problem, (*where, "name")) for problem in problems]
+            if isinstance(r.get("rename"), str):
+                errors += [Diagnostic(problem, (*where, "rename"))
+                           for problem in plugin_resource_name(r["rename"])[1]]
             replicas = r["replicas"]
             if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 2:
                 errors.append(Diagnostic("number of replicas must be >= 2", (*where, "replicas")))

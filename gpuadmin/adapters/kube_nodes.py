@@ -11,9 +11,11 @@ Read from each Node: `metadata.name`, `metadata.labels` (kept as they are), `spe
 - `nvidia.com/gpu.count` → the number of GPUs;
 - `nvidia.com/mig.strategy` with `nvidia.com/mig-<profile>.count` (mixed) → the node's MIG instances; GFD
   counts them per node, not per GPU, so they are dealt to the GPUs (evenly where the counts divide, else
-  first fit), each GPU's starts chosen with `engine.mig.place`;
-- single strategy: the product's `-MIG-<profile>` suffix; `gpu.count` then counts MIG devices, and the
-  physical GPUs are those counts divided by what one GPU holds;
+  first fit), each GPU's starts chosen with `engine.mig.place`. GFD builds these keys from the device
+  plugin's resource name, `+` written `.` (`nvidia.com/mig-1g.10gb.me.count` is `1g.10gb+me`, `mig-1g.24gb.me.all`
+  is `1g.24gb+me.all`, `mig-2g.48gb.gfx` is `2g.48gb+gfx`): the profile is the model's profile of that name;
+- single strategy: the product's `-MIG-<profile>` suffix (named the same way); `gpu.count` then counts MIG
+  devices, and the physical GPUs are those counts divided by what one GPU holds;
 - `nvidia.com/gpu.replicas` (> 1) → time-sliced GPUs; `nvidia.com/mig-<profile>.replicas` (> 1) → the
   replicas of those MIG instances; `gpu.sharing-strategy: mps` → `sharing: mps`.
 """
@@ -26,8 +28,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from gpuadmin.adapters._common import held_by_the_models, input_error, node_name_problem, place_instances
-from gpuadmin.catalog import GpuModel, get_catalog
+from gpuadmin.adapters._common import (
+    held_by_the_models,
+    input_error,
+    mig_profile_of_device_name,
+    node_name_problem,
+    place_instances,
+)
+from gpuadmin.catalog import MIG_RESOURCE_PREFIX, GpuModel, get_catalog
 from gpuadmin.engine.mig import place
 from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog
 from gpuadmin.model.inventory import (
@@ -41,7 +49,7 @@ from gpuadmin.model.inventory import (
     decimal_at_most,
 )
 
-_MIG_COUNT = re.compile(r"^nvidia\.com/mig-(.+)\.count$")
+_MIG_COUNT = re.compile(rf"^{re.escape(MIG_RESOURCE_PREFIX)}(.+)\.count$")
 _QTY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|[numk])?$")
 _FACTORS = {
     None: 1,
@@ -218,13 +226,15 @@ def _gpus(
     if product.endswith("-MIG-INVALID"):
         warnings.append(f"{name}: GFD reports an invalid single-strategy MIG setup; GPUs imported as full")
     if strategy == "single" and single_profile is not None:
-        per_gpu = _per_gpu_capacity(model, single_profile)
-        if per_gpu == 0:
+        profile = mig_profile_of_device_name(model, single_profile)
+        per_gpu = _per_gpu_capacity(model, profile) if profile is not None else 0
+        if profile is None or per_gpu == 0:
             raise input_error(
                 f"{name}: MIG profile {single_profile!r} does not exist on {model.name}",
                 file,
                 path=label_path,
             )
+        single_profile = profile
         physical = -(-count // per_gpu)
         warnings.append(
             f"{name}: single MIG strategy: {count} × {single_profile} read as {physical} GPUs of {per_gpu}"
@@ -246,17 +256,18 @@ def _gpus(
             match = _MIG_COUNT.match(key)
             # at most 7 instances of a profile per GPU on every MIG-capable model
             per_node = read.integer(key, 7 * (MAX_GPU_INDEX + 1)) if match else 0
-            if match and per_node > 0:
-                mig_counts[match.group(1)] = per_node
-                mig_replicas[match.group(1)] = read.integer(f"nvidia.com/mig-{match.group(1)}.replicas",
-                                                            MAX_REPLICAS, 1)
-        for profile in mig_counts:
-            if model.mig_profile(profile) is None:
+            if match is None or per_node <= 0:
+                continue
+            device = match.group(1)
+            profile = mig_profile_of_device_name(model, device)
+            if profile is None:
                 raise input_error(
-                    f"{name}: MIG profile {profile!r} does not exist on {model.name}",
+                    f"{name}: MIG profile {device!r} does not exist on {model.name}",
                     file,
-                    path=(*where, "metadata", "labels", f"nvidia.com/mig-{profile}.count"),
+                    path=(*where, "metadata", "labels", key),
                 )
+            mig_counts[profile] = per_node
+            mig_replicas[profile] = read.integer(f"{MIG_RESOURCE_PREFIX}{device}.replicas", MAX_REPLICAS, 1)
     if not mig_counts:
         if replicas > 1:
             return [

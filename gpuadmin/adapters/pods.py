@@ -1,7 +1,8 @@
 """Pod specs for jobs, with the GPU, MIG and RDMA resources, node affinity and a shared-storage PVC.
 
 - GPUs: `nvidia.com/gpu: N` for `gpus: N`; for `mig:` what the device plugin of the job's node advertises
-  (`nvidia.com/mig-<profile>: 1` under the mixed strategy, `nvidia.com/gpu: 1` under single; a pending job
+  (`nvidia.com/mig-<profile>: 1` under the mixed strategy, `+` as `.` as the plugin names it:
+  `nvidia.com/mig-1g.10gb.me`; `nvidia.com/gpu: 1` under single; a pending job
   follows the nodes holding its profile — see `_single_mig_products`); a fractional request (`fraction`,
   `gpu_memory_gib`) asks for one replica of the time-sliced GPU or MIG instance it holds — except where it
   shares full GPUs dynamically (a running fraction on a full GPU of a `sharing: {fractions: dynamic}` node,
@@ -34,7 +35,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -44,10 +44,10 @@ from gpuadmin.adapters._common import (
     dns_name,
     gfd_mig_products,
     gfd_products,
-    mig_resource_name,
 )
 from gpuadmin.adapters.device_plugin import mig_strategy
-from gpuadmin.catalog import get_catalog
+from gpuadmin.adapters.k8s_names import label_value_problems
+from gpuadmin.catalog import get_catalog, mig_device_resource_name
 from gpuadmin.engine.sharing import is_fractional, shares_dynamically
 from gpuadmin.model import Job, MigInstance, Node
 
@@ -56,7 +56,6 @@ WHOLE_GPU = "nvidia.com/gpu"
 COMPUTE_INSTANCES_CHECK = "export.pods.compute-instances"
 SHARED_MOUNT = "/mnt/shared"
 QueueSystem = Literal["kai", "kueue", "none"]
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
 def cpu_quantity(cpus: float) -> str:
@@ -104,7 +103,7 @@ def _resources(
     if request.gpus is not None:
         limits[WHOLE_GPU] = gpus if gpus is not None else request.gpus
     elif request.mig is not None:
-        limits[device or mig_resource_name(request.mig)] = 1
+        limits[device or mig_device_resource_name(request.mig)] = 1
     elif not kai_fraction:  # a KAI fraction asks for no nvidia.com/gpu: KAI accounts it from its annotation
         limits[device or WHOLE_GPU] = 1
     if request.rdma:
@@ -159,7 +158,7 @@ def _labels(job: Job, queue_system: QueueSystem) -> dict[str, str]:
         labels["kai.scheduler/queue"] = dns_name(job.queue)
     elif queue_system == "kueue":
         labels["kueue.x-k8s.io/queue-name"] = dns_name(job.queue)
-    if job.owner is not None and _LABEL_VALUE.match(job.owner):
+    if job.owner is not None and not label_value_problems(job.owner):
         labels["gpuadmin/owner"] = job.owner
     return labels
 
@@ -343,7 +342,7 @@ def _device_on(job: Job, node: Node | None) -> str | None:
     held = _held_instances(job, node)
     if not held or node is None:
         return None
-    return WHOLE_GPU if mig_strategy(node) == "single" else mig_resource_name(held[0][1].profile)
+    return WHOLE_GPU if mig_strategy(node) == "single" else mig_device_resource_name(held[0][1].profile)
 
 
 def _split_instance_refusal(job: Job, nodes: Mapping[str, Node]) -> ConsumerRefusal | None:
@@ -428,9 +427,9 @@ def _single_mig_products(
     if warnings is not None:
         warnings.append(
             f"job {job.name}: MIG {job.request.mig} is on nodes of both MIG strategies — {_few(mixed)} (mixed) "
-            f"advertise it as {mig_resource_name(job.request.mig)}, {_few(sorted(single))} (single) as "
+            f"advertise it as {mig_device_resource_name(job.request.mig)}, {_few(sorted(single))} (single) as "
             f"{WHOLE_GPU}; a Pod asks for one resource name, so it asks for "
-            f"{mig_resource_name(job.request.mig)} and only the mixed nodes can run it"
+            f"{mig_device_resource_name(job.request.mig)} and only the mixed nodes can run it"
         )
     return None
 

@@ -35,7 +35,9 @@ from gpuadmin.catalog.entities import (
 )
 from gpuadmin.catalog.loader import CatalogError, default_data_dir, get_catalog, load_catalog
 from gpuadmin.catalog.naming import (
+    MIG_RESOURCE_PREFIX,
     format_esxi_version,
+    mig_device_resource_name,
     mig_memory_eighths,
     mig_memory_gb,
     mig_name_from_slices,
@@ -47,6 +49,7 @@ from gpuadmin.catalog.naming import (
 
 __all__ = [
     "CONFIDENCES",
+    "MIG_RESOURCE_PREFIX",
     "Board",
     "BoardNvlink",
     "Catalog",
@@ -70,6 +73,7 @@ __all__ = [
     "format_esxi_version",
     "get_catalog",
     "load_catalog",
+    "mig_device_resource_name",
     "mig_memory_eighths",
     "mig_memory_fraction_name",
     "mig_memory_gb",

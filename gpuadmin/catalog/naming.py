@@ -90,6 +90,23 @@ def mig_name_from_slices(
     return f"{compute_slices}g.{gb}gb{_attr_suffix(attrs)}"
 
 
+#: The start of the extended resource under which NVIDIA's k8s-device-plugin advertises a MIG device under its
+#: `mixed` strategy, and of the GPU Feature Discovery labels of that device (`<resource>.count`, `.replicas` …).
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+
+def mig_device_resource_name(device: str) -> str:
+    """The Kubernetes resource name of a MIG device: `1g.10gb+me` → `nvidia.com/mig-1g.10gb.me`.
+
+    `device` is a GI profile (`3g.40gb`, `1g.10gb+me`, `1g.24gb+me.all`, `1g.24gb-me`, `2g.48gb+gfx`) or a
+    compute-instance device (`1c.3g.71gb`). A resource name may not hold `+` (apimachinery's qualified-name
+    rule), so the plugin names the resource `"mig-" + profile` with every `+` replaced by `.`
+    (NVIDIA/k8s-device-plugin internal/rm/rm.go `AddDefaultResourcesToConfig`, and
+    internal/resource/nvml-mig-device.go `GetName`, which GFD's label keys are built from); `-` is kept.
+    """
+    return MIG_RESOURCE_PREFIX + device.replace("+", ".")
+
+
 def vgpu_type_name(
     prefix: str, framebuffer_gb: int, series: str = "C", *, mig_slices: int | None = None, media: bool = False
 ) -> str:

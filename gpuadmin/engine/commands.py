@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from gpuadmin.catalog import get_catalog
+from gpuadmin.catalog import get_catalog, mig_device_resource_name
 from gpuadmin.engine.mig import compute_slices_of
 from gpuadmin.model import Gpu, Node
 from gpuadmin.model.inventory import NODE_CONFIG_PREFIX
@@ -108,7 +108,7 @@ def _replicas(node: Node) -> str:
     """What the node's device-plugin config shares, e.g. `nvidia.com/gpu x4 on GPU 2, mig-1g.10gb x2 on GPU 1`."""
     parts = [f"nvidia.com/gpu x{g.replicas} on GPU {g.index}" for g in node.gpus
              if g.mode == "time-sliced" and g.replicas]
-    parts += [f"nvidia.com/mig-{i.profile} x{i.replicas} on GPU {g.index}" for g in node.gpus
+    parts += [f"{mig_device_resource_name(i.profile)} x{i.replicas} on GPU {g.index}" for g in node.gpus
               for i in g.mig or () if i.replicas]
     return ", ".join(parts) or "no time-slicing"
 

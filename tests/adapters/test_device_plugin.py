@@ -164,3 +164,83 @@ def test_labels_and_golden() -> None:
 def test_plugin_validation(text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         parse_device_plugin_config(text, "p.yaml")
+
+
+def test_time_sliced_media_extension_instances_use_the_plugins_resource_names() -> None:
+    """Issue 19, point 1: the plugin advertises `1g.10gb+me` as `nvidia.com/mig-1g.10gb.me` (every `+` as `.`,
+    k8s-device-plugin internal/rm/rm.go); a config sharing `nvidia.com/mig-1g.10gb+me` names no resource the
+    plugin has, and the plugin's parser refuses it. `-me` keeps its `-`."""
+    h100 = Node(
+        name="h100-me", platform="baremetal", orchestrator="kubernetes",
+        gpus=[Gpu(index=0, model="H100-SXM5-80GB", mode="mig",
+                  mig=[MigInstance(profile="1g.10gb+me", start=0, replicas=2),
+                       MigInstance(profile="3g.40gb", start=4, replicas=3)])],
+    )
+    rtx = Node(
+        name="rtx-me", platform="baremetal", orchestrator="kubernetes",
+        gpus=[Gpu(index=0, model="RTX-PRO-6000-BSE", mode="mig",
+                  mig=[MigInstance(profile="1g.24gb+me.all", start=0, replicas=2),
+                       MigInstance(profile="1g.24gb-me", start=1, replicas=3),
+                       MigInstance(profile="2g.48gb+gfx", start=2, replicas=4)])],
+    )
+    assert node_config(h100)["sharing"]["timeSlicing"]["resources"] == [
+        {"name": "nvidia.com/mig-1g.10gb.me", "replicas": 2},
+        {"name": "nvidia.com/mig-3g.40gb", "replicas": 3},
+    ]
+    assert node_config(rtx)["sharing"]["timeSlicing"]["resources"] == [
+        {"name": "nvidia.com/mig-1g.24gb-me", "replicas": 3},
+        {"name": "nvidia.com/mig-1g.24gb.me.all", "replicas": 2},
+        {"name": "nvidia.com/mig-2g.48gb.gfx", "replicas": 4},
+    ]
+    read = parse_device_plugin_configmap(yaml.safe_dump(export_device_plugin([h100, rtx])))
+    assert read["gpuadmin-h100-me"].time_slicing == {"nvidia.com/mig-1g.10gb.me": 2, "nvidia.com/mig-3g.40gb": 3}
+    assert set(read["gpuadmin-rtx-me"].time_slicing) == {
+        "nvidia.com/mig-1g.24gb-me", "nvidia.com/mig-1g.24gb.me.all", "nvidia.com/mig-2g.48gb.gfx"}
+
+
+def _sharing(name: str) -> str:
+    return f"version: v1\nsharing: {{timeSlicing: {{resources: [{{name: '{name}', replicas: 2}}]}}}}\n"
+
+
+@pytest.mark.parametrize(
+    "text, strategy",
+    [  # api/config/v1/config.go parseConfigFrom: `if config.Version == "" { config.Version = Version }`
+        ("flags: {migStrategy: mixed}\n", "mixed"),
+        ("version: ''\nflags: {migStrategy: single}\n", "single"),
+        ("sharing: {timeSlicing: {resources: [{name: gpu, replicas: 4}]}}\n", "none"),
+    ],
+)
+def test_a_config_without_version_is_v1_as_the_plugin_reads_it(text: str, strategy: str) -> None:
+    """Issue 19, point 4: the plugin accepts a config without `version` (it defaults to v1)."""
+    assert parse_device_plugin_config(text, "p.yaml").mig_strategy == strategy
+
+
+@pytest.mark.parametrize(
+    "name, read_as",
+    [  # resources.go NewResourceName: a name without the nvidia.com/ prefix gets it
+        ("gpu", "nvidia.com/gpu"),
+        ("mig-1g.10gb.me", "nvidia.com/mig-1g.10gb.me"),
+        ("nvidia.com/mig-1g.24gb.me.all", "nvidia.com/mig-1g.24gb.me.all"),
+        ("nvidia.com/mig-1g.24gb-me", "nvidia.com/mig-1g.24gb-me"),
+    ],
+)
+def test_resource_names_the_plugin_accepts(name: str, read_as: str) -> None:
+    assert parse_device_plugin_config(_sharing(name), "p.yaml").time_slicing == {read_as: 2}
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [  # resources.go NewResourceName: the part after the first '/' must be a DNS-1123 subdomain, whole ≤ 63
+        ("nvidia.com/mig-1g.10gb+me", r"incorrect format .*'nvidia.com/mig-1g.10gb\.me'"),
+        ("mig-1g.24gb+me.all", "incorrect format for resource name 'nvidia.com/mig-1g.24gb[+]me.all'"),
+        ("amd.com/gpu", "incorrect format for resource name 'nvidia.com/amd.com/gpu'.*only shares its own"),
+        ("example.com/nvidia.com/gpu", "incorrect format"),
+        ("nvidia.com/GPU", "incorrect format"),
+        ("nvidia.com/" + "a" * 53, "longer than 63"),
+    ],
+)
+def test_resource_names_the_plugin_refuses(name: str, message: str) -> None:
+    """Issue 19, point 4: `+` and other domains than nvidia.com were accepted; the plugin refuses them."""
+    with pytest.raises(InputError, match=message) as refused:
+        parse_device_plugin_config(_sharing(name), "p.yaml")
+    assert "p.yaml:2:" in str(refused.value) and "sharing.timeSlicing.resources[0].name:" in str(refused.value)
