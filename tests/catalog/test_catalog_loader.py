@@ -125,8 +125,10 @@ def test_records_are_frozen() -> None:
         ),
         (
             "mig.yaml",
-            "sms: 26, device_sms: 16, engines: {dec: 1, enc: 0, jpg: 1, ofa: 0, ce: 1},\n         sms_prov: {source: \"real -lgip (H100 and H100 NVL)\"",
-            "sms: 26, device_sms: 26, engines: {dec: 1, enc: 0, jpg: 1, ofa: 0, ce: 1},\n         sms_prov: {source: \"real -lgip (H100 and H100 NVL)\"",
+            "sms: 26, device_sms: 16, engines: {dec: 1, enc: 0, jpg: 1, ofa: 0, ce: 1},\n"
+            '         sms_prov: {source: "real -lgip (H100 and H100 NVL)"',
+            "sms: 26, device_sms: 26, engines: {dec: 1, enc: 0, jpg: 1, ofa: 0, ce: 1},\n"
+            '         sms_prov: {source: "real -lgip (H100 and H100 NVL)"',
             r"mig\.yaml: tables\.h100-80gb\.profiles\[2:1g\.20gb\].*'device_sms' is only for",
         ),
         (
@@ -137,7 +139,8 @@ def test_records_are_frozen() -> None:
         ),
         (
             "mig.yaml",
-            "    engines: {source: \"MIG-UG getting-started real -lgip (DEC/ENC/JPEG/OFA, CE)\", confidence: verified}\n",
+            '    engines: {source: "MIG-UG getting-started real -lgip (DEC/ENC/JPEG/OFA, CE)", '
+            "confidence: verified}\n",
             "",
             r"mig\.yaml: tables\.a100-40gb\.profiles\[0:1g\.5gb\].*engine counts need a source",
         ),
