@@ -1,4 +1,4 @@
-"""What every adapter shares: the import result, adapter errors with file:line, MIG profile derivation."""
+"""What every adapter shares: the import result, adapter errors with file:line, MIG profile identification."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from gpuadmin.catalog import MIG_RESOURCE_PREFIX, GpuModel, mig_device_resource_name, mig_profile_name
+from gpuadmin.catalog import (
+    MIG_RESOURCE_PREFIX,
+    GpuModel,
+    MigEngines,
+    MigProfile,
+    mig_device_resource_name,
+    mig_profile_name,
+)
 from gpuadmin.engine.mig import place
 from gpuadmin.model import MigInstance, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError, dotted
@@ -134,64 +141,109 @@ class ConsumerRefusal(str):
         return refusal
 
 
-# ---------------------------------------------------------------------------------------- MIG derivation
+# ------------------------------------------------------------------------------------ MIG identification
 
 
-def mig_slice_options(model: GpuModel, memory_mib: int, total_mib: int) -> set[int]:
-    """Compute-slice counts of the model's profiles whose memory part matches a MIG device of `memory_mib`."""
-    gb_name = mig_profile_name(1, memory_mib, total_mib).split(".", 1)[1]
-    return {
-        p.compute_slices
-        for p in model.mig_profiles
-        if p.name.split("+", 1)[0].split(".", 1)[1] == gb_name and "-" not in p.name
-    }
+@dataclass(frozen=True, slots=True)
+class MigDeviceFacts:
+    """What a source reports of one GPU instance: its memory, its SMs (the sum over its MIG devices, None where
+    one of them has no count), whether compute instances split it, and the engine counts its devices share
+    (a count is None where the source does not give it)."""
 
+    memory_mib: int
+    sms: int | None
+    split: bool = False
+    engines: MigEngines = field(default_factory=MigEngines)
 
-def derive_mig_profile(
-    model: GpuModel,
-    sms: int | None,
-    memory_mib: int,
-    total_mib: int,
-    media: bool = False,
-    sms_per_slice: float | None = None,
-) -> str | None:
-    """The catalog profile of a MIG device seen as (SM count, memory): naming rule + profile table.
-
-    The memory part comes from the naming rule of gpu-facts §1.6 (`mig_profile_name`) on the GPU's own
-    total; the compute slices are those of the catalog profile of that memory size whose SM count is
-    nearest to the one seen (exact where the catalog has it); where the catalog has no SM counts for the
-    model, `sms_per_slice` (measured on the GPU's unambiguous MIG devices) sizes the device. Media
-    extensions (`+me`) are taken when
-    the device shows them (an OFA engine) and the model has such a profile. None when no profile fits.
-    """
-    gb_name = mig_profile_name(1, memory_mib, total_mib).split(".", 1)[1]
-    same_memory = [
-        p
-        for p in model.mig_profiles
-        if p.name.split("+", 1)[0].split(".", 1)[1] == gb_name and "-" not in p.name
-    ]
-    if not same_memory:
-        return None
-    by_slices: dict[int, list[int | None]] = {}
-    for p in same_memory:
-        by_slices.setdefault(p.compute_slices, []).append(p.sms)
-    if len(by_slices) == 1 or sms is None:
-        slices = min(by_slices) if sms is None else next(iter(by_slices))
-    else:
-        known = [(abs(s - sms), g) for g, values in by_slices.items() for s in values if s is not None]
+    def describe(self) -> str:
+        sms = f"{self.sms} SMs" if self.sms is not None else "no SM count"
+        parts = [sms, f"{self.memory_mib} MiB"]
+        known = self.engines.known()
         if known:
-            slices = min(known)[1]
-        else:  # no SM counts in the catalog: scale by the SMs per slice seen, else the full MIG width
-            full = max((p.sms for p in model.mig_profiles if p.sms), default=model.sms or 0)
-            if sms_per_slice:
-                estimate = round(sms / sms_per_slice)
-            else:
-                estimate = round(sms * model.compute_slices / full) if full else min(by_slices)
-            slices = min(by_slices, key=lambda g: (abs(g - estimate), g))
-    name = mig_profile_name(slices, memory_mib, total_mib)
-    if media and model.mig_profile(name + "+me") is not None:
-        name += "+me"
-    return name if model.mig_profile(name) is not None else None
+            parts.append(" ".join(f"{_ENGINE_LABEL[k]} {v}" for k, v in known.items()))
+        return ", ".join(parts)
+
+
+_ENGINE_LABEL = {"dec": "DEC", "enc": "ENC", "jpg": "JPEG", "ofa": "OFA", "ce": "CE"}
+
+
+def _memory_part(profile_name: str) -> str:
+    """ "1g.24gb+me.all" → "24gb", "2g.48gb-me" → "48gb"."""
+    return re.split(r"[+-]", profile_name.split(".", 1)[1], maxsplit=1)[0]
+
+
+def _agrees(profile: MigProfile, facts: MigDeviceFacts) -> bool:
+    """Every fact known on both sides is equal: SMs (-lgip's or the device's figure; compute instances that
+    split a GI together have at most its SMs) and each engine count."""
+    readings = [s for s in (profile.sms, profile.device_sms) if s is not None]
+    if facts.sms is not None and readings:
+        if facts.split and facts.sms > max(readings):
+            return False
+        if not facts.split and facts.sms not in readings:
+            return False
+    for kind, seen in facts.engines.known().items():
+        expected = profile.engines.count(kind)
+        if expected is not None and expected != seen:
+            return False
+    return True
+
+
+def _profile_facts(profile: MigProfile) -> str:
+    sms = "/".join(str(s) for s in (profile.sms, profile.device_sms) if s is not None) or "?"
+    known = profile.engines.known()
+    engines = " ".join(f"{_ENGINE_LABEL[k]} {v}" for k, v in known.items())
+    return f"{profile.name} ({sms} SMs{', ' + engines if engines else ''})"
+
+
+@dataclass(frozen=True, slots=True)
+class MigIdentification:
+    """The catalog profile of a GPU instance, or why there is none: `problem` says what was seen and which
+    profiles it was compared with; `warning` says what the source could not tell (plain vs `+gfx`)."""
+
+    profile: str | None
+    problem: str | None = None
+    warning: str | None = None
+
+
+def identify_mig_profile(model: GpuModel, facts: MigDeviceFacts, total_mib: int) -> MigIdentification:
+    """The catalog profile of a GPU instance from what nvidia-smi / NVML report of it — never a nearest guess.
+
+    The memory part of the name follows from the device's memory by NVLIB's naming rule (gpu-facts §1.6, on
+    the GPU's own total); of the model's profiles with that memory part, the one whose SM count (-lgip's or
+    the device's, `MigProfile.device_sms`) and engine counts (DEC/ENC/JPEG/OFA/CE) agree with every fact the
+    source gives is the profile. None, with a `problem`, when no profile or more than one agrees — except
+    that `+gfx` (graphics APIs) shows in no count: a plain profile and its `+gfx` twin read as the plain one,
+    with a `warning`.
+    """
+    gb = _memory_part(mig_profile_name(1, facts.memory_mib, total_mib))
+    same_memory = [p for p in model.mig_profiles if _memory_part(p.name) == gb]
+    if not same_memory:
+        names = ", ".join(p.name for p in model.mig_profiles)
+        return MigIdentification(
+            None, f"{facts.describe()}: no {model.name} MIG profile has {gb} of memory (profiles: {names})"
+        )
+    found = [p for p in same_memory if _agrees(p, facts)]
+    compared = "; ".join(_profile_facts(p) for p in same_memory)
+    if not found:
+        return MigIdentification(
+            None, f"{facts.describe()} match no {model.name} MIG profile of {gb} ({compared})"
+        )
+    if len(found) == 1:
+        return MigIdentification(found[0].name)
+    plain = [p for p in found if "+gfx" not in p.name]
+    if len(plain) == 1 and all(p.name.replace("+gfx", "") == plain[0].name for p in found):
+        twins = ", ".join(p.name for p in found if p is not plain[0])
+        return MigIdentification(
+            plain[0].name,
+            warning=f"{plain[0].name} and {twins} report the same memory, SMs and engines; read as "
+            f"{plain[0].name} (graphics support, +gfx, is not in the file)",
+        )
+    names = ", ".join(p.name for p in found)
+    return MigIdentification(
+        None,
+        f"{facts.describe()} fit several {model.name} MIG profiles ({names}) and nothing in the source "
+        f"tells them apart ({compared})",
+    )
 
 
 def place_instances(

@@ -27,13 +27,14 @@ import psutil
 
 from gpuadmin.adapters._common import (
     ImportResult,
+    MigDeviceFacts,
     NoDriverError,
     check_given_node_name,
-    derive_mig_profile,
+    identify_mig_profile,
     input_error,
     place_instances,
 )
-from gpuadmin.catalog import GpuModel, get_catalog
+from gpuadmin.catalog import GpuModel, MigEngines, get_catalog
 from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog, Rdma
 from gpuadmin.model.inventory import MAX_GPU_INDEX, NvlinkKind, Orchestrator, Platform
 
@@ -72,11 +73,28 @@ def _model(nvml: Any, handle: Any) -> tuple[GpuModel | None, str, str | None]:
     return found, name, pci_hex
 
 
+_NVML_ENGINES = {
+    "dec": "sharedDecoderCount",
+    "enc": "sharedEncoderCount",
+    "jpg": "sharedJpegCount",
+    "ofa": "sharedOfaCount",
+    "ce": "sharedCopyEngineCount",
+}
+
+
+def _engines(attributes: Any) -> MigEngines:
+    """The engine counts of `nvmlDeviceGetAttributes` (a field an older NVML lacks is unknown)."""
+    counts = {kind: getattr(attributes, field, None) for kind, field in _NVML_ENGINES.items()}
+    return MigEngines(**{k: int(v) if isinstance(v, int) else None for k, v in counts.items()})
+
+
 def _mig_layout(
     nvml: Any, handle: Any, model: GpuModel, total_mib: int, index: int, warnings: list[str]
 ) -> list[MigInstance]:
     errors = _errors(nvml)
     seen: dict[int, tuple[str | None, int | None, int | None, int]] = {}  # GI id → profile, start, sms, MiB
+    split: dict[int, bool] = {}  # GI id → several compute instances (MIG devices) share it
+    engines: dict[int, MigEngines] = {}  # GI id → the engine counts its MIG devices share
     for slot in range(int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))):
         try:
             mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
@@ -85,9 +103,12 @@ def _mig_layout(
         gi_id = int(nvml.nvmlDeviceGetGpuInstanceId(mig))
         memory = int(nvml.nvmlDeviceGetMemoryInfo(mig).total) >> 20
         try:
-            sms: int | None = int(nvml.nvmlDeviceGetAttributes(mig).multiprocessorCount)
+            attributes = nvml.nvmlDeviceGetAttributes(mig)
+            sms: int | None = int(attributes.multiprocessorCount)
+            engines[gi_id] = _engines(attributes)
         except errors:
             sms = None
+        split[gi_id] = gi_id in seen
         if gi_id in seen:
             profile, start, old_sms, mem = seen[gi_id]
             seen[gi_id] = (profile, start, (old_sms or 0) + (sms or 0), mem)
@@ -99,26 +120,29 @@ def _mig_layout(
             if found is None:
                 warnings.append(
                     f"GPU {index}: GPU instance {gi_id} has profile id {info.profileId}, "
-                    f"unknown for {model.name}; deriving it from SMs and memory"
+                    f"unknown for {model.name}; identifying it by SMs, memory and engines"
                 )
             else:
                 profile, start = found.name, int(info.placement.start)
         except errors as exc:
             warnings.append(
-                f"GPU {index}: NVML gives no GPU-instance info ({exc}); deriving profiles from SMs and memory"
+                f"GPU {index}: NVML gives no GPU-instance info ({exc}); identifying profiles by SMs, memory and engines"
             )
         seen[gi_id] = (profile, start, sms, memory)
     profiles: list[str] = []
     starts: list[int | None] = []
     for gi_id, (profile, start, sms, memory) in sorted(seen.items()):
         if profile is None:
-            profile = derive_mig_profile(model, sms, memory, total_mib)
-            if profile is None:
+            # NVML gave no GI profile id: identify it by what its MIG devices report, never a nearest guess
+            facts = MigDeviceFacts(memory, sms, split[gi_id], engines.get(gi_id, MigEngines()))
+            identified = identify_mig_profile(model, facts, total_mib)
+            if identified.profile is None:
                 raise input_error(
-                    f"GPU {index}: no {model.name} MIG profile has {sms} SMs and {memory} MiB "
-                    f"(GPU instance {gi_id})",
-                    "<nvml>",
+                    f"GPU {index}: GPU instance {gi_id} cannot be identified: {identified.problem}", "<nvml>"
                 )
+            if identified.warning is not None:
+                warnings.append(f"GPU {index}: GPU instance {gi_id}: {identified.warning}")
+            profile = identified.profile
         profiles.append(profile)
         starts.append(start)
     if None in starts:

@@ -3,12 +3,15 @@
 What is read, per `<gpu>` element, in document order (= nvidia-smi index order): the model (by
 `<product_name>` through the catalog, else by `<pci><pci_device_id>` — either one is enough, so a scrubbed
 one does not stop the other), the frame-buffer total (units parsed: KiB/MiB/GiB), MIG mode current/pending,
-and the MIG devices. The XML never names a MIG profile: each GPU instance's profile is derived from its SM
-count and memory with the catalog naming rule and profile table (`_common.derive_mig_profile`); MIG devices
-that share a `<gpu_instance_id>` are the compute instances of one GI, each named `<C>c.<GI profile>` from
-its SM count. The XML holds no placement either, so starts are chosen with `engine.mig.place`. `N/A`,
-`None`, missing elements and an `attached_gpus` count that disagrees with the `<gpu>` elements become
-warnings (the elements are trusted).
+and the MIG devices. The XML never names a MIG profile (DTD v11–v13 have no profile id): each GPU instance
+is identified by what its devices report — memory (the naming rule gives the name's memory part), SM count
+and the engine counts of `device_attributes/shared` (DEC/ENC/JPEG/OFA/CE) — against the catalog profile
+table (`_common.identify_mig_profile`), never by a nearest guess; a GI that matches no profile, or several
+that nothing tells apart, is an error naming the GPU and the MIG device. MIG devices that share a
+`<gpu_instance_id>` are the compute instances of one GI, each named `<C>c.<GI profile>` from its SM count.
+The XML holds no placement either, so starts are chosen with `engine.mig.place`. `N/A`, `None`, missing
+elements and an `attached_gpus` count that disagrees with the `<gpu>` elements become warnings (the elements
+are trusted).
 
 A product the catalog does not know is imported whole, with the product name, frame-buffer total and PCI
 device id of the file, marked `not_in_catalog` (a warning says what cannot be checked for it: MIG, vGPU);
@@ -29,14 +32,14 @@ from xml.parsers import expat
 
 from gpuadmin.adapters._common import (
     ImportResult,
+    MigDeviceFacts,
     check_given_node_name,
-    derive_mig_profile,
     held_by_the_models,
+    identify_mig_profile,
     input_error,
-    mig_slice_options,
     place_instances,
 )
-from gpuadmin.catalog import GpuModel, get_catalog, normalize_pci_device_id
+from gpuadmin.catalog import GpuModel, MigEngines, get_catalog, normalize_pci_device_id
 from gpuadmin.engine.mig import compute_instance_problems
 from gpuadmin.model import Gpu, Node, NotInCatalog
 from gpuadmin.model.inventory import (
@@ -221,6 +224,21 @@ def _compute_instances(
     return None if names == [gi.name] else names
 
 
+_ENGINE_ELEMENTS = {
+    "dec": "decoder_count",
+    "enc": "encoder_count",
+    "jpg": "jpg_count",
+    "ofa": "ofa_count",
+    "ce": "copy_engine_count",
+}
+
+
+def _engines(device: ET.Element) -> MigEngines:
+    """The engine counts a MIG device shares with its GPU instance (`device_attributes/shared`)."""
+    counts = {k: _int(_text(device.find(f"device_attributes/shared/{e}"))) for k, e in _ENGINE_ELEMENTS.items()}
+    return MigEngines(**counts)
+
+
 def _mig_devices(
     gpu: ET.Element,
     model: GpuModel,
@@ -231,53 +249,61 @@ def _mig_devices(
     warnings: list[str],
 ) -> list[tuple[str, list[str] | None]]:
     """(profile, compute instances) of the GPU instances, one per distinct `gpu_instance_id`; the MIG
-    devices that share a GI id are its compute instances."""
+    devices that share a GI id are its compute instances. Each GI is identified by what its devices report
+    (`_common.identify_mig_profile`); one that cannot be is an error naming it."""
     container = gpu.find("mig_devices")
     devices = container.findall("mig_device") if container is not None else []
     by_gi: dict[str, list[ET.Element]] = {}
     for n, device in enumerate(devices):
         gi = _text(device.find("gpu_instance_id")) or f"#{n}"
         by_gi.setdefault(gi, []).append(device)
-    # SMs per compute slice on this GPU, from the GIs whose memory size fits one slice count only: what sizes
-    # the ambiguous ones (1g.24gb vs 2g.24gb) where the catalog has no SM counts for the model
-    samples: list[float] = []
-    for members in by_gi.values():
-        memory = parse_mib(_text(members[0].find("fb_memory_usage/total")))
-        counts = [_int(_text(d.find("device_attributes/shared/multiprocessor_count"))) for d in members]
-        options = mig_slice_options(model, memory, total_mib) if memory else set()
-        if len(options) == 1 and counts and all(c is not None for c in counts):
-            samples.append(sum(c for c in counts if c is not None) / next(iter(options)))
-    per_slice = sum(samples) / len(samples) if samples else None
-    out: list[tuple[str, list[str] | None]] = []
+    identified: list[tuple[str, list[ET.Element], list[int | None]]] = []
     for gi, members in by_gi.items():
         first = members[0]
+        where = ", ".join(_text(d.find("index")) or "?" for d in members)
+        label = f"MIG device {where} (GPU instance {gi})" if len(members) == 1 else (
+            f"MIG devices {where} (GPU instance {gi})"
+        )
         memory = parse_mib(_text(first.find("fb_memory_usage/total")))
         sm_values = [_int(_text(d.find("device_attributes/shared/multiprocessor_count"))) for d in members]
-        sms = sum(s for s in sm_values if s is not None) if any(s is not None for s in sm_values) else None
-        ofa = _int(_text(first.find("device_attributes/shared/ofa_count"))) or 0
+        sms = None if any(s is None for s in sm_values) else sum(s for s in sm_values if s is not None)
         if memory is None:
             raise input_error(
-                f"GPU {index}: MIG device of GPU instance {gi} has no frame-buffer total",
+                f"GPU {index}: {label} has no frame-buffer total",
                 file,
                 parsed.line(first),
                 path=("nvidia_smi_log", "gpu", index, "mig_devices"),
             )
         if sms is None:
             warnings.append(
-                f"GPU {index}: MIG device of GPU instance {gi} has no SM count; "
-                "the profile is derived from its memory alone"
+                f"GPU {index}: {label} has no SM count; the profile is identified by its memory and engines"
             )
-        profile = derive_mig_profile(model, sms, memory, total_mib, media=ofa > 0, sms_per_slice=per_slice)
-        if profile is None:
+        facts = MigDeviceFacts(memory, sms, split=len(members) > 1, engines=_engines(first))
+        found = identify_mig_profile(model, facts, total_mib)
+        if found.profile is None:
             raise input_error(
-                f"GPU {index}: no {model.name} MIG profile has {sms} SMs and {memory} MiB "
-                f"(GPU instance {gi})",
+                f"GPU {index}: {label} cannot be identified: {found.problem}",
                 file,
                 parsed.line(first),
                 path=("nvidia_smi_log", "gpu", index, "mig_devices"),
-                hint="profiles: " + ", ".join(p.name for p in model.mig_profiles),
+                hint="the catalog's MIG table for the model (gpuadmin/catalog/data/mig.yaml) lists what each "
+                "profile reports; `gpuadmin describe catalog` shows it",
             )
-        cis = _compute_instances(model, profile, sm_values, per_slice) if sms is not None else None
+        if found.warning is not None:
+            warnings.append(f"GPU {index}: {label}: {found.warning}")
+        identified.append((found.profile, members, sm_values))
+    # SMs per compute slice on this GPU, from its unsplit GIs: what sizes compute instances where the catalog
+    # has no SM count for their GI's profile
+    samples = []
+    for profile, members, sm_values in identified:
+        gi_profile = model.mig_profile(profile)
+        if len(members) == 1 and sm_values[0] is not None and gi_profile is not None:
+            samples.append(sm_values[0] / gi_profile.compute_slices)
+    per_slice = sum(samples) / len(samples) if samples else None
+    out: list[tuple[str, list[str] | None]] = []
+    for (profile, members, sm_values), gi in zip(identified, by_gi, strict=True):
+        first = members[0]
+        cis = _compute_instances(model, profile, sm_values, per_slice)
         if len(members) > 1 and cis is None:
             warnings.append(
                 f"GPU {index}: GPU instance {gi} holds {len(members)} compute instances without SM counts; "

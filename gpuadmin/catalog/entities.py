@@ -40,13 +40,40 @@ class Provenance:
         return f"{text} — {self.note}" if self.note else text
 
 
+ENGINE_KINDS: tuple[str, ...] = ("dec", "enc", "jpg", "ofa", "ce")
+MEDIA_ENGINE_KINDS: tuple[str, ...] = ("dec", "enc", "jpg", "ofa")
+
+
+@dataclass(frozen=True, slots=True)
+class MigEngines:
+    """Engine counts of a GPU instance as `nvidia-smi mig -lgip` prints them (DEC/ENC/JPEG/OFA, and CE), or of
+    a GPU's media-engine budget. A count is None where no source gives it."""
+
+    dec: int | None = None
+    enc: int | None = None
+    jpg: int | None = None
+    ofa: int | None = None
+    ce: int | None = None
+
+    def count(self, kind: str) -> int | None:
+        value: int | None = getattr(self, kind)
+        return value
+
+    def known(self) -> dict[str, int]:
+        """The counts a source gives, by kind ("dec", "enc", "jpg", "ofa", "ce")."""
+        return {k: v for k in ENGINE_KINDS if (v := self.count(k)) is not None}
+
+
 @dataclass(frozen=True, slots=True)
 class MigProfile:
     """One GPU-instance profile of a MIG-capable model (gpu-facts §1.4).
 
     `memory_slices` is also the placement size; `starts` are the memory slices a GI of this profile may
     start at.
-    `memory_gib` and `sms` are None where the reference has no value ("?").
+    `memory_gib` and `sms` are None where the reference has no value ("?"). `sms` is `-lgip`'s figure;
+    `device_sms` is what a MIG device of the profile (one full-width compute instance) reports in
+    `nvidia-smi -q` / GFD labels where that differs (Hopper's double-memory 1g: -lgip 26, device 16).
+    `engines` are the `-lgip` engine counts (empty where no output gives them).
     """
 
     name: str
@@ -66,6 +93,9 @@ class MigProfile:
     # never written — `name` is the one gpuadmin writes
     aliases: tuple[str, ...] = ()
     alias_provenance: Provenance | None = None
+    device_sms: int | None = None
+    engines: MigEngines = field(default_factory=MigEngines)
+    engines_provenance: Provenance | None = None
 
     @property
     def size(self) -> int:
@@ -147,6 +177,8 @@ class GpuModel:
     provenance: Provenance
     compute_capability: str | None = None
     mig_min_driver: str | None = None
+    # media engines (DEC/ENC/JPEG/OFA) the GPU's MIG instances share out, where the catalog models them
+    mig_media_budget: MigEngines | None = None
     field_provenance: Mapping[str, Provenance] = field(
         default_factory=_no_provenance, compare=False, repr=False
     )

@@ -29,10 +29,13 @@ from gpuadmin.catalog.catalog import (
 )
 from gpuadmin.catalog.entities import (
     CONFIDENCES,
+    ENGINE_KINDS,
+    MEDIA_ENGINE_KINDS,
     Board,
     BoardNvlink,
     FmPartition,
     GpuModel,
+    MigEngines,
     MigProfile,
     NvlinkKind,
     NvlinkSpec,
@@ -219,7 +222,16 @@ def _prov_override(entry: _Entry, key: str, default: Provenance) -> Provenance:
 
 
 class _MigTable:
-    __slots__ = ("compute_slices", "max_instances", "memory_slices", "min_driver", "profiles", "provenance")
+    __slots__ = (
+        "compute_slices",
+        "max_instances",
+        "media_budget",
+        "media_budget_provenance",
+        "memory_slices",
+        "min_driver",
+        "profiles",
+        "provenance",
+    )
 
     def __init__(
         self,
@@ -229,6 +241,7 @@ class _MigTable:
         min_driver: str | None,
         profiles: tuple[MigProfile, ...],
         provenance: Provenance,
+        media_budget: tuple[MigEngines, Provenance] | None = None,
     ) -> None:
         self.memory_slices = memory_slices
         self.compute_slices = compute_slices
@@ -236,6 +249,36 @@ class _MigTable:
         self.min_driver = min_driver
         self.profiles = profiles
         self.provenance = provenance
+        self.media_budget = media_budget[0] if media_budget else None
+        self.media_budget_provenance = media_budget[1] if media_budget else None
+
+
+def _engines(entry: _Entry, kinds: tuple[str, ...]) -> MigEngines:
+    """`{dec: 1, enc: 0, jpg: 1, ofa: 0, ce: 1}` (any subset of `kinds`; a count is 0 or more)."""
+    counts = {kind: entry.opt_int(kind) for kind in kinds}
+    return MigEngines(**counts)
+
+
+def _media_budget(table: _Entry, profiles: list[MigProfile]) -> tuple[MigEngines, Provenance] | None:
+    """The table's per-GPU media-engine budget (`media_budget:`), checked against its profiles: every
+    profile states its media engines, and none alone exceeds the budget (else it could never be created)."""
+    sub = table.opt_child("media_budget")
+    if sub is None:
+        return None
+    budget = _engines(sub, MEDIA_ENGINE_KINDS)
+    prov = sub.provenance()
+    sub.done()
+    missing = [k for k in MEDIA_ENGINE_KINDS if budget.count(k) is None]
+    if missing:
+        raise sub.error(f"a media budget gives every media engine count (missing {', '.join(missing)})")
+    for profile in profiles:
+        for kind in MEDIA_ENGINE_KINDS:
+            need, have = profile.engines.count(kind), budget.count(kind)
+            if need is None:
+                raise sub.error(f"{profile.name} has no {kind} count: a media budget needs every profile's")
+            if have is not None and need > have:
+                raise sub.error(f"{profile.name} has {need} {kind}, more than the GPU's budget of {have}")
+    return budget, prov
 
 
 def _profile_attributes(name: str) -> tuple[str, ...] | None:
@@ -269,6 +312,11 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
         if alias_entry is not None:
             alias_prov = alias_entry.provenance()
             alias_entry.done()
+        engines_default: Provenance | None = None
+        engines_sub = t.opt_child("engines")
+        if engines_sub is not None:
+            engines_default = engines_sub.provenance()
+            engines_sub.done()
         profiles: list[MigProfile] = []
         seen_names: set[str] = set()
         seen_ids: set[int] = set()
@@ -281,12 +329,26 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
             starts = p.int_list("starts")
             gib = p.opt_float("gib")
             sms = p.opt_int("sms", 1)
+            device_sms = p.opt_int("device_sms", 1)
+            engines_entry = p.opt_child("engines")
+            engines = MigEngines()
+            if engines_entry is not None:
+                engines = _engines(engines_entry, ENGINE_KINDS)
+                engines_entry.done()
             profile_prov = _prov_override(p, "prov", prov)
             placement_prov = _prov_override(p, "placement_prov", defaults["placements"])
             sms_prov = _prov_override(p, "sms_prov", defaults["sms"])
             memory_prov = _prov_override(p, "memory_prov", defaults["memory"])
             aliases = p.str_list("aliases") if p.has("aliases") else ()
+            engines_prov = engines_default
+            if p.has("engines_prov"):  # its own source/confidence: the table's default is not needed
+                engines_prov = _prov_override(p, "engines_prov", engines_default or prov)
             p.done()
+            if engines.known() and engines_prov is None:
+                raise p.error("engine counts need a source: give the table an 'engines' provenance or "
+                              "the profile an 'engines_prov'")
+            if device_sms is not None and (sms is None or device_sms == sms):
+                raise p.error("'device_sms' is only for a device SM count that differs from a known 'sms'")
             if name != name.lower() or not name[0].isdigit() or "g." not in name:
                 raise p.error(f"{name!r} is not a MIG profile name like '3g.40gb'")
             if name in seen_names:
@@ -340,10 +402,14 @@ def _load_mig(root: _Entry) -> dict[str, _MigTable]:
                     memory_provenance=memory_prov,
                     aliases=aliases,
                     alias_provenance=alias_prov if aliases else None,
+                    device_sms=device_sms,
+                    engines=engines,
+                    engines_provenance=engines_prov,
                 )
             )
+        budget = _media_budget(t, profiles)
         t.done()
-        tables[table_name] = _MigTable(grid, compute, max_inst, min_driver, tuple(profiles), prov)
+        tables[table_name] = _MigTable(grid, compute, max_inst, min_driver, tuple(profiles), prov, budget)
     root.done()
     return tables
 
@@ -513,6 +579,8 @@ def _load_models(
                     f"unknown MIG table {mig_name!r} (mig.yaml has {', '.join(sorted(mig_tables))})"
                 )
             fields["mig"] = mig.provenance
+            if mig.media_budget_provenance is not None:
+                fields["mig_media_budget"] = mig.media_budget_provenance
 
         nvlink = None
         nv = e.opt_child("nvlink")
@@ -567,6 +635,7 @@ def _load_models(
             provenance=prov,
             compute_capability=compute_capability,
             mig_min_driver=mig.min_driver if mig else None,
+            mig_media_budget=mig.media_budget if mig else None,
             field_provenance=MappingProxyType(fields),
             product_name_provenance=MappingProxyType(product_prov),
         )

@@ -7,8 +7,10 @@ slice the instance occupies. A layout is valid when
 2. every start is one of the profile's placements (`nvidia-smi mig -lgipp`),
 3. no two instances share a memory slice,
 4. the compute slices add up to at most the model's (7; A30 4),
-5. no profile has more instances than its cap, and
-6. at most one instance carries media extensions (`+me`).
+5. no profile has more instances than its cap,
+6. at most one instance carries media extensions (`+me`), and
+7. where the catalog models a GPU's media engines (`GpuModel.mig_media_budget`), the instances' DEC/ENC/JPEG/OFA
+   add up to at most the GPU's: on the RTX PRO 6000 a `+me.all` instance takes all of them.
 
 Validity is decided by *searching* placements — never by replaying the driver's greedy creation order, which
 refuses layouts that exist (`-cgi 19,19,14,9` fails where `-cgi 9,19,14,19` works). Where a start is omitted,
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from gpuadmin.catalog.entities import GpuModel, MigProfile
+from gpuadmin.catalog.entities import MEDIA_ENGINE_KINDS, GpuModel, MigProfile
 
 Instance = tuple[str, int]  # (profile, start)
 Layout = tuple[Instance, ...]  # canonical: sorted by start (starts are unique in a valid layout)
@@ -38,6 +40,7 @@ ProblemKind = Literal[
     "compute-slices",
     "instance-cap",
     "media-extensions",
+    "media-engines",
     "no-placement",
 ]
 
@@ -68,6 +71,25 @@ def _full_mask(model: GpuModel) -> int:
 
 def _legal(model: GpuModel, profile: MigProfile, start: int) -> bool:
     return start in profile.starts and start + profile.memory_slices <= model.memory_slices
+
+
+_ENGINE_NAMES = {"dec": "NVDEC", "enc": "NVENC", "jpg": "JPEG", "ofa": "OFA"}
+
+
+def media_engines_over(model: GpuModel, profiles: Iterable[MigProfile]) -> list[str]:
+    """The media engines `profiles` together take beyond the model's budget ("5 NVDEC (of 4)"); empty where they
+    fit or the catalog models no budget for the model."""
+    budget = model.mig_media_budget
+    if budget is None:
+        return []
+    chosen = list(profiles)
+    over = []
+    for kind in MEDIA_ENGINE_KINDS:
+        have = budget.count(kind)
+        used = sum(p.engines.count(kind) or 0 for p in chosen)
+        if have is not None and used > have:
+            over.append(f"{used} {_ENGINE_NAMES[kind]} (of {have})")
+    return over
 
 
 # ----------------------------------------------------------------------------------------------- explain
@@ -168,6 +190,19 @@ def explain_layout(model: GpuModel, instances: Sequence[Request]) -> list[Layout
                 "media-extensions",
                 f"{len(media)} instances with media extensions ({', '.join(media)}); a GPU has at most one",
                 "keep one +me instance and use the plain profile for the others",
+            )
+        )
+
+    over = media_engines_over(model, (p for p, _ in known))
+    if over:
+        takers = ", ".join(p.name for p, _ in known if any(p.engines.count(k) for k in MEDIA_ENGINE_KINDS))
+        problems.append(
+            LayoutProblem(
+                "media-engines",
+                f"the instances need more media engines than {model.name} has: {', '.join(over)} (instances "
+                f"with media engines: {takers})",
+                "a +me.all instance takes all the GPU's media engines: pair it with -me instances only, or use "
+                "+me / the plain profiles",
             )
         )
 
@@ -284,7 +319,7 @@ def _place(model: GpuModel, instances: Sequence[Request]) -> list[Instance] | No
         profiles.append(profile)
     if sum(p.compute_slices for p in profiles) > model.compute_slices:
         return None
-    if sum(1 for p in profiles if p.media_extensions) > 1:
+    if sum(1 for p in profiles if p.media_extensions) > 1 or media_engines_over(model, profiles):
         return None
     counts = Counter(p.name for p in profiles)
     if any(counts[p.name] > p.max_instances for p in profiles):
@@ -343,6 +378,7 @@ def valid_layouts(model: GpuModel) -> tuple[Layout, ...]:
         )
         chosen: list[tuple[MigProfile, int]] = []
         counts: Counter[str] = Counter()
+        budgeted = model.mig_media_budget is not None
 
         def extend(index: int, used: int, compute: int, media: bool) -> None:
             for k in range(index, len(candidates)):
@@ -351,6 +387,8 @@ def valid_layouts(model: GpuModel) -> tuple[Layout, ...]:
                 if used & mask or compute + profile.compute_slices > model.compute_slices:
                     continue
                 if counts[profile.name] >= profile.max_instances or (media and profile.media_extensions):
+                    continue
+                if budgeted and media_engines_over(model, [*(p for p, _ in chosen), profile]):
                     continue
                 chosen.append((profile, start))
                 counts[profile.name] += 1

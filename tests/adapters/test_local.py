@@ -105,7 +105,8 @@ def fake_nvml(gpus: list[dict[str, Any]], *, gi_info: bool = True, init_error: s
         nvmlDeviceGetMigDeviceHandleByIndex=mig_handle,
         nvmlDeviceGetGpuInstanceId=lambda ref: gpus[ref[0]]["migs"][ref[1]]["gi"],
         nvmlDeviceGetAttributes=lambda ref: SimpleNamespace(
-            multiprocessorCount=gpus[ref[0]]["migs"][ref[1]]["sms"]
+            multiprocessorCount=gpus[ref[0]]["migs"][ref[1]]["sms"],
+            sharedOfaCount=gpus[ref[0]]["migs"][ref[1]].get("ofa", 0),  # H100 GFD labels: ofa 0 but on +me
         ),
         nvmlDeviceGetGpuInstanceById=gi_by_id,
         nvmlGpuInstanceGetInfo=gi_get_info,

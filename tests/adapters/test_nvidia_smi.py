@@ -67,12 +67,30 @@ def _gpu(
     )
 
 
-def _mig(gi: int, sms: int | None, mib: int, ofa: int = 0, ci: int = 0) -> str:
+def _mig(
+    gi: int,
+    sms: int | None,
+    mib: int,
+    ofa: int = 0,
+    ci: int = 0,
+    ce: int | None = None,
+    media: tuple[int, int, int] | None = None,
+) -> str:
+    """One `<mig_device>` as nvidia-smi writes it (structure of the real telegraf sample); `media` is
+    (decoder, encoder, jpg) counts, `ce` the copy engines, both left out where None."""
     sms_text = "N/A" if sms is None else sms
+    engines = f"<ofa_count>{ofa}</ofa_count>"
+    if ce is not None:
+        engines += f"<copy_engine_count>{ce}</copy_engine_count>"
+    if media is not None:
+        engines += (
+            f"<decoder_count>{media[0]}</decoder_count><encoder_count>{media[1]}</encoder_count>"
+            f"<jpg_count>{media[2]}</jpg_count>"
+        )
     return (
         f"<mig_device><index>{gi}</index><gpu_instance_id>{gi}</gpu_instance_id>"
         f"<compute_instance_id>{ci}</compute_instance_id><device_attributes><shared>"
-        f"<multiprocessor_count>{sms_text}</multiprocessor_count><ofa_count>{ofa}</ofa_count></shared>"
+        f"<multiprocessor_count>{sms_text}</multiprocessor_count>{engines}</shared>"
         f"</device_attributes><fb_memory_usage><total>{mib} MiB</total></fb_memory_usage></mig_device>"
     )
 
@@ -114,7 +132,8 @@ def test_mig_enabled_without_devices() -> None:
 
 
 def test_two_compute_instances_in_one_gpu_instance() -> None:
-    devices = _mig(1, 32, 40320, ci=0) + _mig(1, 28, 40320, ci=1)
+    # the GI's 3 copy engines tell a 3g.40gb from a 4g.40gb (4), whose 64 SMs the CIs could also fit in
+    devices = _mig(1, 32, 40320, ci=0, ce=3) + _mig(1, 28, 40320, ci=1, ce=3)
     result = parse_nvidia_smi(_xml(_gpu(current="Enabled", devices=devices)), "n")
     mig = result.node.gpus[0].mig or []
     assert [i.profile for i in mig] == ["3g.40gb"]
@@ -124,20 +143,19 @@ def test_two_compute_instances_in_one_gpu_instance() -> None:
 
 
 def test_compute_instances_without_sm_counts_are_imported_as_one_with_a_warning() -> None:
-    devices = _mig(1, None, 40320, ci=0) + _mig(1, None, 40320, ci=1)
+    devices = _mig(1, None, 40320, ci=0, ce=3) + _mig(1, None, 40320, ci=1, ce=3)
     result = parse_nvidia_smi(_xml(_gpu(current="Enabled", devices=devices)), "n")
     mig = result.node.gpus[0].mig or []
     assert mig and mig[0].compute_instances is None
     assert any("2 compute instances without SM counts" in w for w in result.warnings)
 
 
-def test_compute_instances_that_overfill_their_gi_are_refused_with_the_line() -> None:
-    # 88 SMs with 40 GB is nearest a 4g.40gb GI (64 SMs, 16 per slice): each 44-SM device reads as a 3c CI,
-    # and 3c + 3c do not fit 4 compute slices
+def test_compute_instances_that_overfill_every_gi_are_refused_with_the_line() -> None:
+    # 88 SMs with 40 GB: more than a 3g.40gb (60) or a 4g.40gb (64) holds, so no GI profile fits them
     devices = _mig(1, 44, 40320, ci=0) + _mig(1, 44, 40320, ci=1)
     message = _error(_xml(_gpu(current="Enabled", devices=devices)))
-    assert message.startswith("smi.xml:9:") and "do not add up" in message
-    assert "3c.4g.40gb, 3c.4g.40gb use 6 compute slices" in message
+    assert message.startswith("smi.xml:9:") and "MIG devices 1, 1 (GPU instance 1) cannot be identified" in message
+    assert "88 SMs, 40320 MiB" in message and "3g.40gb (60 SMs" in message and "4g.40gb (64 SMs" in message
 
 
 def test_attached_gpus_more_than_elements_trusts_elements() -> None:
@@ -213,7 +231,85 @@ def test_entities_and_internal_subsets_refused() -> None:
 
 def test_mig_device_no_profile_fits() -> None:
     message = _error(_xml(_gpu(current="Enabled", devices=_mig(1, 16, 30000))))
-    assert "no H100-SXM5-80GB MIG profile" in message
+    assert "GPU 0: MIG device 1 (GPU instance 1) cannot be identified" in message
+    assert "no H100-SXM5-80GB MIG profile has 30gb" in message
+
+
+# Issue 19 point 5: double-memory 1g profiles. H200 values from NVIDIA's published facts: 143771 MiB total
+# (catalog, real nvidia-smi), 1g.35gb = 32.50 GiB (the 2 memory slices of 2g.35gb, real -lgip) = 33280 MiB,
+# 26 SMs (-lgip of profile ID 15 on every Hopper part) or 16 (a one-slice device, GFD label on H100 NVL), engines
+# of MIG-UG Table 8 (1 NVDEC, 1 JPEG, 0 OFA, 1 CE); 2g.35gb 32 SMs / 2 CE, 3g.71gb 60 SMs / 3 CE (real -lgip,
+# benchmark notes, Table 8); a 3g.71gb holds twice 2g.35gb's 32.50 GiB (66560 MiB).
+H200_TOTAL = "143771 MiB"
+
+
+def _h200(devices: str) -> str:
+    return _xml(_gpu(product="NVIDIA H200", pci="233510DE", total=H200_TOTAL, current="Enabled", devices=devices))
+
+
+def _h200_1g35(gi: int, sms: int = 26) -> str:
+    return _mig(gi, sms, 33280, ce=1, media=(1, 0, 1))
+
+
+def test_h200_all_1g35gb_is_four_1g35gb() -> None:
+    # mig-parted's all-1g.35gb for 0x2335: 4 × 1g.35gb; it failed to import (read as 4 × 2g.35gb)
+    result = parse_nvidia_smi(_h200("".join(_h200_1g35(gi) for gi in (3, 4, 5, 6))), "n")
+    assert [(i.profile, i.start) for i in result.node.gpus[0].mig or ()] == [
+        ("1g.35gb", 0), ("1g.35gb", 2), ("1g.35gb", 4), ("1g.35gb", 6)
+    ]
+
+
+def test_h200_mixed_layout_reads_1g35gb_not_2g35gb() -> None:
+    # it imported silently wrong: 1g.35gb read as a 2g.35gb, still a valid layout
+    devices = _h200_1g35(1, sms=16) + _mig(2, 32, 33280, ce=2, media=(2, 0, 2)) + _mig(3, 60, 66560, ce=3)
+    result = parse_nvidia_smi(_h200(devices), "n")
+    assert sorted(i.profile for i in result.node.gpus[0].mig or ()) == ["1g.35gb", "2g.35gb", "3g.71gb"]
+
+
+def test_b200_1g45gb_told_from_2g45gb_by_copy_engines() -> None:
+    # MIG-UG Table 9: 1g.45gb has 2 copy engines, 2g.45gb 3 (the catalog has no B200 SM counts). No B200 XML is
+    # public: the memory is one in the two-slice band of a 183359 MiB B200, which NVLIB's rule names "45gb"
+    devices = _mig(1, 18, 45824, ce=2) + _mig(2, 36, 45824, ce=3)
+    text = _xml(_gpu(product="NVIDIA B200", pci="290110DE", total="183359 MiB", current="Enabled", devices=devices))
+    result = parse_nvidia_smi(text, "n")
+    assert sorted(i.profile for i in result.node.gpus[0].mig or ()) == ["1g.45gb", "2g.45gb"]
+
+
+def test_an_instance_nothing_tells_apart_is_an_error_naming_it() -> None:
+    # a B200 1g.45gb without copy-engine counts could be a 2g.45gb: refused, never guessed
+    text = _xml(_gpu(product="NVIDIA B200", pci="290110DE", total="183359 MiB", current="Enabled",
+                     devices=_mig(7, 18, 45824)))
+    message = _error(text)
+    assert "GPU 0: MIG device 7 (GPU instance 7) cannot be identified" in message
+    assert "fit several B200 MIG profiles (1g.45gb, 2g.45gb)" in message
+
+
+# Issue 19 point 6: media extensions. RTX PRO 6000 Blackwell Server Edition values transcribed from a real
+# `nvidia-smi mig -lgip` (driver 610.43.02, quoted in the blog post "Slicing GPUs in Kubernetes with NVIDIA MIG"):
+# 97887 MiB total, a 1g.24gb device 24192 MiB, 46 SMs, 1 CE; DEC/ENC/JPEG/OFA: 1g.24gb 1/1/1/0, +me 1/1/1/1,
+# +gfx 1/1/1/0, +me.all 4/4/4/1, -me 0/0/0/0 (also MIG-UG Table 11).
+def _rtx(devices: str) -> str:
+    return _xml(_gpu(product="NVIDIA RTX PRO 6000 Blackwell Server Edition", pci="2BB510DE", total="97887 MiB",
+                     current="Enabled", devices=devices))
+
+
+def _rtx_1g(gi: int, media: tuple[int, int, int], ofa: int) -> str:
+    return _mig(gi, 46, 24192, ofa=ofa, ce=1, media=media)
+
+
+def test_media_all_and_no_media_profiles_are_told_apart() -> None:
+    devices = _rtx_1g(1, (4, 4, 4), 1) + "".join(_rtx_1g(gi, (0, 0, 0), 0) for gi in (2, 3, 4))
+    result = parse_nvidia_smi(_rtx(devices), "n")
+    assert sorted(i.profile for i in result.node.gpus[0].mig or ()) == [
+        "1g.24gb+me.all", "1g.24gb-me", "1g.24gb-me", "1g.24gb-me"
+    ]
+
+
+def test_media_extension_and_plain_profiles_with_the_gfx_twin_warned() -> None:
+    devices = _rtx_1g(1, (1, 1, 1), 1) + _rtx_1g(2, (1, 1, 1), 0) + _mig(3, 94, 48512, ce=2, media=(2, 2, 2))
+    result = parse_nvidia_smi(_rtx(devices), "n")
+    assert sorted(i.profile for i in result.node.gpus[0].mig or ()) == ["1g.24gb", "1g.24gb+me", "2g.48gb"]
+    assert any("1g.24gb and 1g.24gb+gfx report the same" in w for w in result.warnings)
 
 
 def test_missing_file() -> None:

@@ -124,6 +124,40 @@ def test_records_are_frozen() -> None:
             "{name: 1g.5gb+me, id: 20, g: 1, m: 1, inst: 2",
             r"mig\.yaml: .*1g\.5gb\+me.*at most 1 instance",
         ),
+        # issue 19: engine counts, device SM counts and the media budget are checked like every other fact
+        (
+            "mig.yaml",
+            "sms: 14, engines: {dec: 0, enc: 0, jpg: 0, ofa: 0, ce: 1}}",
+            "sms: 14, engines: {dec: 0, enc: 0, jpg: 0, ofa: -1, ce: 1}}",
+            r"mig\.yaml: tables\.a100-40gb\.profiles\[0:1g\.5gb\]\.engines.*'ofa' must be ≥ 0",
+        ),
+        (
+            "mig.yaml",
+            "sms: 14, engines: {dec: 0, enc: 0, jpg: 0, ofa: 0, ce: 1}}",
+            "sms: 14, engines: {dec: 0, enc: 0, jpg: 0, ofa: 0, ce: 1, nvenc: 1}}",
+            r"mig\.yaml: .*1g\.5gb.*unknown key.*'nvenc'",
+        ),
+        (
+            "mig.yaml",
+            "sms: 26, device_sms: 16, engines: {dec: 1, enc: 0, jpg: 1, ofa: 0, ce: 1},\n"
+            '         sms_prov: {source: "real -lgip (H100 and H100 NVL)"',
+            "sms: 26, device_sms: 26, engines: {dec: 1, enc: 0, jpg: 1, ofa: 0, ce: 1},\n"
+            '         sms_prov: {source: "real -lgip (H100 and H100 NVL)"',
+            r"mig\.yaml: tables\.h100-80gb\.profiles\[2:1g\.20gb\].*'device_sms' is only for",
+        ),
+        (
+            "mig.yaml",
+            "media_budget: {dec: 4, enc: 4, jpg: 4, ofa: 1,",
+            "media_budget: {dec: 3, enc: 4, jpg: 4, ofa: 1,",
+            r"mig\.yaml: tables\.rtx-pro-6000-96gb\.media_budget.*1g\.24gb\+me\.all has 4 dec, more than .* 3",
+        ),
+        (
+            "mig.yaml",
+            '    engines: {source: "MIG-UG getting-started real -lgip (DEC/ENC/JPEG/OFA, CE)", '
+            "confidence: verified}\n",
+            "",
+            r"mig\.yaml: tables\.a100-40gb\.profiles\[0:1g\.5gb\].*engine counts need a source",
+        ),
         # a MIG-backed vGPU type whose profile the model lacks
         (
             "vgpu.yaml",

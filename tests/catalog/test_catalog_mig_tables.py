@@ -65,7 +65,9 @@ H100_94GB: list[Row] = [
 H200: list[Row] = [
     ("1g.18gb", 19, 1, 1, 7, R7, 16.00, 16),
     ("1g.18gb+me", 20, 1, 1, 1, R7, 16.00, 16),
-    ("1g.35gb", 15, 1, 2, 4, R4, None, None),
+    # issue 19 point 5: the double-memory 1g profile, derived from the Hopper ID-15 -lgip rows (26 SMs) and
+    # 2g.35gb's 32.50 GiB (the same two memory slices)
+    ("1g.35gb", 15, 1, 2, 4, R4, 32.50, 26),
     ("2g.35gb", 14, 2, 2, 3, R3, 32.50, 32),
     ("3g.71gb", 9, 3, 4, 2, (0, 4), None, 60),
     ("4g.71gb", 5, 4, 4, 1, (0,), None, 64),
@@ -102,20 +104,22 @@ def _eight_slice(names: tuple[str, str, str, str, str, str, str]) -> list[Row]:
 H100_96GB = _eight_slice(("1g.12gb", "1g.12gb+me", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"))
 GH200_144GB = _eight_slice(("1g.18gb", "1g.18gb+me", "1g.36gb", "2g.36gb", "3g.72gb", "4g.72gb", "7g.144gb"))
 GB200 = _eight_slice(("1g.23gb", "1g.23gb+me", "1g.47gb", "2g.47gb", "3g.93gb", "4g.93gb", "7g.186gb"))
-# §1.4 RTX PRO 6000: a 12-unit grid; real -lgipp {0,3,6,9}:3, {0,6}:6, {0}:12; SMs 46/94/188 [secondary]
+# §1.4 RTX PRO 6000: a 12-unit grid; real -lgipp {0,3,6,9}:3, {0,6}:6, {0}:12; SMs 46/94/188 [secondary]. IDs and GiB
+# transcribed from a real `nvidia-smi mig -lgip` (RTX PRO 6000 Blackwell Server Edition, driver 610.43.02, quoted in the
+# blog post "Slicing GPUs in Kubernetes with NVIDIA MIG"): +me.all is 65 / 64 and -me 67 / 66 (issue 19 point 9)
 Q4 = (0, 3, 6, 9)
 RTX_PRO_6000: list[Row] = [
-    ("1g.24gb", 14, 1, 3, 4, Q4, None, 46),
-    ("1g.24gb+me", 21, 1, 3, 1, Q4, None, 46),
-    ("1g.24gb+gfx", 47, 1, 3, 4, Q4, None, 46),
-    ("1g.24gb-me", 65, 1, 3, 4, Q4, None, 46),
-    ("1g.24gb+me.all", 67, 1, 3, 1, Q4, None, 46),
-    ("2g.48gb", 5, 2, 6, 2, (0, 6), None, 94),
-    ("2g.48gb+gfx", 35, 2, 6, 2, (0, 6), None, 94),
-    ("2g.48gb-me", 64, 2, 6, 2, (0, 6), None, 94),
-    ("2g.48gb+me.all", 66, 2, 6, 1, (0, 6), None, 94),
-    ("4g.96gb", 0, 4, 12, 1, (0,), None, 188),
-    ("4g.96gb+gfx", 32, 4, 12, 1, (0,), None, 188),
+    ("1g.24gb", 14, 1, 3, 4, Q4, 23.62, 46),
+    ("1g.24gb+me", 21, 1, 3, 1, Q4, 23.62, 46),
+    ("1g.24gb+gfx", 47, 1, 3, 4, Q4, 23.62, 46),
+    ("1g.24gb-me", 67, 1, 3, 4, Q4, 23.62, 46),
+    ("1g.24gb+me.all", 65, 1, 3, 1, Q4, 23.62, 46),
+    ("2g.48gb", 5, 2, 6, 2, (0, 6), 47.38, 94),
+    ("2g.48gb+gfx", 35, 2, 6, 2, (0, 6), 47.38, 94),
+    ("2g.48gb-me", 66, 2, 6, 2, (0, 6), 47.38, 94),
+    ("2g.48gb+me.all", 64, 2, 6, 1, (0, 6), 47.38, 94),
+    ("4g.96gb", 0, 4, 12, 1, (0,), 95.12, 188),
+    ("4g.96gb+gfx", 32, 4, 12, 1, (0,), 95.12, 188),
 ]
 
 EXPECTED: dict[str, list[Row]] = {

@@ -136,8 +136,9 @@ def test_uncertain_sm_counts() -> None:
     for p in _model("B200").mig_profiles:
         assert p.sms is None and p.sms_provenance.confidence == "uncertain"
     assert _model("B200").provenance_of("sms").confidence == "uncertain"
-    assert _profile_prov("H200-SXM5-141GB", "1g.35gb", "sms_provenance") == "uncertain"
-    assert _profile_prov("H200-SXM5-141GB", "1g.35gb", "memory_provenance") == "uncertain"
+    # issue 19 point 5: derived from the ID-15 rows of real Hopper -lgip outputs and 2g.35gb's memory
+    assert _profile_prov("H200-SXM5-141GB", "1g.35gb", "sms_provenance") == "derived"
+    assert _profile_prov("H200-SXM5-141GB", "1g.35gb", "memory_provenance") == "derived"
     assert _profile_prov("H200-SXM5-141GB", "2g.35gb", "sms_provenance") == "secondary"
 
 

@@ -10,6 +10,7 @@ import pytest
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import CHANGE_CHECKS, EntityDiff, inverse, plan, released_slots
 from gpuadmin.engine.state import ClusterState
+from gpuadmin.model import Inventory
 from gpuadmin.store import load_inventory
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample-inventories"
@@ -135,6 +136,21 @@ def test_set_mig_chooses_starts_and_emits_commands(orchestrator: str) -> None:
     assert gpu is not None and [(i.profile, i.start) for i in gpu.mig or ()] == [("3g.40gb", 4), ("4g.40gb", 0)]
     assert result.commands["gpu-h100-12"] == SET_MIG_COMMANDS[orchestrator]
     assert [d.action for d in result.diff] == ["modify"]
+
+
+def test_rtx_pro_6000_media_profiles_get_their_real_ids() -> None:
+    """Issue 19 point 9: on a real RTX PRO 6000 (`nvidia-smi mig -lgip`, driver 610.43.02, quoted in the blog post
+    "Slicing GPUs in Kubernetes with NVIDIA MIG") 1g.24gb+me.all is profile 65 and 1g.24gb-me 67."""
+    node = {"name": "rtx1", "platform": "baremetal", "orchestrator": "none",
+            "gpus": [{"index": 0, "model": "RTX-PRO-6000-BSE", "mode": "full"}]}
+    state = ClusterState.from_inventory(Inventory.model_validate({"version": 1, "cluster": "rtx", "nodes": [node]}))
+    result = plan(state, changes({"op": "set-mig", "node": "rtx1", "gpu": 0, "instances": [
+        {"profile": "1g.24gb+me.all", "start": 0}, {"profile": "1g.24gb-me", "start": 3},
+        {"profile": "2g.48gb-me", "start": 6}]}))
+    assert result.allowed, result.violations
+    assert result.commands["rtx1"][-1] == (
+        "nvidia-smi mig -i 0 -cgi 66,65,67 -C  # 2g.48gb-me@6 1g.24gb+me.all@0 1g.24gb-me@3"
+    )
 
 
 def test_drain_evicts_preemptible_and_reports_effects() -> None:

@@ -21,6 +21,7 @@ _KIND_RULE: dict[layout.ProblemKind, str] = {
     "compute-slices": "mig.compute-slices",
     "instance-cap": "mig.instance-cap",
     "media-extensions": "mig.single-media-extension",
+    "media-engines": "mig.media-engines",
 }
 
 
@@ -114,6 +115,16 @@ def instance_cap(view: View, key: GpuKey) -> Iterable[Violation]:
 @rule("mig.single-media-extension", "At most one MIG instance with media extensions (+me) per GPU.", "gpu")
 def single_media_extension(view: View, key: GpuKey) -> Iterable[Violation]:
     return _layout_problems(view, key, "mig.single-media-extension")
+
+
+@rule(
+    "mig.media-engines",
+    "The MIG instances' media engines (NVDEC/NVENC/JPEG/OFA) add up to at most the GPU's, where the catalog "
+    "models them (RTX PRO 6000: +me.all takes them all).",
+    "gpu",
+)
+def media_engines(view: View, key: GpuKey) -> Iterable[Violation]:
+    return _layout_problems(view, key, "mig.media-engines")
 
 
 @rule(

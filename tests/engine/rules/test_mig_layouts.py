@@ -57,6 +57,12 @@ def oracle_reasons(model: GpuModel, layout: list[tuple[str, int]]) -> set[str]:
         reasons.add("instance-cap")
     if media > 1:
         reasons.add("media-extensions")
+    budget = model.mig_media_budget  # RTX PRO 6000: +me.all takes every media engine (issue 19 point 9)
+    if budget is not None:
+        for kind in ("dec", "enc", "jpg", "ofa"):
+            taken = sum(table[n].engines.count(kind) or 0 for n, _ in layout if n in table)
+            if taken > (budget.count(kind) or 0):
+                reasons.add("media-engines")
     return reasons
 
 
@@ -112,6 +118,7 @@ _KIND_RULE = {
     "compute-slices": "mig.compute-slices",
     "instance-cap": "mig.instance-cap",
     "media-extensions": "mig.single-media-extension",
+    "media-engines": "mig.media-engines",
 }
 
 # ------------------------------------------------------------------------------------------------ counts
@@ -130,9 +137,10 @@ def test_known_layout_counts() -> None:
     counts = {m.name: len(mig.valid_layouts(m)) for m in MODELS}
     for model in MODELS:
         # 8 memory slices / 7 compute slices, 7 GI profiles incl. +me: 2318 layouts; A30 (4/4, 5 profiles): 75;
-        # RTX PRO 6000 (12-unit grid, 4 compute slices, 11 profiles with +me/+me.all/+gfx/-me variants): 1008 —
+        # RTX PRO 6000 (12-unit grid, 4 compute slices, 11 profiles with +me/+me.all/+gfx/-me variants): 716,
+        # 1008 before its media engines were modelled (+me.all takes them all: issue 19 point 9) —
         # each count also equals the brute-force oracle's (test_enumeration_matches_brute_force)
-        expected = {"A30": 75, "RTX-PRO-6000-BSE": 1008}.get(model.name, 2318)
+        expected = {"A30": 75, "RTX-PRO-6000-BSE": 716}.get(model.name, 2318)
         assert counts[model.name] == expected, counts
 
 
@@ -212,7 +220,9 @@ def test_generated_invalid_layouts_are_refused_with_the_right_rule(model: GpuMod
         assert {k.kind for k in mig.explain_layout(model, list(layout))} == {
             k for k, r in _KIND_RULE.items() if r in expected
         }
-    assert kinds_seen == set(_KIND_RULE.values())
+    # the media-engine budget exists only where the catalog models one (RTX PRO 6000)
+    budgeted = model.mig_media_budget is not None
+    assert kinds_seen == {r for r in _KIND_RULE.values() if budgeted or r != "mig.media-engines"}
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)

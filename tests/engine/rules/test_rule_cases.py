@@ -324,6 +324,24 @@ CASES: list[Case] = [
         lambda: S().gpu("k8s1", 1, mode="mig", replicas=None, mig=mig(("2g.12gb+me", 0), ("1g.6gb+me", 3))),
         "k8s1/1",
     ),
+    # issue 19 point 9: RTX PRO 6000 engine counts of MIG-UG Table 11 / a real -lgip (+me.all 4/4/4/1, -me 0)
+    Case(
+        "mig.media-engines",
+        "RTX PRO 6000: 1g+me.all with three 1g-me",
+        lambda: S().gpu(
+            "bm4", 0, model="RTX-PRO-6000-BSE", mode="mig", replicas=None,
+            mig=mig(("1g.24gb+me.all", 0), ("1g.24gb-me", 3), ("1g.24gb-me", 6), ("1g.24gb-me", 9)),
+        ),
+    ),
+    Case(
+        "mig.media-engines",
+        "RTX PRO 6000: 1g+me.all beside a plain 1g",
+        lambda: S().gpu(
+            "bm4", 0, model="RTX-PRO-6000-BSE", mode="mig", replicas=None,
+            mig=mig(("1g.24gb+me.all", 0), ("1g.24gb", 3)),
+        ),
+        "bm4/0",
+    ),
     Case(
         "mig.repartition-evicts",
         "keep the held 2g@0",
