@@ -362,7 +362,7 @@ def _load_vgpu(root: _Entry) -> tuple[dict[str, VgpuSeries], dict[str, _VgpuMenu
             if kind not in series:
                 raise row.error(f"unknown vGPU series {kind!r}")
             equal = row.int_("equal", 1)
-            mixed = row.opt_int("mixed", 1)
+            mixed = row.opt_int("mixed", 0)  # 0: the GPU has no mixed-size mode (T4)
             row_prov = row.provenance(default=prov)
             row.done()
             if mixed is not None and mixed > equal:
@@ -424,6 +424,21 @@ def _vgpu_types(
             )
         )
     return tuple(types)
+
+
+def _check_board_size(entry: _Entry, types: tuple[VgpuType, ...], memory_gb: int) -> None:
+    """Refuse a menu that does not fit the model.
+
+    vGPU types are named after the board's nominal frame buffer (L40-48Q, T4-16C), while nvidia-smi's total,
+    the model's `memory_gb`, is what is left after ECC and reserved memory (L40: 46068 MiB → 45, T4: 15 GB), so a
+    type may exceed that total by up to a tenth; no type may exceed the menu's full C type, which is the board.
+    """
+    board_mib = max((t.framebuffer_mib for t in types if t.series == "C" and not t.mig_backed), default=0)
+    if board_mib * 10 > memory_gb * 1024 * 11:
+        raise entry.error(f"its full-frame-buffer type ({board_mib} MiB) is far above the {memory_gb} GB board")
+    for t in types:
+        if t.framebuffer_mib > board_mib:
+            raise entry.error(f"{t.name}: {t.framebuffer_mib} MiB exceeds the {board_mib} MiB board")
 
 
 def _load_models(
@@ -517,9 +532,7 @@ def _load_models(
                 raise vg.error(f"unknown vGPU menu {menu_name!r} (vgpu.yaml has {', '.join(sorted(menus))})")
             fields["vgpu_prefix"] = vgpu_prov
             vgpu_types = _vgpu_types(e, prefix, menu, vgpu_prov, mig)
-            for t in vgpu_types:
-                if t.framebuffer_mib > memory_gb * 1024:
-                    raise vg.error(f"{t.name}: {t.framebuffer_mib} MiB exceeds the {memory_gb} GB board")
+            _check_board_size(vg, vgpu_types, memory_gb)
         e.done()
 
         models[name] = GpuModel(
