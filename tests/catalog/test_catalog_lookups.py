@@ -78,7 +78,7 @@ MODELS = [
     ("H100-SXM5-94GB", "Hopper", 96256, 94, 132, True, (4, 18, 900), "H100XL-"),
     ("H100-96GB-GH200", "Hopper", 98304, 96, 132, True, None, None),
     ("GH200-144GB", "Hopper", 147456, 144, None, True, None, None),
-    ("H20", "Hopper", 98304, 96, None, True, None, None),
+    ("H20", "Hopper", 98304, 96, None, True, None, "H20-"),
     ("GB200", "Blackwell", 190464, 186, None, True, None, None),
     ("RTX-PRO-6000-BSE", "Blackwell", 98304, 96, 188, True, None, None),
     ("T4", "Turing", 15360, 15, 40, False, None, "T4-"),

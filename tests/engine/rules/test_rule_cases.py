@@ -560,6 +560,26 @@ CASES: list[Case] = [
         lambda: vgpu_host("8.0U3", "H100-PCIE-80GB", *["H100-16C"] * 6),
         "esx9/0",
     ),
+    # Issue 19 point 13: the H20 menu, transcribed from NVIDIA AI Enterprise release 6, appendix/vgpu.html, Table 104
+    # (Time-Sliced NVIDIA vGPU (C-Series) for NVIDIA H20 SXM5 96GB): H20-4C 24 in equal-size mode, 8 in mixed-size.
+    Case("vgpu.profile-exists", "H20-48C on an H20", lambda: vgpu_host("8.0U3", "H20", "H20-48C")),
+    Case(
+        "vgpu.equal-size",
+        "24 × H20-4C",
+        lambda: vgpu_host("8.0U3", "H20", *["H20-4C"] * 24),
+    ),
+    Case(
+        "vgpu.equal-size",
+        "25 × H20-4C, at most 24",
+        lambda: vgpu_host("8.0U3", "H20", *["H20-4C"] * 25),
+        "esx9/0",
+    ),
+    Case(
+        "vgpu.equal-size",
+        "9 × H20-4C with an H20-6C, mixed-size maximum 8",
+        lambda: vgpu_host("8.0U3", "H20", *["H20-4C"] * 9, "H20-6C"),
+        "esx9/0",
+    ),
     Case(
         "vgpu.max-per-vm",
         "8 vGPUs for one VM",
