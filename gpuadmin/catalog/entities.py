@@ -122,7 +122,8 @@ class VgpuType:
     `max_equal_size` / `max_mixed_size`: most vGPUs of this type per physical GPU in equal-size mode and in
     mixed-size mode. For MIG-backed types `max_mixed_size` is None (mixed-size mode is a time-sliced
     notion) and `mig_profile` names the MIG profile the type maps to. For time-sliced types
-    `max_mixed_size` is None where the reference gives no figure.
+    `max_mixed_size` is None where the reference gives no figure, and 0 where the GPU has no mixed-size mode
+    (NVIDIA: T4).
     """
 
     name: str

@@ -448,7 +448,7 @@ def _load_vgpu(root: _Entry) -> tuple[dict[str, VgpuSeries], dict[str, _VgpuMenu
             if kind not in series:
                 raise row.error(f"unknown vGPU series {kind!r}")
             equal = row.int_("equal", 1)
-            mixed = row.opt_int("mixed", 1)
+            mixed = row.opt_int("mixed", 0)  # 0: the GPU has no mixed-size mode (T4)
             row_prov = row.provenance(default=prov)
             row.done()
             if mixed is not None and mixed > equal:

@@ -172,6 +172,21 @@ def test_records_are_frozen() -> None:
             "- {fb: 8, equal: 5, mixed: 6}",
             r"vgpu\.yaml: menus\.a100-40gb\.time_sliced\[3\].*exceeds",
         ),
+        # a model pointed at a menu for a far larger board (vGPU types are held to the board's nominal
+        # memory, `board_gb`, which is above nvidia-smi's total: an L40's 48 GB types over its 46068 MiB)
+        (
+            "gpus.yaml",
+            "menu: t4-16gb",
+            "menu: ada-48gb",
+            r"gpus\.yaml: models\[\d+:T4\]\.vgpu.*49152 MiB exceeds the 16 GB board",
+        ),
+        # a graphics type larger than the board's full C type
+        (
+            "vgpu.yaml",
+            "- {fb: 2, equal: 8, mixed: 0, series: Q",
+            "- {fb: 20, equal: 8, mixed: 0, series: Q",
+            r"gpus\.yaml: models\[\d+:T4\]\.vgpu.*T4-20Q.*exceeds the 16 GB board",
+        ),
         # an unparseable ESXi version
         (
             "platforms.yaml",

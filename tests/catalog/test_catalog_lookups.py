@@ -67,7 +67,7 @@ MODELS = [
     ("A100-PCIE-80GB", "Ampere", 81920, 80, 108, True, None, "A100D-"),
     ("A30", "Ampere", 24576, 24, 56, True, None, "A30-"),
     ("A40", "Ampere", 49152, 48, None, False, None, "A40-"),
-    ("A10", "Ampere", 24576, 24, None, False, None, None),
+    ("A10", "Ampere", 24576, 24, None, False, None, "A10-"),
     ("L40S", "Ada Lovelace", 46068, 45, None, False, None, "L40S-"),
     ("H100-SXM5-80GB", "Hopper", 81559, 80, 132, True, (4, 18, 900), "H100XM-"),
     ("H100-PCIE-80GB", "Hopper", 81920, 80, 114, True, (4, 12, 600), "H100-"),
@@ -78,13 +78,13 @@ MODELS = [
     ("H100-SXM5-94GB", "Hopper", 96256, 94, 132, True, (4, 18, 900), "H100XL-"),
     ("H100-96GB-GH200", "Hopper", 98304, 96, 132, True, None, None),
     ("GH200-144GB", "Hopper", 147456, 144, None, True, None, None),
-    ("H20", "Hopper", 98304, 96, None, True, None, None),
+    ("H20", "Hopper", 98304, 96, None, True, None, "H20-"),
     ("GB200", "Blackwell", 189471, 186, None, True, None, None),
     ("RTX-PRO-6000-BSE", "Blackwell", 97887, 96, 188, True, None, None),
-    ("T4", "Turing", 15360, 15, 40, False, None, None),
+    ("T4", "Turing", 15360, 15, 40, False, None, "T4-"),
     ("A10G", "Ampere", 23028, 23, 80, False, None, None),
-    ("L4", "Ada Lovelace", 23034, 23, 58, False, None, None),
-    ("L40", "Ada Lovelace", 46068, 45, 142, False, None, None),
+    ("L4", "Ada Lovelace", 23034, 23, 58, False, None, "L4-"),
+    ("L40", "Ada Lovelace", 46068, 45, 142, False, None, "L40-"),
 ]
 
 

@@ -81,17 +81,19 @@ def test_vgpus_per_vm() -> None:
 
 def test_mixed_vgpu_thresholds() -> None:
     vsphere = get_catalog().vsphere
-    assert vsphere.mixed_vgpu_types_since == "8.0U2"
+    assert vsphere.mixed_vgpu_types_since == "8.0U1"  # issue 19 point 14: the vSphere 8 U1 article
     assert vsphere.mixed_vgpu_sizes_since == "8.0U3"
     assert vsphere.mixed_vgpu_sizes_min_vgpu_release == 17
-    assert not vsphere.allows_mixed_vgpu_types("8.0U1")
-    assert vsphere.allows_mixed_vgpu_types("8.0U2")
+    assert not vsphere.allows_mixed_vgpu_types("8.0")
+    assert vsphere.allows_mixed_vgpu_types("8.0U1")
     assert not vsphere.allows_mixed_vgpu_sizes("8.0U2")
     assert vsphere.allows_mixed_vgpu_sizes("8.0U3")
     assert vsphere.allows_mixed_vgpu_sizes("8.0U3", vgpu_release=17)
     assert not vsphere.allows_mixed_vgpu_sizes("8.0U3", vgpu_release=16)
-    assert vsphere.mixed_vgpu_types_provenance.confidence == "verified"
-    assert "verified-vendor" in vsphere.mixed_vgpu_types_provenance.note
+    assert vsphere.mixed_vgpu_types_provenance.confidence == "secondary"
+    assert "shared/seeds/003_d3a2a3cdf68c732d.txt" in vsphere.mixed_vgpu_types_provenance.source
+    # the later VMware blog that dates it 8.0 U2 stays cited, as conflicting
+    assert "Conflicting: blogs.vmware.com 2024-07-03" in vsphere.mixed_vgpu_types_provenance.note
     assert vsphere.mixed_vgpu_sizes_provenance.confidence == "verified"
 
 

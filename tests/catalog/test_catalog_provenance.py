@@ -162,12 +162,14 @@ def test_model_level_marks() -> None:
     assert _model("H100-NVL-94GB").product_name_provenance["NVIDIA H100 NVL"].confidence == "secondary"
 
 
-def test_h100_16c_maximum_is_marked() -> None:
-    vgpu = _model("H100-SXM5-80GB").vgpu_type("H100XM-16C")
-    assert vgpu is not None
-    assert vgpu.max_equal_size == 6  # as the reference prints it
-    assert vgpu.provenance.confidence == "uncertain"
-    assert "exceeds" in vgpu.provenance.note
+def test_h100_16c_maximum_is_five() -> None:
+    """Issue 19 point 10: the reference's 6 × 16 GB cannot fit 80 GB; the catalog says 5 and marks it derived."""
+    for model_name, type_name in [("H100-SXM5-80GB", "H100XM-16C"), ("H100-PCIE-80GB", "H100-16C")]:
+        vgpu = _model(model_name).vgpu_type(type_name)
+        assert vgpu is not None
+        assert (vgpu.max_equal_size, vgpu.max_mixed_size) == (5, 4)
+        assert vgpu.provenance.confidence == "derived"
+        assert "point 10" in vgpu.provenance.note
 
 
 def test_provenance_text() -> None:

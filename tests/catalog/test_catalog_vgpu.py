@@ -1,4 +1,5 @@
-"""vGPU series, type names and per-board maxima against gpu-facts §4.1–§4.3, transcribed here as text."""
+"""vGPU series, type names and per-board maxima against gpu-facts §4.1–§4.3 and NVIDIA's own type tables,
+transcribed here as text."""
 
 from __future__ import annotations
 
@@ -33,7 +34,25 @@ TABLE_4_3 = {
         "7-141C(1), 4-71C(1), 3-71C(2), 2-35C(3), 1-35C(4), 1-18C(7), 1-18CME(1)",
     ),
 }
-# gpu-facts §4.2 board prefixes of the catalog models, and which §4.3 row each uses.
+# Issue 19 point 13: NVIDIA AI Enterprise release 6, docs.nvidia.com/ai-enterprise/release-6/latest/appendix/vgpu.html,
+# verbatim in the same form: Tables 38 (L40), 39 (L40S), 42 (L4), 49 (A10), 103/104 (H20 SXM5 96GB; H20-96C is
+# 98304 MB). AI Enterprise release 7 (vgpu/reference/hopper.html, Tables 186/187) prints the same H20 figures.
+AIE_RELEASE_6 = {
+    "L40": ("48C:1/1, 24C:2/2, 16C:3/2, 12C:4/4, 8C:6/4, 6C:8/8, 4C:12/8", ""),
+    "L40S": ("48C:1/1, 24C:2/2, 16C:3/2, 12C:4/4, 8C:6/4, 6C:8/8, 4C:12/8", ""),
+    "L4": ("24C:1/1, 12C:2/2, 8C:3/2, 6C:4/4, 4C:6/4", ""),
+    "A10": ("24C:1/1, 12C:2/2, 8C:3/2, 6C:4/4, 4C:6/4", ""),
+    "H20 96GB": (
+        "96C(98304MB):1/1, 48C:2/2, 24C:4/2, 16C:6/4, 12C:8/4, 6C:16/8, 4C:24/8",
+        "7-96C(1), 4-48C(1), 3-48C(2), 2-24C(3), 1-24C(4), 1-12C(7), 1-12CME(1)",
+    ),
+}
+TABLES = {**TABLE_4_3, **AIE_RELEASE_6}
+# Issue 19 point 10: where the catalog departs from §4.3, with the reason in its provenance ("point 10").
+# NVIDIA's H100 tables print 6 too (release 6 Tables 96/98), its H800 80GB tables 5 (Tables 84/86)
+CORRECTIONS = {("H100 80GB", "16C"): (16, 5, 4)}  # 6 × 16 GB cannot fit 80 GB; 80 // 16 = 5
+# gpu-facts §4.2 board prefixes of the catalog models (NVIDIA's type names for the boards of AIE_RELEASE_6), and
+# which table row each uses.
 BOARDS = {
     "A100-PCIE-40GB": ("A100-", "A100 40GB"),
     "A100-SXM4-40GB": ("A100X-", "A100 40GB"),
@@ -46,6 +65,11 @@ BOARDS = {
     "H100-NVL-94GB": ("H100L-", "H100 94GB"),
     "H200-NVL-141GB": ("H200-", "H200 141GB"),
     "H200-SXM5-141GB": ("H200X-", "H200 141GB"),
+    "L40": ("L40-", "L40"),
+    "L40S": ("L40S-", "L40S"),
+    "L4": ("L4-", "L4"),
+    "A10": ("A10-", "A10"),
+    "H20": ("H20-", "H20 96GB"),
 }
 
 _SLICED = re.compile(r"^(\d+)C(?:\([^)]*\))?:(\d+)/(\d+)$")
@@ -81,7 +105,8 @@ def _model(name: str) -> GpuModel:
 def test_time_sliced_c_types(model_name: str) -> None:
     prefix, row = BOARDS[model_name]
     model = _model(model_name)
-    expected = _parse_sliced(TABLE_4_3[row][0])
+    expected = _parse_sliced(TABLES[row][0])
+    expected.update({suffix: fixed for (board, suffix), fixed in CORRECTIONS.items() if board == row})
     actual = {t.name: t for t in model.vgpu_types if t.series == "C" and t.mig_profile is None}
     assert set(actual) == {prefix + suffix for suffix in expected}
     for suffix, (fb_gb, equal, mixed) in expected.items():
@@ -95,7 +120,7 @@ def test_time_sliced_c_types(model_name: str) -> None:
 def test_mig_backed_types(model_name: str) -> None:
     prefix, row = BOARDS[model_name]
     model = _model(model_name)
-    expected = _parse_backed(TABLE_4_3[row][1])
+    expected = _parse_backed(TABLES[row][1])
     actual = {t.name: t for t in model.vgpu_types if t.mig_profile is not None}
     assert set(actual) == {prefix + suffix for suffix in expected}
     for suffix, (profile_name, count) in expected.items():
@@ -132,12 +157,18 @@ def test_type_lookup_forms() -> None:
         ("H200-141C", "H200-NVL-141GB", "H200-141C"),
         ("A30-2-12CME", "A30", "A30-2-12CME"),
         ("A40-48C", "A40", "A40-48C"),
+        ("A40-2B", "A40", "A40-2B"),  # issue 19 point 13: B, A series and the L4, L40, A10, T4 boards
+        ("grid_a40-6a", "A40", "A40-6A"),
+        ("L4-24Q", "L4", "L4-24Q"),
+        ("L40-1Q", "L40", "L40-1Q"),
+        ("A10-4C", "A10", "A10-4C"),
+        ("T4-16C", "T4", "T4-16C"),
     ]:
         model = catalog.model_for_vgpu_type(text)
         assert model is not None and model.name == model_name, text
         found = catalog.vgpu_type(text)
         assert found is not None and found[0] is model and found[1].name == type_name, text
-    assert catalog.model_for_vgpu_type("T4-16C") is None
+    assert catalog.model_for_vgpu_type("V100-16C") is None
     assert catalog.model_for_vgpu_type("A100") is None
     assert catalog.vgpu_type("A100-3C") is None  # known board, no such type
     assert catalog.vgpu_type("A40-1-6C") is None  # A40 has no MIG
@@ -154,15 +185,16 @@ def test_series() -> None:
     assert "workstation" in series["Q"].purpose
 
 
-# Types whose equal-size maximum × frame buffer exceeds the GPU's frame buffer, with the reason.
-FRAMEBUFFER_EXCEPTIONS = {
-    "H100-16C": "§4.3 gives 16C:6/4 for H100 80GB; 6 × 16 GB > 80 GB (marked uncertain in the catalog)",
-    "H100XM-16C": "§4.3 gives 16C:6/4 for H100 80GB; 6 × 16 GB > 80 GB (marked uncertain in the catalog)",
-}
+# NVIDIA's driver: at most 32 vGPUs on one physical GPU (open-gpu-kernel-modules,
+# src/common/sdk/nvidia/inc/ctrl/ctrla081.h: NVA081_MAX_VGPU_PER_PGPU 32).
+MAX_VGPUS_PER_GPU = 32
 
 
 def test_time_sliced_maxima_fit_the_framebuffer() -> None:
-    """MIG-backed types are bounded by MIG instances instead (GB is rounded: 4 × H100L-1-24C > 94 GB)."""
+    """MIG-backed types are bounded by MIG instances instead (GB is rounded: 4 × H100L-1-24C > 94 GB).
+
+    Issue 19 point 10: H100-16C × 6 no longer needs an exception, and no type exceeds the driver's 32.
+    """
     for model in get_catalog().gpu_models.values():
         total = model.vgpu_framebuffer_mib
         for vgpu in model.vgpu_types:
@@ -170,29 +202,55 @@ def test_time_sliced_maxima_fit_the_framebuffer() -> None:
             if vgpu.mig_backed:
                 continue
             assert vgpu.max_mixed_size is None or vgpu.max_mixed_size <= vgpu.max_equal_size
-            fits = vgpu.max_equal_size * vgpu.framebuffer_mib <= total
-            if vgpu.name in FRAMEBUFFER_EXCEPTIONS:
-                assert not fits
-                assert vgpu.provenance.confidence == "uncertain"
-            else:
-                assert fits, vgpu.name
+            assert vgpu.max_equal_size * vgpu.framebuffer_mib <= total, vgpu.name
+            assert vgpu.max_equal_size <= MAX_VGPUS_PER_GPU, vgpu.name
+
+
+def test_1q_on_48gb_boards_is_32() -> None:
+    """Issue 19 point 10: NVIDIA's driver source (kernel_vgpu_mgr.c: "On 1GB profiles on 48GB board … maxInstance
+    is only 32", naming A40-1Q) — not 48 GB // 1 GB; the mixed-size maximum is withheld (placements denied)."""
+    for model_name, type_name in [("A40", "A40-1Q"), ("L40S", "L40S-1Q"), ("L40", "L40-1Q"), ("A40", "A40-1B")]:
+        vgpu = _model(model_name).vgpu_type(type_name)
+        assert vgpu is not None, type_name
+        assert (vgpu.max_equal_size, vgpu.max_mixed_size) == (32, None), type_name
+
+
+def test_graphics_series_menus() -> None:
+    """Issue 19 point 13: Q, B and A types beside C; mixed-size maxima are the previous power of two of the
+    equal-size maximum (the driver's mixed-size placement), which every verified C row of §4.3 also obeys."""
+    a40 = {t.name: t for t in _model("A40").vgpu_types}
+    assert {n for n in a40 if n.endswith("B")} == {"A40-1B", "A40-2B"}
+    assert {n for n in a40 if n.endswith("A")} == {f"A40-{gb}A" for gb in (1, 2, 3, 4, 6, 8, 12, 16, 24, 48)}
+    for vgpu in a40.values():
+        if vgpu.max_mixed_size:
+            assert vgpu.max_mixed_size == 1 << (vgpu.max_equal_size.bit_length() - 1), vgpu.name
+    for model_name in ("L4", "L40", "A10", "T4"):
+        assert {t.series for t in _model(model_name).vgpu_types} == {"C", "Q", "B", "A"}, model_name
+    # NVIDIA (AIE release 8, Turing types): T4-16C 1, T4-8C 2, T4-4C 4; "This GPU does not support mixed-size mode"
+    t4 = {t.name: (t.max_equal_size, t.max_mixed_size) for t in _model("T4").vgpu_types if t.series == "C"}
+    assert t4 == {"T4-16C": (1, 0), "T4-8C": (2, 0), "T4-4C": (4, 0)}
 
 
 def test_vgpu_framebuffer_is_the_full_type() -> None:
     assert _model("H200-SXM5-141GB").vgpu_framebuffer_mib == 141 * 1024
     assert _model("H100-SXM5-80GB").vgpu_framebuffer_mib == 80 * 1024
     assert _model("B200").vgpu_framebuffer_mib is None
-    assert _model("A10").vgpu_types == ()
+    assert _model("GB200").vgpu_types == ()  # not in the index of NVIDIA's vGPU type reference
+    assert _model("L40").vgpu_framebuffer_mib == 48 * 1024  # the board's 48 GB, above nvidia-smi's 46068 MiB
 
 
 def test_types_outside_the_reference_are_uncertain() -> None:
-    """L40S is not in §4.3; A40 Q sizes are 'not confirmed' — both must carry the uncertain mark."""
-    l40s = _model("L40S")
-    assert l40s.vgpu_types
-    assert all(t.provenance.confidence == "uncertain" for t in l40s.vgpu_types)
-    assert l40s.provenance_of("vgpu_prefix").confidence == "uncertain"
+    """C types read from NVIDIA's tables are verified; Q/B/A sizes are not read from NVIDIA's graphics tables and
+    carry the uncertain mark, except the 1 GB types on 48 GB boards, whose 32 is NVIDIA's (driver source)."""
+    for model_name in ("L40S", "L40", "L4", "A10", "H20"):
+        model = _model(model_name)
+        assert model.provenance_of("vgpu_prefix").confidence == "verified", model_name
+        c_types = [t for t in model.vgpu_types if t.series == "C"]
+        assert c_types and all(t.provenance.confidence == "verified" for t in c_types), model_name
+        graphics = [t for t in model.vgpu_types if t.series != "C" and t.framebuffer_mib > 1024]
+        assert all(t.provenance.confidence == "uncertain" for t in graphics), model_name
     a40_q = [t for t in _model("A40").vgpu_types if t.series == "Q"]
-    assert a40_q and all(t.provenance.confidence == "uncertain" for t in a40_q)
+    assert a40_q and all(t.provenance.confidence == "uncertain" for t in a40_q if t.name != "A40-1Q")
     assert {t.name for t in a40_q} == {f"A40-{gb}Q" for gb in (1, 2, 3, 4, 6, 8, 12, 16, 24, 48)}
     a40_c = [t for t in _model("A40").vgpu_types if t.series == "C"]
     assert all(t.provenance.confidence == "verified" for t in a40_c)

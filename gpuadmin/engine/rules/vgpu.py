@@ -173,6 +173,14 @@ def equal_size(view: View, key: GpuKey) -> Iterable[Violation]:
                     f"{where} is in mixed-size mode, and no mixed-size maximum is known for {name}",
                     "use a type with a documented mixed-size maximum, or one size on this GPU",
                 )
+            elif cap == 0:
+                yield Violation(
+                    "vgpu.equal-size",
+                    target,
+                    f"{where} would need mixed-size mode for {name}, and {model.name} has no mixed-size mode",
+                    f"use {_mib(first.framebuffer_mib)} types on this GPU",
+                )
+                return
             elif count > cap:
                 yield Violation(
                     "vgpu.equal-size",

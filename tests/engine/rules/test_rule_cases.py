@@ -125,6 +125,27 @@ def pairs_host(groups: list[list[int]]) -> dict[str, Any]:
 S = Scenario
 
 
+def vgpu_host(version: str, model: str, *profiles: str) -> Scenario:
+    """The base cluster and one more vSphere host, esx9, whose GPU 0 (of `model`) holds these vGPUs, one VM each."""
+    vms = [f"vm-{i:02}" for i in range(len(profiles))]
+    return S().add_node(
+        {
+            "name": "esx9",
+            "platform": "vsphere",
+            "vsphere": {"version": version},
+            "gpus": [
+                {
+                    "index": 0,
+                    "model": model,
+                    "mode": "vgpu",
+                    "vgpus": [{"vm": vm, "profile": p} for vm, p in zip(vms, profiles, strict=True)],
+                }
+            ],
+            "vms": [{"name": vm, "hardware_version": 20} for vm in vms],
+        }
+    )
+
+
 def with_job(raw: dict[str, Any]) -> Inventory:
     """The base cluster with one more job committed (not an edit of the scenario)."""
     base = base_inventory()
@@ -437,6 +458,19 @@ CASES: list[Case] = [
         "A40-12C on an A40",
         lambda: vgpus_replaced("esx2", 0, vgpus(("vdi-01", "A40-12C"))),
     ),
+    # Issue 19 point 13: B- and A-series types, and menus for the L4, L40, A10 and T4 (vgpu.yaml).
+    Case("vgpu.profile-exists", "A40-2B on an A40", lambda: vgpu_host("8.0U3", "A40", "A40-2B", "A40-2B")),
+    Case("vgpu.profile-exists", "A40-6A on an A40", lambda: vgpu_host("8.0U3", "A40", "A40-6A")),
+    Case("vgpu.profile-exists", "L4-24Q on an L4", lambda: vgpu_host("8.0U3", "L4", "L4-24Q")),
+    Case("vgpu.profile-exists", "L40-12Q on an L40", lambda: vgpu_host("8.0U3", "L40", "L40-12Q", "L40-12Q")),
+    Case("vgpu.profile-exists", "A10-4C on an A10", lambda: vgpu_host("8.0U3", "A10", "A10-4C")),
+    Case("vgpu.profile-exists", "T4-16C on a T4", lambda: vgpu_host("8.0U3", "T4", "T4-16C")),
+    Case(
+        "vgpu.profile-exists",
+        "A40-4B: B types are 1 and 2 GB",
+        lambda: vgpu_host("8.0U3", "A40", "A40-4B"),
+        "esx9/0",
+    ),
     Case(
         "vgpu.profile-exists",
         "vGPU on a GPU marked not_in_catalog",
@@ -494,24 +528,84 @@ CASES: list[Case] = [
     ),
     Case(
         "vgpu.equal-size",
-        "8C and 8Q on one GPU before 8.0U2",
-        lambda: S().add_node(
-            {
-                "name": "esx8",
-                "platform": "vsphere",
-                "vsphere": {"version": "8.0U1"},
-                "gpus": [
-                    {
-                        "index": 0,
-                        "model": "A40",
-                        "mode": "vgpu",
-                        "vgpus": [{"vm": "a", "profile": "A40-8C"}, {"vm": "b", "profile": "A40-8Q"}],
-                    }
-                ],
-                "vms": [{"name": "a", "hardware_version": 20}, {"name": "b", "hardware_version": 20}],
-            }
-        ),
-        "esx8/0",
+        "8C and 8Q on one GPU before 8.0U1",
+        lambda: vgpu_host("8.0", "A40", "A40-8C", "A40-8Q"),
+        "esx9/0",
+    ),
+    # Issue 19 point 14: the vSphere 8 U1 article (shared/seeds/003_d3a2a3cdf68c732d.txt) — "The GPU accepts
+    # different GPU types as long as they have identical frame buffer size configurations" (C, Q and A of one size).
+    Case(
+        "vgpu.equal-size",
+        "12C, 12Q and 12A on one A40 on 8.0U1",
+        lambda: vgpu_host("8.0U1", "A40", "A40-12C", "A40-12Q", "A40-12A"),
+    ),
+    Case(
+        "vgpu.equal-size",
+        "8C and 4Q on one GPU on 8.0U1 (one size only)",
+        lambda: vgpu_host("8.0U1", "A40", "A40-8C", "A40-4Q"),
+        "esx9/0",
+    ),
+    # Issue 19 point 13: mixed Q sizes need mixed-size mode (8.0U3); its maxima from NVIDIA's driver (vgpu.yaml).
+    Case(
+        "vgpu.equal-size",
+        "24Q + 8Q + 4Q + 2Q on an A40 on 8.0U3",
+        lambda: vgpu_host("8.0U3", "A40", "A40-24Q", "A40-8Q", "A40-4Q", "A40-2Q"),
+    ),
+    Case(
+        "vgpu.equal-size",
+        "8Q and 4Q on an L40S on 8.0U2",
+        lambda: vgpu_host("8.0U2", "L40S", "L40S-8Q", "L40S-4Q"),
+        "esx9/0",
+    ),
+    Case(
+        "vgpu.equal-size",
+        "5 × A40-8Q with an A40-4Q, mixed-size maximum 4",
+        lambda: vgpu_host("8.0U3", "A40", *["A40-8Q"] * 5, "A40-4Q"),
+        "esx9/0",
+    ),
+    Case(
+        "vgpu.equal-size",
+        "T4-8C and T4-4C on 8.0U3: the T4 has no mixed-size mode",
+        lambda: vgpu_host("8.0U3", "T4", "T4-8C", "T4-4C"),
+        "esx9/0",
+    ),
+    # Issue 19 point 10: 32 vGPUs per GPU at most (NVIDIA driver), 5 × 16 GB on an 80 GB H100.
+    Case(
+        "vgpu.equal-size",
+        "32 × A40-1Q",
+        lambda: vgpu_host("8.0U3", "A40", *["A40-1Q"] * 32),
+    ),
+    Case(
+        "vgpu.equal-size",
+        "33 × L40S-1Q, at most 32",
+        lambda: vgpu_host("8.0U3", "L40S", *["L40S-1Q"] * 33),
+        "esx9/0",
+    ),
+    Case(
+        "vgpu.equal-size",
+        "6 × H100-16C, at most 5",
+        lambda: vgpu_host("8.0U3", "H100-PCIE-80GB", *["H100-16C"] * 6),
+        "esx9/0",
+    ),
+    # Issue 19 point 13: the H20 menu, transcribed from NVIDIA AI Enterprise release 6, appendix/vgpu.html, Table 104
+    # (Time-Sliced NVIDIA vGPU (C-Series) for NVIDIA H20 SXM5 96GB): H20-4C 24 in equal-size mode, 8 in mixed-size.
+    Case("vgpu.profile-exists", "H20-48C on an H20", lambda: vgpu_host("8.0U3", "H20", "H20-48C")),
+    Case(
+        "vgpu.equal-size",
+        "24 × H20-4C",
+        lambda: vgpu_host("8.0U3", "H20", *["H20-4C"] * 24),
+    ),
+    Case(
+        "vgpu.equal-size",
+        "25 × H20-4C, at most 24",
+        lambda: vgpu_host("8.0U3", "H20", *["H20-4C"] * 25),
+        "esx9/0",
+    ),
+    Case(
+        "vgpu.equal-size",
+        "9 × H20-4C with an H20-6C, mixed-size maximum 8",
+        lambda: vgpu_host("8.0U3", "H20", *["H20-4C"] * 9, "H20-6C"),
+        "esx9/0",
     ),
     Case(
         "vgpu.max-per-vm",
