@@ -155,6 +155,34 @@ def compute_instances(view: View, key: GpuKey) -> Iterable[Violation]:
 
 
 @rule(
+    "mig.compute-instances-kubernetes",
+    "On a Kubernetes node no GPU instance is split into compute instances: the GPU Operator's mig-manager "
+    "makes one per GPU instance and the device plugin does not start beside a narrower one.",
+    "gpu",
+)
+def compute_instances_kubernetes(view: View, key: GpuKey) -> Iterable[Violation]:
+    # NVIDIA/k8s-device-plugin internal/rm/rm.go names no resource for a MIG device whose compute instance
+    # is narrower than its GPU instance (`info.C != info.G`), and device_map.go then refuses to start; the
+    # mig-parted config the operator applies has no compute instances, so it would also undo the split
+    found = gpu_at(view, key)
+    if found is None or not found[0].kubernetes or found[1].mode != "mig":
+        return
+    for instance in found[1].mig or ():
+        if not instance.split:
+            continue
+        where = f"{instance.profile}@{instance.start}" if instance.start is not None else instance.profile
+        yield Violation(
+            "mig.compute-instances-kubernetes",
+            gpu_target(*key),
+            f"GPU instance {where} of GPU {key[1]} on Kubernetes node {key[0]} is split into compute instances "
+            f"{', '.join(instance.compute_instances or ())}: the device plugin does not start on such a node, "
+            "and the GPU Operator's mig-manager would recreate the GPU instance whole",
+            f"keep the GPU instance whole (compute_instances: [{instance.profile}], or leave it out); split "
+            "GPU instances only on nodes outside Kubernetes",
+        )
+
+
+@rule(
     "mig.compute-instances-kept",
     "A change that keeps a GPU instance split into compute instances names them; it never merges them "
     "silently.",

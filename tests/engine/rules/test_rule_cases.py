@@ -232,6 +232,21 @@ CASES: list[Case] = [
         lambda: S().gpu("bm5", 0, mig=[split("3g.71gb", 0, "3g.71gb"), split("3g.71gb", 4, "1c.4g.71gb")]),
         "bm5/0",
     ),
+    # issue 19 point 3: the device plugin and the GPU Operator cannot run a split GPU instance
+    Case(
+        "mig.compute-instances-kubernetes",
+        "a split GPU instance on a node outside Kubernetes, whole ones on a Kubernetes node",
+        lambda: S()
+        .gpu("bm5", 0, mig=[split("3g.71gb", 0, "2c.3g.71gb", "1c.3g.71gb"),
+                            split("3g.71gb", 4, "1c.3g.71gb", "1c.3g.71gb")])
+        .node("bm1", orchestrator="kubernetes"),
+    ),
+    Case(
+        "mig.compute-instances-kubernetes",
+        "bm5, its 3g.71gb@4 split 1c + 1c, made a Kubernetes node",
+        lambda: S().node("bm5", orchestrator="kubernetes"),
+        "bm5/0",
+    ),
     Case(
         "mig.compute-instances-kept",
         "merged on purpose (the full-width CI named)",
