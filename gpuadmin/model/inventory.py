@@ -183,6 +183,11 @@ class MigInstance(StrictModel):
     compute_instances: Annotated[list[Name], Field(min_length=1)] | None = None
 
     @property
+    def where(self) -> str:
+        """`3g.40gb@4`, or the profile alone while the planner has not chosen a start (a refused plan's layout)."""
+        return f"{self.profile}@{self.start}" if self.start is not None else self.profile
+
+    @property
     def split(self) -> bool:
         """True where the GI is split into compute instances other than one full-width CI."""
         return self.compute_instances is not None and self.compute_instances != [self.profile]

@@ -317,3 +317,14 @@ def test_reference_checks_of_jobs_equal_the_full_scan(values: list[dict[str, Any
     every_vm = {job.vm for job in state.jobs.values() if job.vm is not None}
     monkeypatch.setattr(planner, "_vms_moved", lambda view: every_vm)
     assert plan(state, changes(*values)).violations == narrowed
+
+
+def test_a_refused_layout_without_starts_names_its_instances_without_a_none_start() -> None:
+    """A set-mig whose instances cannot be placed keeps them unplaced (issue 19 point 16); the hints that list
+    a GPU's instances then said `4g.40gb@None`, a place that cannot be typed back."""
+    result = plan(oci(), changes({"op": "set-mig", "node": "gpu-h100-07", "gpu": 1, "instances": [
+        {"profile": "4g.40gb"}, {"profile": "3g.40gb"}, {"profile": "2g.20gb"}]}))
+    assert not result.allowed
+    texts = [f"{v.message} {v.hint}" for v in result.violations]
+    assert any("instances there: 4g.40gb, 3g.40gb, 2g.20gb" in t for t in texts), texts
+    assert not any("@None" in t for t in texts)

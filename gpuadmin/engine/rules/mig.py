@@ -143,7 +143,7 @@ def compute_instances(view: View, key: GpuKey) -> Iterable[Violation]:
     for instance in gpu.mig or ():
         if instance.compute_instances is None:
             continue
-        where = f"{instance.profile}@{instance.start}" if instance.start is not None else instance.profile
+        where = instance.where
         for problem in layout.compute_instance_problems(model, instance.profile, instance.compute_instances):
             yield Violation(
                 "mig.compute-instances",
@@ -170,7 +170,7 @@ def compute_instances_kubernetes(view: View, key: GpuKey) -> Iterable[Violation]
     for instance in found[1].mig or ():
         if not instance.split:
             continue
-        where = f"{instance.profile}@{instance.start}" if instance.start is not None else instance.profile
+        where = instance.where
         yield Violation(
             "mig.compute-instances-kubernetes",
             gpu_target(*key),

@@ -134,7 +134,7 @@ def one_sharing_strategy(view: View, name: str) -> Iterable[Violation]:
                     "time-slice the MIG instances instead, or leave MIG",
                 )
             sliced = [
-                f"GPU {gpu.index} {i.profile}@{i.start}" for i in gpu.mig or () if i.replicas is not None
+                f"GPU {gpu.index} {i.where}" for i in gpu.mig or () if i.replicas is not None
             ]
             if sliced:
                 users.setdefault("time-slicing", []).extend(sliced)

@@ -138,7 +138,7 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
                 problem = f"GPU {slot.gpu} of {slot.node} is in {gpu.mode} mode and has no MIG instances"
             else:
                 problem = f"GPU {slot.gpu} of {slot.node} has no MIG instance starting at {slot.mig_start}"
-            layout = names(f"{i.profile}@{i.start}" for i in gpu.mig or ()) or "none"
+            layout = names(i.where for i in gpu.mig or ()) or "none"
             hint = f"instances there: {layout}"
         else:
             continue
