@@ -275,6 +275,26 @@ def test_b200_1g45gb_told_from_2g45gb_by_copy_engines() -> None:
     assert sorted(i.profile for i in result.node.gpus[0].mig or ()) == ["1g.45gb", "2g.45gb"]
 
 
+@pytest.mark.parametrize(
+    ("product", "pci", "total", "memory", "one_g", "two_g", "ce"),
+    [
+        # GB200 (the catalog's 189471 MiB total): 1g.47gb / 2g.47gb, 2 / 3 copy engines as B200's Table 9
+        ("NVIDIA GB200", "294110DE", "189471 MiB", 47360, "1g.47gb", "2g.47gb", (2, 3)),
+        # GH200 144G HBM3e: 1g.36gb / 2g.36gb, 1 / 2 copy engines as every Hopper part's real -lgip
+        ("NVIDIA GH200 144G HBM3e", "234810DE", "147456 MiB", 36864, "1g.36gb", "2g.36gb", (1, 2)),
+    ],
+)
+def test_double_memory_1g_of_gb200_and_gh200_144_is_not_read_as_2g(
+    product: str, pci: str, total: str, memory: int, one_g: str, two_g: str, ce: tuple[int, int]
+) -> None:
+    """The other two parts the issue names (point 5): no SM count in the catalog, so main's nearest-SM guess
+    read the one-slice device as the two-slice one. No XML of either is public: the memory is the two-slice
+    band of the catalog total, which NVLIB's rule names as above."""
+    devices = _mig(1, 16, memory, ce=ce[0]) + _mig(2, 32, memory, ce=ce[1])
+    text = _xml(_gpu(product=product, pci=pci, total=total, current="Enabled", devices=devices))
+    assert sorted(i.profile for i in parse_nvidia_smi(text, "n").node.gpus[0].mig or ()) == [one_g, two_g]
+
+
 def test_an_instance_nothing_tells_apart_is_an_error_naming_it() -> None:
     # a B200 1g.45gb without copy-engine counts could be a 2g.45gb: refused, never guessed
     text = _xml(_gpu(product="NVIDIA B200", pci="290110DE", total="183359 MiB", current="Enabled",
