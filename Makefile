@@ -36,17 +36,18 @@ test: $(BIN)/gpuadmin system-deps
 	$(MAKE) --no-print-directory test-wheel
 
 # The wheel as a user gets it: built (no new tool: pip's own `wheel`), installed WITH its dependencies from the
-# registry into a fresh venv that sees no site-packages (so a missing dependency fails here; pip's cache keeps it
-# quick), then run from a folder outside the checkout with a throwaway state and config, so that nothing of the
-# checkout's (themes/, sample-inventories/) nor the operator's own themes stands in for what the wheel lacks. The
-# first `tui` builds the state from the bundled sample in the wheel; the screenshot opens the console headless.
+# registry into a fresh venv that sees no site-packages, so a missing dependency fails here (pip's cache, and the dev
+# venv's pip driving the new venv through --python instead of installing a pip of its own, keep it quick). Then run
+# from a folder outside the checkout with a throwaway state and config, so that nothing of the checkout's (themes/,
+# sample-inventories/) nor the operator's own themes stands in for what the wheel lacks: the first `tui` builds the
+# state from the sample bundled in the wheel, the screenshot opens the console headless, `get nodes` lists them.
 # build/ is setuptools' own scratch: removed first, as a stale one would put deleted modules into the wheel.
 test-wheel: $(BIN)/gpuadmin
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	rm -rf build; \
 	$(BIN)/pip wheel --quiet --no-deps --wheel-dir "$$tmp/dist" .; \
-	$(PY) -m venv "$$tmp/venv"; \
-	"$$tmp/venv/bin/pip" install --quiet --disable-pip-version-check "$$tmp"/dist/gpuadmin-*.whl; \
+	$(PY) -m venv --without-pip "$$tmp/venv"; \
+	$(BIN)/pip --python "$$tmp/venv/bin/python" install --quiet --disable-pip-version-check "$$tmp"/dist/gpuadmin-*.whl; \
 	cd "$$tmp"; \
 	run() { env -u GPUADMIN_STATE XDG_STATE_HOME="$$tmp/state" XDG_CONFIG_HOME="$$tmp/config" venv/bin/gpuadmin "$$@"; }; \
 	run tui --screenshot console.svg; \
