@@ -3,13 +3,13 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-$(BIN)/gpuadmin: pyproject.toml
+$(BIN)/gpuadmin: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: run test test-slow lint bench system-deps
+.PHONY: run test test-wheel test-slow lint bench system-deps
 run: $(BIN)/gpuadmin
 	$(BIN)/gpuadmin
 
@@ -33,6 +33,28 @@ test: $(BIN)/gpuadmin system-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy gpuadmin
 	$(BIN)/python -m pytest -n 2 -m "not slow" -q
+	$(MAKE) --no-print-directory test-wheel
+
+# The wheel as a user gets it: built (no new tool: pip's own `wheel`), installed WITH its dependencies from the
+# registry into a fresh venv that sees no site-packages, so a missing dependency fails here (pip's cache, and the dev
+# venv's pip driving the new venv through --python instead of installing a pip of its own, keep it quick). Then run
+# from a folder outside the checkout with a throwaway state and config, so that nothing of the checkout's (themes/,
+# sample-inventories/) nor the operator's own themes stands in for what the wheel lacks: the first `tui` builds the
+# state from the sample bundled in the wheel, the screenshot opens the console headless, `get nodes` lists them.
+# build/ is setuptools' own scratch: removed first, as a stale one would put deleted modules into the wheel.
+test-wheel: $(BIN)/gpuadmin
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	rm -rf build; \
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir "$$tmp/dist" .; \
+	$(PY) -m venv --without-pip "$$tmp/venv"; \
+	$(BIN)/pip --python "$$tmp/venv/bin/python" install --quiet --disable-pip-version-check "$$tmp"/dist/gpuadmin-*.whl; \
+	cd "$$tmp"; \
+	run() { env -u GPUADMIN_STATE XDG_STATE_HOME="$$tmp/state" XDG_CONFIG_HOME="$$tmp/config" venv/bin/gpuadmin "$$@"; }; \
+	run tui --screenshot console.svg; \
+	grep -q '<svg' console.svg; \
+	run get nodes > nodes.txt; \
+	grep -q '^gpu-' nodes.txt || { cat nodes.txt; echo "test-wheel: no nodes listed"; exit 1; }; \
+	echo "test-wheel: the installed wheel opened the console and listed $$(($$(wc -l < nodes.txt) - 1)) nodes"
 
 test-slow: $(BIN)/gpuadmin system-deps
 	$(BIN)/python -m pytest -n 2 -q

@@ -1,7 +1,7 @@
 """The console's settings from files: themes (YAML, one per file) and the keymap.
 
 Where they are looked for (later wins for the same theme name):
-  <checkout>/themes/*.yaml                      shipped with gpuadmin
+  gpuadmin/themes/*.yaml (in the package)       shipped with gpuadmin; an editable install reads <checkout>/themes
   $XDG_CONFIG_HOME/gpuadmin/themes/*.yaml       the operator's own (default ~/.config/gpuadmin/themes)
   $XDG_CONFIG_HOME/gpuadmin/keymap.yaml         binding id -> keys, e.g. `app.quit: "q,ctrl+c,x"`
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
 
@@ -23,7 +24,9 @@ from textual.theme import Theme
 from gpuadmin.errors import Diagnostic, InputError
 from gpuadmin.service import load_model_file
 
-SHIPPED_THEMES = Path(__file__).resolve().parents[2] / "themes"
+# The top-level themes/ is the source; the build ships it inside the package as gpuadmin/themes (setup.py), which is
+# where an installed wheel has it. An editable install runs from the checkout, where only the top-level folder exists.
+CHECKOUT_THEMES = Path(__file__).resolve().parents[2] / "themes"
 DEFAULT_DARK, DEFAULT_ANSI, DEFAULT_CONTRAST = "gpuadmin-dark", "gpuadmin-ansi", "gpuadmin-contrast"
 
 ColorName = Annotated[str, Field(min_length=1, max_length=64)]
@@ -69,9 +72,18 @@ def load_theme(path: Path) -> Theme:
     return load_model_file(path, ThemeFile).to_theme()
 
 
+def shipped_themes_dir() -> Path:
+    """The themes that come with gpuadmin: the package's own folder when installed, else the checkout's."""
+    # files() of a package imported from the file system is a Path; anything else (a zip) has no themes to read here.
+    packaged = files("gpuadmin") / "themes"
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged
+    return CHECKOUT_THEMES
+
+
 def theme_files(environ: Mapping[str, str] | None = None) -> list[Path]:
     found: list[Path] = []
-    for folder in (SHIPPED_THEMES, config_dir(environ) / "themes"):
+    for folder in (shipped_themes_dir(), config_dir(environ) / "themes"):
         if folder.is_dir():
             found += sorted(folder.glob("*.yaml"))
     return found
