@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,16 @@ def test_the_console_does_load_textual() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=ROOT.parent, check=True)
     assert result.stdout.strip() == "True"
+
+
+def test_yaml_is_read_by_pyyaml_alone() -> None:
+    """Issue 20 item 6: YAML is read by PyYAML's C parser alone. The yaml-rs fast path (a pre-1.0 native
+    dependency) is gone, and with it the mimalloc setting it wrote into every process's environment."""
+    dependencies = tomllib.loads((ROOT.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert not any(d.lower().replace("_", "-").startswith("yaml-rs") for d in dependencies["dependencies"])
+    code = ("import os, sys\nos.environ.pop('MIMALLOC_PURGE_DELAY', None)\nfrom gpuadmin.cli.main import run\n"
+            "try:\n    run(['validate', 'sample-inventories/oci-h100.yaml'])\nexcept SystemExit:\n    pass\n"
+            "print('yaml_rs' in sys.modules, 'MIMALLOC_PURGE_DELAY' in os.environ)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=ROOT.parent, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "False False"

@@ -5,18 +5,13 @@ data plus the text. Any path tuple — from a pydantic error, a reference check,
 `(line, column)` *lazily*, only when an error has to be reported (`LoadedYaml.mark(path)` /
 `LoadedYaml.locate(diagnostic)`), through a node tree composed from the text on first use.
 
-Three paths read the same data, each giving up (returning None) on what it cannot vouch for:
+Two paths read the same data:
 
-1. `_read_yaml_rs`: yaml-rs (a Rust YAML 1.2 parser that builds the data in native code), used only where
-   its reading is checked to match ours: libyaml itself accepts the text (its event count, without building
-   anything, must match the data's), the text has none of the constructs the two readers treat differently
-   (tags, anchors, block scalars, escapes, merge keys...), and every number-like plain token in it resolves
-   the same under both schemas. On a large inventory it reads in 0.56x the time of (2), checks included.
-2. `_read_plain`: the data straight from libyaml's events; gives up on anything unusual (an alias, a tag, a
-   refused value, a duplicate key, a syntax error...).
-3. `_parse_composed`, the reference: reads the file again through libyaml's composer and reports every problem.
+1. `_read_plain`: the data straight from libyaml's events; gives up (returns None) on anything it cannot vouch
+   for (an alias, a tag, a refused value, a duplicate key, a syntax error...).
+2. `_parse_composed`, the reference: reads the file again through libyaml's composer and reports every problem.
 
-tests/store/test_store_yamlsafe_fastpath.py holds the fast paths equal to the reference.
+tests/store/test_store_yamlsafe_fastpath.py holds the fast path equal to the reference.
 
 What is refused, each as a `Diagnostic(kind="yaml")` with `file:line:column`, all of a file in one
 `InputError`:
@@ -48,17 +43,10 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-
-# yaml-rs allocates its parse tree with mimalloc, which by default keeps freed memory for reuse: a 100,000-job
-# inventory would leave ~70 MB more resident in the process. Purging at once gives it back (the user's own
-# setting wins). Set before the import: mimalloc reads its options when the library loads.
-os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")
-import yaml_rs
 from yaml.events import (
     AliasEvent,
     MappingEndEvent,
@@ -592,47 +580,15 @@ def _gc_paused() -> Iterator[None]:
 def _parse(text: str, file: str) -> LoadedYaml:
     events = _count_events(text) if _HAS_LIBYAML else None
     _check_events(events, file)
-    data = _read_yaml_rs(text, events) if events is not None else None
-    if data is None:
-        data = _read_plain(text)
+    data = _read_plain(text)
     if data is not None:
         return LoadedYaml(data, file, text)
     return _parse_composed(text, file)
 
 
-#: Text in which yaml-rs and the reference reading may differ, or which only the reference reading reads:
-#: tags, anchors and aliases, complex keys, directives, block scalars, escapes, merge keys, more than one
-#: document, and the characters the two parsers break lines or strip differently at. A comment or a quoted
-#: string holding one of them only sends the file down the next path.
-_NOT_FOR_YAML_RS = ("!", "&", "*", "?", "%", "|", ">", "\\", "\t", "\r", "\x85", "\u2028", "\u2029", "\ufeff",
-                    "<<", "\n---", "\n...")
-
-#: A plain token that may be a number under either schema: one starting with a digit or `_`, or with a sign
-#: or a dot followed by more, after a space, a line break, a flow indicator or a colon. It runs to the next
-#: space, comma or closing bracket, so a key's token ends with its colon (`10:`), which is dropped. Tokens
-#: inside comments and quoted strings are checked too: harmless, since they resolve alike or send the file
-#: down the next path.
-_NUMBER_LIKE_RE = re.compile(r"[ \n\[{,:](?:[0-9_]|[-+.][^\s,\]}])[^\s,\]}]*")
-
-
-@lru_cache(maxsize=4096)
-def _resolves_alike(token: str) -> bool:
-    """Whether yaml-rs reads the plain scalar `token` as the same value, of the same type, as we do.
-
-    It does not for YAML 1.1 forms we refuse (`0755`, `1:30`) and for numbers it reads more widely
-    (`1_000`, `_1`, `0X1F`, `+_1` are numbers to it and strings to the core schema).
-    """
-    try:
-        ours = _plain_scalar(token)
-        theirs = yaml_rs.loads("k: " + token, parse_datetime=False)
-    except Exception:  # _NotPlain for the forms we refuse, or whatever yaml-rs refuses
-        return False
-    return theirs == {"k": ours} and theirs["k"].__class__ is ours.__class__
-
-
 def _count_events(text: str) -> int | None:
-    """libyaml's own verdict on the syntax, and its event count, without building a Python object per event:
-    None where it does not parse."""
+    """libyaml's event count of `text` (the bound of `_check_events`), counted in C without building a Python
+    object per event; None where libyaml refuses the syntax (the composer path then reports where)."""
     parser = _Loader(text)
     try:
         events: int = parser.raw_parse()
@@ -650,59 +606,6 @@ def _check_events(events: int | None, file: str) -> None:
         raise InputError([_diag(file, f"the file holds {events:,} YAML values (each scalar, list and mapping), over "
                                       f"the limit of {MAX_EVENTS:,}; it was not read",
                                 hint="an inventory of 1,024 nodes and 100,000 jobs holds about 1.7 million")])
-
-
-def _read_yaml_rs(text: str, events: int | None = None) -> dict[str, Any] | None:
-    """The data of a plain document read by yaml-rs, where its reading is checked to be ours; else None.
-    `events` is libyaml's event count of `text` where the caller has it (`_count_events`)."""
-    if not _HAS_LIBYAML or text.startswith(("---", "...")) or any(c in text for c in _NOT_FOR_YAML_RS):
-        return None
-    tokens = {token[1:].removesuffix(":") for token in _NUMBER_LIKE_RE.findall("\n" + text)}
-    if not all(map(_resolves_alike, tokens)):
-        return None
-    if events is None:
-        events = _count_events(text)
-        if events is None:
-            return None
-    try:
-        data = yaml_rs.loads(text, parse_datetime=False)
-    except Exception:  # a duplicate key, a mapping as a key, syntax only libyaml accepts...: the reference decides
-        return None
-    # The same count is the same tree shape, where libyaml and yaml-rs accept a text but read it differently
-    # (a mapping as a key in a list is one frozenset scalar to yaml-rs); the 4 are the stream's and the
-    # document's start and end.
-    try:
-        if not isinstance(data, dict) or _event_count(data, shared={}) != events - 4:
-            return None
-    except _NotPlain:  # nested too deeply
-        return None
-    return data
-
-
-def _event_count(node: dict[str, Any] | list[Any], shared: dict[str, str], depth: int = 0) -> int:
-    """libyaml's events for `node`: one per scalar (keys included), two per mapping or list.
-
-    On the way, equal string values become one object (the first, kept in `shared`), as on the other paths:
-    the models keep these strings, and a queue's name in 100,000 jobs would otherwise be 100,000 strings.
-
-    `_NotPlain` past `_FAST_MAX_DEPTH`: deep nesting (never a real inventory) is left to the other paths.
-    """
-    if depth >= _FAST_MAX_DEPTH:
-        raise _NotPlain
-    depth += 1
-    if node.__class__ is dict:
-        count = 2 + 2 * len(node)
-        items: Any = node.items()
-    else:
-        count = 2 + len(node)
-        items = enumerate(node)
-    for at, value in items:
-        cls = value.__class__
-        if cls is str:
-            node[at] = shared.setdefault(value, value)
-        elif cls is dict or cls is list:
-            count += _event_count(value, shared, depth) - 1  # counted once as a scalar above
-    return count
 
 
 #: Nesting the fast path reads; deeper documents (never a real inventory) go through the composer.

@@ -1,19 +1,16 @@
-"""The strict reader's fast paths read exactly what the composer path (the reference) reads.
+"""The strict reader's fast path reads exactly what the composer path (the reference) reads.
 
-`yamlsafe._read_yaml_rs` (yaml-rs, where its reading is checked to be ours) and `yamlsafe._read_plain` (libyaml
-events straight to data) each either return the same data as `_parse_composed` (type for type: `1`, `1.0` and
-`true` differ) or return None, after which `load_yaml` tries the next path and finally the composer path,
-which reports every diagnostic. These tests hold each fast path against the reference on every bundled YAML
-file, on generated inventories, on hand-picked YAML 1.1 surprises and parser differences, on generated
-documents and on mutated inventories.
+`yamlsafe._read_plain` (libyaml events straight to data) either returns the same data as `_parse_composed`
+(type for type: `1`, `1.0` and `true` differ) or returns None, after which `load_yaml` reads the file through
+the composer path, which reports every diagnostic. These tests hold the fast path against the reference on
+every bundled YAML file (the sample inventories, the tests' fixtures and the real NVIDIA files of
+/work/shared/data), on generated inventories, on hand-picked YAML 1.1 surprises, on generated documents and on
+mutated inventories.
 """
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +43,16 @@ def same(a: Any, b: Any) -> bool:
     return a == b or (a != a and b != b)  # nan
 
 
-FAST_READERS = (yamlsafe._read_yaml_rs, yamlsafe._read_plain)
-
-
 def assert_paths_agree(text: str) -> None:
-    """Each fast path returns the composer path's data, or None; always None where the composer path refuses."""
-    fast = [read(text) for read in FAST_READERS]
+    """The fast path returns the composer path's data, or None; always None where the composer path refuses."""
+    fast = yamlsafe._read_plain(text)
     try:
         composed = yamlsafe._parse_composed(text, "t.yaml").data
     except InputError:
-        assert fast == [None, None], f"a fast path read a document the composer path refuses: {text!r}"
+        assert fast is None, f"the fast path read a document the composer path refuses: {text!r}"
         return
-    for read, data in zip(FAST_READERS, fast, strict=True):
-        if data is not None:
-            assert same(data, composed), (read.__name__, text, data, composed)
+    if fast is not None:
+        assert same(fast, composed), (text, fast, composed)
 
 
 YAML_FILES = _yaml_files()
@@ -70,7 +63,7 @@ def test_there_are_files_to_compare() -> None:
 
 
 @pytest.mark.parametrize("path", YAML_FILES, ids=lambda p: str(p.relative_to(p.parents[1])))
-def test_every_bundled_yaml_file_reads_the_same_on_every_path(path: Path) -> None:
+def test_every_bundled_yaml_file_reads_the_same_on_both_paths(path: Path) -> None:
     text = path.read_bytes().decode("utf-8", "replace").removeprefix("\ufeff")
     assert_paths_agree(text)
 
@@ -80,22 +73,19 @@ def test_every_bundled_yaml_file_reads_the_same_on_every_path(path: Path) -> Non
 def test_sample_inventories_take_the_fast_path(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     loaded = load_yaml(text, str(path))
-    assert loaded._root is None, "the fast paths compose no node tree"
-    assert yamlsafe._read_yaml_rs(text) is not None, "the samples are read by yaml-rs"
+    assert loaded._root is None, "the fast path composes no node tree"
     assert same(loaded.data, yamlsafe._parse_composed(text, str(path)).data)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_generated_inventories_read_the_same_on_every_path(seed: int, tmp_path: Path) -> None:
+def test_generated_inventories_read_the_same_on_both_paths(seed: int, tmp_path: Path) -> None:
     path = tmp_path / "inv.yaml"
     with path.open("w", encoding="utf-8") as out:
         dump_inventory(generate_inventory(24, 200, seed), out)
     text = path.read_text(encoding="utf-8")
-    composed = yamlsafe._parse_composed(text, "inv.yaml").data
-    for read in FAST_READERS:
-        fast = read(text)
-        assert fast is not None, read.__name__
-        assert same(fast, composed)
+    fast = yamlsafe._read_plain(text)
+    assert fast is not None
+    assert same(fast, yamlsafe._parse_composed(text, "inv.yaml").data)
 
 
 READ_ON_THE_FAST_PATH = [
@@ -109,6 +99,9 @@ READ_ON_THE_FAST_PATH = [
     "a: 2024-01-01\nb: 1_000\nc: 8.0U1\nd: 3g.40gb\ne: 1.2.3\nf: '-'\n",
     "a: |\n  text\n  more\nb: >\n  folded\n  text\n",
     "a:\n  - b: 1\n    c: [x, {d: e}]\n  - []\n  - {}\n",
+    "a: plain text\n  continued\nb: 'single\n\n  quoted'\nc: \"double\n  quoted\"\n",
+    "a: 1  # 10 GPUs at 2.5 each\n# 10: a comment\n",
+    "nodes: [\n  {name: gpu-01, gpus: 8},\n  {name: gpu-02, gpus: 4}\n]\n",
     "anchored: &a 5\nplain: 6\n",
     # the edges of the integer range, and floats past the largest (infinite: the schemas refuse them by field)
     "a: [9223372036854775807, -9223372036854775808, 0x7fffffffffffffff, 0x000000000000000000001]\n",
@@ -117,7 +110,7 @@ READ_ON_THE_FAST_PATH = [
     "--- \na: 1\n",
 ]
 
-# Integers past the signed 64-bit range are refused by every path (a 5,000-digit one once crashed the reader)
+# Integers past the signed 64-bit range are refused by both paths (a 5,000-digit one once crashed the reader)
 HUGE_INTEGERS = [
     "a: 9223372036854775808\n", "a: -9223372036854775809\n", "a: 0x10000000000000000\n",
     "a: [1, " + "9" * 5000 + "]\n", "9223372036854775808: a\n", "a: !!float 0x" + "f" * 5000 + "\n",
@@ -209,80 +202,12 @@ def block(value: Any, indent: str = "") -> str:
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(scalars, documents, min_size=1, max_size=5), st.booleans())
 @example({"true": "a", "1.": "a"}, False)  # keys read as True and 1.0: once crashed the error's dotted path
-def test_generated_documents_read_the_same_on_every_path(doc: dict[str, Any], in_flow: bool) -> None:
+def test_generated_documents_read_the_same_on_both_paths(doc: dict[str, Any], in_flow: bool) -> None:
     assert_paths_agree(flow(doc) + "\n" if in_flow else block(doc))
 
 
 
-# --- yaml-rs: where it reads differently from the core schema or from libyaml, the file goes down the next path
-
-READ_BY_YAML_RS = [
-    "a: 1\n",
-    "a: [1, 2.5, -3, +4, 1e3, 0.5, -0, 10]\n",
-    "a: {b: true, c: False, d: TRUE, e: yes, f: no, g: on, h: off, i: y, j: n}\n",
-    "a: ~\nb: null\nc:\nd: Null\ne: ''\nf: \"\"\n",
-    "a: '0755'\nb: \"1:30\"\nc: 'yes'\nd: \"1_000\"\n",  # quoted: strings on both
-    "a: 2024-01-01\nb: 2026-12-01T10:00:00Z\nc: 8.0U1\nd: 3g.40gb\ne: 1.2.3\nf: '-'\n",
-    "a:\n  - b: 1\n    c: [x, {d: e}]\n  - []\n  - {}\n  - - nested\n",
-    "a: plain text\n  continued\nb: 'single\n\n  quoted'\nc: \"double\n  quoted\"\n",
-    "a: 1  # 10 GPUs at 2.5 each\n# 10: a comment\n",  # tokens in comments are checked too, and alike here
-    "a: 0x1f\n",  # 31 on both
-    "1: a\n2.5: b\nfalse: c\n",  # number and boolean keys resolve alike
-    "nodes: [\n  {name: gpu-01, gpus: 8},\n  {name: gpu-02, gpus: 4}\n]\n",
-]
-
-LEFT_BY_YAML_RS = [
-    # numbers yaml-rs reads more widely than the core schema (strings there), or YAML 1.1 forms we refuse
-    "a: _1\n", "a: 1_000\n", "a: 0X1F\n", "a: +_1\n", "a: .0_\n", "a: 0_8.\n",
-    "a: 0755\n", "a: 00\n", "a: 0o17\n", "a: 0b101\n", "a: 1:30\n", "0755: a\n", "a: [1, 012]\n",
-    "a: 1  # 0755 in a comment\n",  # checked like any token: harmless, the next path reads the file
-    # syntax only yaml-rs accepts, keys that collapse into one Python key, duplicates
-    "a: [+6:]\n", "a: [x:]\n", "true: a\nTrue: b\n", "a: 1\na: 2\n", "m: {x: 1, x: 2}\n",
-    "a: [b, {c: d}: e]\n",  # a mapping as a key, in a list: yaml-rs makes it a frozenset; only the count tells
-    # constructs left to the other paths: tags, anchors and aliases, complex keys, block scalars, escapes,
-    # merge keys, several documents, tabs, a byte order mark, control characters, deep nesting
-    "a: !!str 1\n", "a: &x 1\nb: *x\n", "? [a]\n: 1\n", "[a]: 1\n", "{a: 1}: b\n", "a: |\n  x\n",
-    "a: >\n  x\n", "a: \"\\x41\"\n", "base: {x: 1}\nm:\n  <<: {y: 2}\n", "a: 1\n---\nb: 2\n",
-    "--- \na: 1\n", "a:\tb\n", "\ufeffa: 1\n", "a: 'x\x07y'\n", "a: 1\r\nb: 2\r\n",
-    "a: " + "[" * 100 + "]" * 100 + "\n",
-    *HUGE_INTEGERS,
-    # not a mapping at the top, or empty
-    "- a\n", "hello\n", "", "# only a comment\n",
-]
-
-
-@pytest.mark.parametrize("text", READ_BY_YAML_RS)
-def test_plain_documents_are_read_by_yaml_rs(text: str) -> None:
-    assert yamlsafe._read_yaml_rs(text) is not None
-    assert_paths_agree(text)
-
-
-@pytest.mark.parametrize("text", LEFT_BY_YAML_RS)
-def test_where_yaml_rs_may_differ_the_file_goes_down_the_next_path(text: str) -> None:
-    assert yamlsafe._read_yaml_rs(text) is None
-    assert_paths_agree(text)
-
-
-@pytest.mark.parametrize(("token", "alike"), [
-    ("8", True), ("-3", True), ("2.5", True), ("1e3", True), ("true", True), ("1g.10gb", True),
-    ("2026-12-01T10:00:00Z", True), ("H100-SXM5-80GB", True),
-    ("0755", False), ("1_000", False), ("_1", False), ("0X1F", False), ("1:30", False), (".nan", False),
-])
-def test_number_like_tokens_are_compared_under_both_schemas(token: str, alike: bool) -> None:
-    assert yamlsafe._resolves_alike(token) is alike
-
-
-def test_the_large_generated_inventory_is_read_by_yaml_rs(tmp_path: Path) -> None:
-    path = tmp_path / "inv.yaml"
-    with path.open("w", encoding="utf-8") as out:
-        dump_inventory(generate_inventory(64, 2000, 7), out)
-    text = path.read_text(encoding="utf-8")
-    fast = yamlsafe._read_yaml_rs(text)
-    assert fast is not None
-    assert same(fast, yamlsafe._parse_composed(text, "inv.yaml").data)
-
-
-# Generated documents in the dialect yaml-rs takes: block and flow collections, multi-line plain and quoted
+# Generated documents in a plain dialect: block and flow collections, multi-line plain and quoted
 # scalars, comments, empty values, odd indentation, nested sequences.
 PLAIN_ATOMS = ["a", "b c", "x-y", "1", "0", "-1", "2.5", "1e3", "true", "null", "", "'q r'", "'it''s'", '"d e"',
                '"1"', "a#b", "x # c", "a:b", "é", "'multi\n   line'", '"x\n\n  y"', "plain\n   continued",
@@ -329,51 +254,27 @@ def _mutated(rnd: random.Random, text: str) -> str:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_generated_plain_dialect_documents_read_the_same_on_every_path(seed: int) -> None:
+def test_generated_plain_dialect_documents_read_the_same_on_both_paths(seed: int) -> None:
     rnd = random.Random(seed)
-    read_by_yaml_rs = 0
+    read_by_the_fast_path = 0
     for _ in range(400):
         text = _plain_dialect_document(rnd)
-        read_by_yaml_rs += yamlsafe._read_yaml_rs(text) is not None
+        read_by_the_fast_path += yamlsafe._read_plain(text) is not None
         assert_paths_agree(text)
-    assert read_by_yaml_rs > 100, "the generator must exercise the yaml-rs path"
+    assert read_by_the_fast_path > 100, "the generator must exercise the fast path"
 
 
 @pytest.mark.parametrize("path", [p for p in YAML_FILES if "sample-inventories" in p.parts], ids=lambda p: p.name)
-def test_mutated_sample_inventories_read_the_same_on_every_path(path: Path) -> None:
+def test_mutated_sample_inventories_read_the_same_on_both_paths(path: Path) -> None:
     rnd = random.Random(path.name)
     text = path.read_text(encoding="utf-8")
     for _ in range(150):
         assert_paths_agree(_mutated(rnd, text))
 
 
-def test_equal_strings_read_by_yaml_rs_are_one_object() -> None:
-    data = yamlsafe._read_yaml_rs("jobs:\n- {queue: research, model: H100}\n- {queue: research, model: H100}\n")
+def test_equal_plain_strings_read_by_the_fast_path_are_one_object() -> None:
+    """The models keep these strings: a queue's name in 100,000 jobs is one string, not 100,000."""
+    data = yamlsafe._read_plain("jobs:\n- {queue: research, model: H100}\n- {queue: research, model: H100}\n")
     assert data is not None
     first, second = data["jobs"]
     assert first["queue"] is second["queue"] and first["model"] is second["model"]
-
-
-_GIVES_MEMORY_BACK = """
-import gc, os
-from gpuadmin.store import yamlsafe
-def rss_mib():
-    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
-text = "jobs:\\n" + "".join(f"- {{name: job-{i}, queue: q{i % 50}, request: {{gpus: {i % 8 + 1}}}}}\\n"
-                            for i in range(100_000))
-before = rss_mib()
-data = yamlsafe._read_yaml_rs(text)
-assert data is not None and len(data["jobs"]) == 100_000
-del data
-gc.collect()
-print(rss_mib() - before)
-"""
-
-
-@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads RSS from /proc")
-def test_yaml_rs_gives_its_parse_memory_back() -> None:
-    """yaml-rs allocates with mimalloc, which keeps freed memory unless told to purge (about 50 MB here)."""
-    env = {k: v for k, v in os.environ.items() if k != "MIMALLOC_PURGE_DELAY"}
-    out = subprocess.run([sys.executable, "-c", _GIVES_MEMORY_BACK], env=env, capture_output=True, text=True,
-                         check=True)
-    assert int(out.stdout) < 20, f"{out.stdout.strip()} MiB still resident after the data was freed"
