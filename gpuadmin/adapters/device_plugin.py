@@ -36,12 +36,12 @@ from typing import Any
 import yaml
 
 from gpuadmin.adapters._common import ConsumerRefusal, input_error
-from gpuadmin.adapters.k8s_names import dns1123_subdomain_problems
 from gpuadmin.adapters.mig_parted import mig_config_label
 from gpuadmin.catalog import mig_device_resource_name
 from gpuadmin.engine.commands import mig_config_name
 from gpuadmin.model import MigInstance, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
+from gpuadmin.model.k8s_names import dns1123_subdomain_problems
 from gpuadmin.store.yamlsafe import load_yaml
 
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"

@@ -46,10 +46,10 @@ from gpuadmin.adapters._common import (
     gfd_products,
 )
 from gpuadmin.adapters.device_plugin import mig_strategy
-from gpuadmin.adapters.k8s_names import label_value_problems
 from gpuadmin.catalog import get_catalog, mig_device_resource_name
 from gpuadmin.engine.sharing import is_fractional, shares_dynamically
 from gpuadmin.model import Job, MigInstance, Node
+from gpuadmin.model.k8s_names import label_value_problems
 
 RDMA_RESOURCE = "rdma/rdma_shared_device_a"
 WHOLE_GPU = "nvidia.com/gpu"

@@ -7,7 +7,6 @@ needs the catalog; the models here check only what one object can know about its
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -25,6 +24,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
 from gpuadmin.catalog import get_catalog
+from gpuadmin.model.k8s_names import LABEL_VALUE_MAX, dns1123_subdomain_problems
 
 Platform = Literal["baremetal", "vsphere"]  # where the node's hardware is: a physical host, or an ESXi host
 Orchestrator = Literal["kubernetes", "none"]  # who places pods on it: Kubernetes (a worker node), or nobody
@@ -127,14 +127,10 @@ Timestamp = Annotated[
 ]
 
 
-#: Kubernetes node names are DNS-1123 subdomains (`IsDNS1123Subdomain`): lower-case alphanumeric labels of
-#: `a-z0-9-`, each starting and ending alphanumeric, joined by dots, at most 253 characters in all.
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 #: gpuadmin names a Kubernetes GPU node's device-plugin and mig-parted configs `gpuadmin-NAME` and labels the
 #: node with that name (`nvidia.com/device-plugin.config`, `nvidia.com/mig.config`): a label value holds at
 #: most 63 characters.
 NODE_CONFIG_PREFIX = "gpuadmin-"
-LABEL_VALUE_MAX = 63
 
 #: The validation context of values gpuadmin wrote itself (a state's rows, the journal's before and after):
 #: the name rule, younger than some states, is not applied to them, so a state that holds such a name still
@@ -147,7 +143,7 @@ def kubernetes_node_name_problem(name: str, has_gpus: bool) -> str | None:
 
     It is refused wherever a Kubernetes node comes in (inventory, change file, import), so that the `kubectl`
     lines of a plan name nodes that exist; the lines quote every name all the same."""
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+    if dns1123_subdomain_problems(name):  # Kubernetes node names are DNS-1123 subdomains
         return (f"{name!r} is not a Kubernetes node name: it must be a DNS-1123 subdomain (lower-case letters, "
                 "digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)")
     longest = LABEL_VALUE_MAX - len(NODE_CONFIG_PREFIX)

@@ -19,17 +19,78 @@ import yaml
 
 from gpuadmin.adapters import export_mig_parted_configmap
 from gpuadmin.adapters.device_plugin import plugin_resource_name
-from gpuadmin.adapters.k8s_names import (
-    container_resource_name_problems,
-    dns1123_label_problems,
-    dns1123_subdomain_problems,
-    extended_resource_name_problems,
-    label_value_problems,
-    qualified_name_problems,
-)
 from gpuadmin.catalog import get_catalog, mig_device_resource_name
+from gpuadmin.model.k8s_names import (
+    DNS1123_LABEL,
+    NAME_PART,
+    dns1123_subdomain_problems,
+    label_value_problems,
+)
 from gpuadmin.service import Service
 from gpuadmin.store.generate import dump_inventory, generate_inventory
+
+# The rest of Kubernetes' name rules, which only this test needs (the exports must pass them; gpuadmin's own
+# checks use the two above): kubernetes/apimachinery pkg/util/validation/validation.go `IsDNS1123Label`,
+# `IsQualifiedName` (since 2025 an alias of pkg/api/validate/content/kube.go `IsLabelKey`: an optional
+# DNS-1123-subdomain prefix and `/`, then a name part of at most 63 characters); kubernetes/kubernetes
+# pkg/apis/core/helper/helpers.go `IsExtendedResourceName` and pkg/apis/core/validation/validation.go
+# `validateContainerResourceName`.
+_DNS1123_LABEL_RE = re.compile(DNS1123_LABEL)
+_NAME_PART_RE = re.compile(NAME_PART)
+_STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+_NATIVE_NAMESPACE = "kubernetes.io/"
+_QUOTA_REQUESTS_PREFIX = "requests."
+
+
+def dns1123_label_problems(value: str) -> list[str]:
+    problems = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        problems.append("a DNS-1123 label must consist of lower case alphanumeric characters or '-', and must "
+                        "start and end with an alphanumeric character")
+    return problems
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    parts = value.split("/")
+    if len(parts) > 2:
+        return ["a qualified name is a name with an optional DNS subdomain prefix and one '/'"]
+    problems = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            problems += [f"prefix part {p}" for p in dns1123_subdomain_problems(prefix)]
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not _NAME_PART_RE.fullmatch(name):
+        problems.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+                        "end with an alphanumeric character")
+    return problems
+
+
+def extended_resource_name_problems(value: str) -> list[str]:
+    """What a device plugin may advertise: a domain prefix other than `kubernetes.io`, not `requests.`-prefixed,
+    and `requests.` + name still a qualified name."""
+    if "/" not in value or _NATIVE_NAMESPACE in value:
+        return ["an extended resource name needs a domain prefix other than kubernetes.io (e.g. nvidia.com/gpu)"]
+    if value.startswith(_QUOTA_REQUESTS_PREFIX):
+        return ["an extended resource name may not start with 'requests.'"]
+    return [f"as a quota name: {p}" for p in qualified_name_problems(_QUOTA_REQUESTS_PREFIX + value)]
+
+
+def container_resource_name_problems(value: str) -> list[str]:
+    problems = qualified_name_problems(value)
+    if problems:
+        return problems
+    if "/" not in value:
+        if value not in _STANDARD_CONTAINER_RESOURCES and not value.startswith("hugepages-"):
+            return ["must be a standard resource for containers (cpu, memory, ephemeral-storage, hugepages-*)"]
+        return []
+    return [] if _NATIVE_NAMESPACE in value else extended_resource_name_problems(value)
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "sample-inventories").glob("*.yaml"))
@@ -243,3 +304,11 @@ def test_every_export_of_a_generated_inventory_passes_kubernetes_name_rules(tmp_
     assert problems == []
     assert service.export("device-plugin", warnings=[])["data"]
     assert any(name.endswith(".me") for name in mig_resources), mig_resources
+
+
+@pytest.mark.parametrize("value", ["alice\n", "node-1\n"])
+def test_a_trailing_newline_is_no_name(value: str) -> None:
+    """The rules matched with `re.match(...$)`, which lets a trailing newline through: an owner `alice\\n` became
+    a label the API server refuses. The whole value must match."""
+    assert label_value_problems(value)
+    assert dns1123_subdomain_problems(value)
