@@ -18,7 +18,7 @@ from gpuadmin.catalog import (
     mig_profile_name,
 )
 from gpuadmin.engine.mig import place
-from gpuadmin.model import MigInstance, Node
+from gpuadmin.model import Gpu, MigInstance, Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError, dotted
 from gpuadmin.model.inventory import Orchestrator, kubernetes_node_name_problem
 
@@ -116,6 +116,18 @@ def mig_profile_of_device_name(model: GpuModel, device: str) -> str | None:
     by itself which dot was a `+`."""
     resource = MIG_RESOURCE_PREFIX + device
     return next((p.name for p in model.mig_profiles if mig_device_resource_name(p.name) == resource), None)
+
+
+def with_module_ids(gpus: list[Gpu], ids: list[int | None], source: str, warnings: list[str]) -> list[Gpu]:
+    """The GPUs with their board slots (nvidia-smi's "Module ID"; None where the source has none, as on PCIe
+    cards). Ids repeated across GPUs are all left out with a warning: a board cannot put two GPUs in one slot,
+    and which of them is wrong cannot be told."""
+    given = [i for i in ids if i is not None]
+    if len(set(given)) != len(given):
+        warnings.append(f"{source} module ids repeat across GPUs (" + ", ".join(map(str, given)) + "); all left out")
+        return gpus
+    return [gpu if module is None else gpu.model_copy(update={"module_id": module})
+            for gpu, module in zip(gpus, ids, strict=True)]
 
 
 def gfd_mig_products(model: GpuModel, profile: str) -> list[str]:

@@ -33,6 +33,7 @@ from gpuadmin.adapters._common import (
     identify_mig_profile,
     input_error,
     place_instances,
+    with_module_ids,
 )
 from gpuadmin.catalog import GpuModel, MigEngines, get_catalog
 from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog, Rdma
@@ -159,9 +160,10 @@ def _mig_layout(
 
 def _nvlink(nvml: Any, handles: list[Any]) -> NvlinkKind | None:
     """What NVML's link ends say: `nvswitch` when links reach a device that is not one of our GPUs (the
-    switch), `pairs` when each linked GPU reaches exactly one other and they pair up, `mesh` when every GPU
-    links directly to every other (HGX A100 4-GPU, no switch), `unknown` for any other direct wiring (a
-    partial mesh is neither, and guessing a switch would turn on the NVSwitch-only rules), else none."""
+    switch), `pairs` when each linked GPU reaches exactly one other, bridged as (0,1), (2,3), …, `mesh`
+    when every GPU links directly to every other (HGX A100 4-GPU, no switch), `unknown` for any other direct
+    wiring (a partial mesh is neither, and guessing a switch would turn on the NVSwitch-only rules), else
+    none."""
     errors = _errors(nvml)
     bus_ids = []
     for handle in handles:
@@ -186,7 +188,9 @@ def _nvlink(nvml: Any, handles: list[Any]) -> NvlinkKind | None:
         return "nvswitch"
     if peers:
         if all(len(p) == 1 for p in peers.values()):
-            return "pairs"
+            # the model's pairs are (0,1), (2,3), … (as nvidia_topo reads them): a board bridged otherwise is not
+            aligned = all(i ^ 1 < len(bus_ids) and p == {bus_ids[i ^ 1]} for i, p in peers.items())
+            return "pairs" if aligned else "unknown"
         everyone = set(bus_ids)
         if len(peers) == len(handles) and all(p == everyone - {bus_ids[i]} for i, p in peers.items()):
             return "mesh"
@@ -194,13 +198,13 @@ def _nvlink(nvml: Any, handles: list[Any]) -> NvlinkKind | None:
     return "none" if supported or handles else None
 
 
-def _with_module_ids(nvml: Any, handles: list[Any], gpus: list[Gpu], warnings: list[str]) -> list[Gpu]:
-    """The GPUs with their board slots (`nvmlDeviceGetModuleId`, as nvidia-smi's "Module ID"), where NVML
-    has it; PCIe cards and older drivers have none. Repeated or out-of-range ids are all left out."""
-    errors = _errors(nvml)
+def _module_ids(nvml: Any, handles: list[Any]) -> list[int | None]:
+    """Each GPU's board slot (`nvmlDeviceGetModuleId`, as nvidia-smi's "Module ID"), where NVML has it; PCIe
+    cards and older drivers have none, and a value out of range is left out."""
     get = getattr(nvml, "nvmlDeviceGetModuleId", None)
     if get is None:
-        return gpus
+        return [None] * len(handles)
+    errors = _errors(nvml)
     ids: list[int | None] = []
     for handle in handles:
         try:
@@ -208,12 +212,7 @@ def _with_module_ids(nvml: Any, handles: list[Any], gpus: list[Gpu], warnings: l
         except errors:
             value = -1
         ids.append(value if 1 <= value <= MAX_GPU_INDEX + 1 else None)
-    given = [i for i in ids if i is not None]
-    if len(set(given)) != len(given):
-        warnings.append("NVML module ids repeat across GPUs (" + ", ".join(map(str, given)) + "); all left out")
-        return gpus
-    return [gpu if module is None else gpu.model_copy(update={"module_id": module})
-            for gpu, module in zip(gpus, ids, strict=True)]
+    return ids
 
 
 def _rdma(sys_root: Path, network: str | None, warnings: list[str]) -> Rdma | None:
@@ -302,7 +301,7 @@ def import_local(
             else:
                 gpus.append(Gpu(index=index, model=model.name, mode="full"))
         nvlink = _nvlink(module, handles)
-        gpus = _with_module_ids(module, handles, gpus, warnings)
+        gpus = with_module_ids(gpus, _module_ids(module, handles), "NVML's", warnings)
     except errors as exc:
         raise input_error(f"NVML failed while reading the GPUs: {exc}", "<nvml>") from None
     finally:

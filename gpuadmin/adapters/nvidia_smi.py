@@ -38,6 +38,7 @@ from gpuadmin.adapters._common import (
     identify_mig_profile,
     input_error,
     place_instances,
+    with_module_ids,
 )
 from gpuadmin.catalog import GpuModel, MigEngines, get_catalog, normalize_pci_device_id
 from gpuadmin.engine.mig import compute_instance_problems
@@ -390,9 +391,8 @@ def _gpu(
 
 
 def _module_ids(elements: list[ET.Element], warnings: list[str]) -> list[int | None]:
-    """Each GPU's board slot (`<platformInfo><module_id>`, from 1; absent on PCIe cards and older drivers).
-    A value that is no slot number is left out with a warning; a repeated one drops them all, since a board
-    cannot put two GPUs in one slot and which of the two is wrong cannot be told."""
+    """Each GPU's board slot (`<platformInfo><module_id>`, from 1; absent on PCIe cards and older drivers); a
+    value that is no slot number is left out with a warning."""
     ids: list[int | None] = []
     for index, element in enumerate(elements):
         text = _text(element.find("platformInfo/module_id"))
@@ -401,10 +401,6 @@ def _module_ids(elements: list[ET.Element], warnings: list[str]) -> list[int | N
             warnings.append(f"GPU {index}: module id {text!r} is not a slot number from 1; left out")
             value = None
         ids.append(value)
-    given = [i for i in ids if i is not None]
-    if len(set(given)) != len(given):
-        warnings.append("module ids repeat across GPUs (" + ", ".join(map(str, given)) + "); all left out")
-        return [None] * len(ids)
     return ids
 
 
@@ -452,8 +448,7 @@ def parse_nvidia_smi(
         )
     memory: dict[int, int] = {}
     gpus = [_gpu(element, index, parsed, file, warnings, memory) for index, element in enumerate(elements)]
-    gpus = [gpu if module is None else gpu.model_copy(update={"module_id": module})
-            for gpu, module in zip(gpus, _module_ids(elements, warnings), strict=True)]
+    gpus = with_module_ids(gpus, _module_ids(elements, warnings), "the XML's", warnings)
     check_given_node_name(node_name, orchestrator, bool(gpus), "--node")
     node = Node(name=node_name, platform=platform, orchestrator=orchestrator, gpus=gpus, nvlink=_nvlink(elements))
     return ImportResult(node, warnings, memory)

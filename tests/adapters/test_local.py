@@ -242,3 +242,12 @@ def test_nvml_module_ids_are_the_gpus_board_slots(tmp_path: Path) -> None:
     result = import_local("n", nvml=nvml, sys_root=tmp_path)
     assert [g.module_id for g in result.node.gpus] == [None] * 3
     assert any("module ids repeat" in w for w in result.warnings)
+
+
+def test_nvml_pairs_bridged_out_of_index_order_are_unknown(tmp_path: Path) -> None:
+    """The model's pairs are (0,1), (2,3): GPUs 0-2 and 1-3 bridged are no such pairs, and `topo -m` already
+    read them as unknown; NVML called them pairs (and the rules then took 0 and 1 as one NVLink domain)."""
+    crossed = [_a100(0, [2]), _a100(1, [3]), _a100(2, [0]), _a100(3, [1])]
+    assert import_local("n", nvml=fake_nvml(crossed), sys_root=tmp_path).node.nvlink == "unknown"
+    aligned = [_a100(0, [1]), _a100(1, [0]), _a100(2, [3]), _a100(3, [2])]
+    assert import_local("n", nvml=fake_nvml(aligned), sys_root=tmp_path).node.nvlink == "pairs"
