@@ -3,7 +3,7 @@
 The files are parsed once per process (`get_catalog` is cached) with libyaml's C safe loader and validated by
 the strict pydantic models of `gpuadmin.catalog.schema`. Every problem of a file is reported in one
 `CatalogError`, each line naming the file, the line and column, and the entry and field
-(`mig.yaml:24:55: tables.a100-40gb.profiles[4:3g.20gb].starts: placement 6:4 runs past the 8 memory slices`).
+(`mig.yaml:31:64: tables.a100-40gb.profiles[4:3g.20gb].starts: placement 6:4 runs past the 8 memory slices`).
 The lines are looked up only when there is an error: the file is composed again into YAML nodes then.
 """
 
