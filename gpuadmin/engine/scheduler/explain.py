@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from gpuadmin.catalog import get_catalog
-from gpuadmin.engine.mig import layouts_with
 from gpuadmin.engine.rules.device_groups import nvlink_domain
 from gpuadmin.engine.scheduler.cycle import Cycle
 from gpuadmin.engine.scheduler.fgd import unit_need
@@ -24,6 +23,7 @@ from gpuadmin.engine.scheduler.filters import gpu_status, mig_profile_name, mode
 from gpuadmin.engine.scheduler.index import NodeCap
 from gpuadmin.engine.scheduler.node_filters import NO_NEEDS, NodeNeeds
 from gpuadmin.engine.scheduler.preempt import find_eviction
+from gpuadmin.engine.scheduler.repartition import repartition_remedy
 from gpuadmin.engine.scheduler.shape import Shape
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Job
@@ -86,11 +86,6 @@ def _place(state: ClusterState, node_name: str, gpu_index: int, start: int | Non
     gpu = node.gpu(gpu_index) if node is not None else None
     found = [i.profile for i in (gpu.mig or ()) if i.start == start] if gpu is not None and start is not None else []
     return slice_place(node_name, gpu_index, start, found[0] if found else None)
-
-
-def _set_mig(node: str, gpu: int, layout: Any) -> tuple[dict[str, Any], ...]:
-    return ({"op": "set-mig", "node": node, "gpu": gpu,
-             "instances": [{"profile": p, "start": s} for p, s in layout]},)
 
 
 def _n(x: float) -> str:
@@ -527,9 +522,11 @@ class Explainer:
         held = exist - free
         p = mig_profile_name(models[0], shape.profile) or shape.profile
         details: dict[str, Any] = {"profile": p, "instances": exist, "held": held}
-        found = self._repartition_remedy(shape, models)
-        remedy, changes = found if found is not None else (None, ())
-        kind = "repartition" if remedy else None
+        key = (shape.model or "", shape.profile)
+        if key not in self._repartition:
+            self._repartition[key] = repartition_remedy(self._ready(shape), models, shape.profile)
+        remedy, changes = self._repartition[key] or (None, ())
+        kind = "repartition" if changes else None  # no changes: the search stopped at its cap
         if shape.exclusive and shared_free:
             details["time_sliced_free"] = shared_free
             return _Finding(
@@ -548,7 +545,7 @@ class Explainer:
                 "node-cordoned",
                 f"no free {p} instance on ready nodes; {blocked.name} has one but is {blocked.node.state}",
                 details,
-                remedy or f"uncordon {blocked.name}",
+                remedy if changes else f"uncordon {blocked.name}",
                 kind or "uncordon",
                 changes or ({"op": "uncordon", "node": blocked.name},),
             )
@@ -564,50 +561,6 @@ class Explainer:
             kind,
             changes,
         )
-
-    def _repartition_remedy(self, shape: Shape, models: list[str]) -> tuple[str, tuple[dict[str, Any], ...]] | None:
-        key = (shape.model or "", shape.profile)
-        if key in self._repartition:
-            return self._repartition[key]
-        catalog = get_catalog()
-        found: tuple[str, tuple[dict[str, Any], ...]] | None = None
-        for full_pass in (False, True):
-            for nc in self._ready(shape):
-                for gpu in sorted(nc.gpus):
-                    info = nc.gpus[gpu]
-                    model = catalog.model(info.model)
-                    if model is None or info.model not in models or not model.mig_capable:
-                        continue
-                    prof = mig_profile_name(info.model, shape.profile)
-                    if prof is None:
-                        continue
-                    if not full_pass and info.mode == "mig":
-                        keep = [
-                            (p, s)
-                            for s, p in info.instances.items()
-                            if info.instance_holders.get(s) or (s in info.units and info.units[s].holders)
-                        ]
-                        layouts = layouts_with(model, [prof], keep)
-                        if layouts:
-                            text = ", ".join(f"{p}@{s}" for p, s in layouts[0])
-                            found = (f"repartition {nc.name}/{gpu} to {text} (no running job affected)",
-                                     _set_mig(nc.name, gpu, layouts[0]))
-                    elif full_pass and info.mode == "full" and info.domain is not None and not info.holders:
-                        layouts = layouts_with(model, [prof])
-                        if layouts:
-                            text = ", ".join(f"{p}@{s}" for p, s in layouts[0])
-                            found = (
-                                f"repartition {nc.name}/{gpu} to {text} (enable MIG; no running job affected)",
-                                _set_mig(nc.name, gpu, layouts[0]),
-                            )
-                    if found:
-                        break
-                if found:
-                    break
-            if found:
-                break
-        self._repartition[key] = found
-        return found
 
     def _unit_finding(self, shape: Shape) -> _Finding:
         on = f" {shape.model}" if shape.model else ""

@@ -171,7 +171,7 @@ def _whole_status(nc: NodeCap, shape: Shape, infos: list[GpuInfo]) -> Status:
 
 
 def _mig_status(nc: NodeCap, shape: Shape, infos: list[GpuInfo]) -> Status:
-    profiles = {mig_profile_name(i.model, shape.profile) for i in infos} - {None}
+    profiles = {p for i in infos if (p := mig_profile_name(i.model, shape.profile)) is not None}
     if not profiles:
         return Status("no-profile", f"no {shape.profile} profile on its GPU models")
     if not any(p in profiles for i in infos for p in i.instances.values()):
