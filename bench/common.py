@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from gpuadmin.store.generate import dump_inventory, generate_inventory
@@ -40,3 +42,20 @@ def generated_file(nodes: int, jobs: int, seed: int = 0) -> Path:
         with path.open("w", encoding="utf-8") as out:  # the generator's own compact writer (one line per entry)
             dump_inventory(generate_inventory(nodes, jobs, seed), out)
     return path
+
+
+@contextlib.contextmanager
+def baseline_checkout(rev: str) -> Iterator[Path]:
+    """`rev` of this repository checked out in a temporary `git worktree` (detached), removed afterwards: run
+    the same measurement there in a subprocess (`PYTHONPATH` at the returned folder) for a ratio against
+    that code in the same command."""
+    repo = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="gpuadmin-baseline-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tree), rev],
+                       check=True, capture_output=True)
+        try:
+            yield tree
+        finally:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
+                           check=False, capture_output=True)

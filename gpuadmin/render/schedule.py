@@ -44,7 +44,7 @@ def explanation_text(data: dict[str, Any]) -> str:
         lines.append(f"  reason: {data['reason']}: {safe(data['message'])}")
         if data.get("remedy"):
             lines.append(f"  remedy: {safe(data['remedy'])}")
-        elif data["reason"] not in ("fits-now",):
+        else:
             lines.append("  remedy: none that would make it fit now")
         if data.get("as_of", "now") != "now":
             lines.append(f"  figures: {safe(data['as_of'])}")

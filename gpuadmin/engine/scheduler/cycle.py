@@ -44,6 +44,7 @@ from gpuadmin.engine.scheduler.order import Cost, JobOrder, QueueBook, estimate_
 from gpuadmin.engine.scheduler.preempt import Eligible, find_eviction
 from gpuadmin.engine.scheduler.scores import Score, Scorer
 from gpuadmin.engine.scheduler.shape import Shape, shape_of
+from gpuadmin.engine.scheduler.verdicts import VerdictBook, Verdicts
 from gpuadmin.engine.sharing import is_fractional
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.engine.usage import slot_share
@@ -95,6 +96,11 @@ class SchedulePlan:
 
         return explain_pending(self.cycle, self.pending)
 
+    @cached_property
+    def verdicts(self) -> dict[str, Verdicts]:
+        """The filters' verdicts on every node for each job left pending, counted per reason."""
+        return {name: self.cycle.verdict(name) for name in self.pending}
+
     def explanation(self, job: str, remedies: bool = True) -> Explanation:
         from gpuadmin.engine.scheduler.explain import explain_job
 
@@ -137,6 +143,7 @@ class Cycle:
         self.vms = VmSlots(state)
         self.refused: dict[str, list[Violation]] = {}
         self._pool: tuple[dict[str, Job], dict[int, set[str]]] | None = None
+        self.verdict_book: VerdictBook | None = None  # the filters' verdicts, once the cycle is done
         self.target = workload  # a given FGD target workload; None: learned from the state in `_collect`
         self.workload = Workload(())
         self.scorer = Scorer(self.workload, policy)
@@ -628,6 +635,12 @@ class Cycle:
         out: list[ch.Change] = [ch.PreemptJob(op="preempt-job", name=v) for v in self.victims]
         out += [ch.BindJob(op="bind-job", name=n, placement=s) for n, s in self.binds.items()]
         return out
+
+    def verdict(self, name: str) -> Verdicts:
+        """The filters' verdicts on every node for a pending job, as the cycle leaves the cluster."""
+        if self.verdict_book is None:
+            self.verdict_book = VerdictBook(self.index, self.resources, self.vms)
+        return self.verdict_book.of(self.shapes[name], self.needs.get(name, NO_NEEDS))
 
     def _plan(self) -> SchedulePlan:
         changes = self._changes()

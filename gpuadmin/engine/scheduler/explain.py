@@ -16,14 +16,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from gpuadmin.catalog import get_catalog
-from gpuadmin.engine.mig import layouts_with
 from gpuadmin.engine.rules.device_groups import nvlink_domain
 from gpuadmin.engine.scheduler.cycle import Cycle
-from gpuadmin.engine.scheduler.fgd import EPS_SHARE, unit_need, usable_memory, whole_fit
-from gpuadmin.engine.scheduler.filters import mig_profile_name, model_ok, node_ok, shape_unit_fits
+from gpuadmin.engine.scheduler.fgd import unit_need
+from gpuadmin.engine.scheduler.filters import gpu_status, mig_profile_name, model_ok, node_ok
 from gpuadmin.engine.scheduler.index import NodeCap
-from gpuadmin.engine.scheduler.node_filters import NO_NEEDS, NodeNeeds, node_misfit
+from gpuadmin.engine.scheduler.node_filters import NO_NEEDS, NodeNeeds
 from gpuadmin.engine.scheduler.preempt import find_eviction
+from gpuadmin.engine.scheduler.repartition import repartition_remedy
 from gpuadmin.engine.scheduler.shape import Shape
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Job
@@ -88,11 +88,6 @@ def _place(state: ClusterState, node_name: str, gpu_index: int, start: int | Non
     return slice_place(node_name, gpu_index, start, found[0] if found else None)
 
 
-def _set_mig(node: str, gpu: int, layout: Any) -> tuple[dict[str, Any], ...]:
-    return ({"op": "set-mig", "node": node, "gpu": gpu,
-             "instances": [{"profile": p, "start": s} for p, s in layout]},)
-
-
 def _n(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".") if abs(x - round(x)) > 1e-9 else str(round(x))
 
@@ -117,12 +112,8 @@ class Explainer:
         self.index = cycle.index
         self._shape_memo: dict[Shape, _Finding] = {}
         self._repartition: dict[tuple[str, str], tuple[str, tuple[dict[str, Any], ...]] | None] = {}
-        self._nodes_memo: dict[Shape, str] = {}
-        self._fit_memo: dict[Shape, int] = {}
         self._never_memo: dict[Shape, _Finding | None] = {}
-        self._groups: list[tuple[NodeCap, int]] | None = None
         self._caps: list[tuple[tuple[Any, ...], int]] | None = None
-        self._node_count = 0
         bound, evicted = len(cycle.binds), len(cycle.victims)
         self.as_of = "now" if not (bound or evicted) else (
             "the cluster as this cycle leaves it, after it "
@@ -169,11 +160,9 @@ class Explainer:
         qpos, cpos, ahead = self._positions.get(name, (None, None, []))
         ahead_count = (qpos - 1) if qpos is not None else 0
         named: tuple[str, ...] = tuple(finding.details.get("victims", ()))
-        shape = cycle.shapes.get(name)
-        needs = cycle.needs.get(name, NO_NEEDS)
         nodes = None
-        if shape is not None and finding.reason not in ("unknown-queue", "refused"):
-            nodes = self.needs_summary(shape, needs) if needs else self.nodes_summary(shape)
+        if name in cycle.shapes and finding.reason not in ("unknown-queue", "refused"):
+            nodes = cycle.verdict(name).summary
         return Explanation(
             name,
             job.queue,
@@ -239,7 +228,7 @@ class Explainer:
                 to = f" to {_n(raised.gpu_memory_gib or 0)} GiB"
             if not can_wait:  # waiting cannot help: the job alone is over the limit
                 msg += ", more than the limit itself: it cannot run until the limit is raised"
-            if not self._room(shape):  # no node has room now: a higher limit alone would not place it
+            if not self._room(job):  # no node has room now: a higher limit alone would not place it
                 msg += "; no node has room for it now either"
                 return _Finding("over-limit", msg, details,
                                 "wait for its queue's running jobs to finish" if can_wait else None,
@@ -255,7 +244,7 @@ class Explainer:
             )
         if not job.preemptible and book.nonpreemptible_over_quota(cost):
             quota = book.quota_gpus
-            if not self._room(shape):
+            if not self._room(job):
                 return _Finding(
                     "nonpreemptible-over-quota",
                     f"non-preemptible: queue {book.name} runs {_n(book.used_np)} non-preemptible GPUs "
@@ -277,7 +266,7 @@ class Explainer:
             )
         needs = cycle.needs.get(job.name, NO_NEEDS)
         if needs:
-            found = self._needs_finding(shape, needs)
+            found = self._needs_finding(job, shape, needs)
             if found is not None:
                 return found
         finding = self._shape_memo.get(shape)
@@ -288,7 +277,7 @@ class Explainer:
             remedies
             and needs.vm is None  # inside a VM only its own jobs run, and they are never victims
             and finding.remedy is None
-            and finding.reason not in ("no-such-model", "no-such-profile", "fits-now")
+            and finding.reason not in ("no-such-model", "no-such-profile")
         ):
             victims = self._preemption_remedy(job, shape)
             if victims:
@@ -364,182 +353,54 @@ class Explainer:
             self._caps = list(caps.items())
         return self._caps
 
-    def nodes_summary(self, shape: Shape) -> str:
-        """kube-scheduler's "0/12 nodes are available: ..." for this shape: how many nodes fit it now,
-        and for the others each reason with its count."""
-        memo = self._nodes_memo.get(shape)
-        if memo is not None:
-            return memo
-        counts: dict[str, int] = {}
-        fit = 0
-        for nc, many in self._node_groups():
-            why = self._node_misfit(nc, shape)
-            if why is None:
-                fit += many
-            else:
-                counts[why] = counts.get(why, 0) + many
-        text = f"{fit}/{self._node_count} nodes fit"
-        if counts:
-            text += ": " + ", ".join(f"{c} {why}" for why, c in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
-        self._nodes_memo[shape] = text
-        self._fit_memo[shape] = fit
-        return text
-
-    # ---------------------------------------------------------------------------------------------- node needs
-    def _needs_misfit(self, nc: NodeCap, shape: Shape, needs: NodeNeeds) -> str | None:
-        """Why one node cannot host a job with node-level needs: its state, then the node filters
-        (kube-scheduler's words), then its GPUs (for a job in a VM: the VM's free GPUs)."""
-        if nc.node.state != "ready":
-            return nc.node.state
+    def _needs_finding(self, job: Job, shape: Shape, needs: NodeNeeds) -> _Finding | None:
+        """The reason when the node-level filters alone keep the job off every node that has room for its
+        GPUs, read from the cycle's verdicts; None where some node passes them (the GPU findings then say the
+        rest)."""
         cycle = self.cycle
-        why = node_misfit(nc, needs, cycle.resources, cycle.vms.host.get(needs.vm) if needs.vm else None)
-        if why is not None or needs.vm is None:
-            return why if why is not None else self._node_misfit(nc, shape)
-        free = len(cycle.vms.free.get(needs.vm, ()))
-        return None if free >= shape.gpus else f"fewer than {shape.gpus} free GPUs in VM {needs.vm}"
-
-    def needs_summary(self, shape: Shape, needs: NodeNeeds) -> str:
-        """`nodes_summary` for a job with node-level needs: one look per node (labels, CPUs and memory tell
-        nodes apart that the GPU-only grouping would merge)."""
-        counts: dict[str, int] = {}
-        fit = 0
-        nodes = (*self.index.nodes, *self.index.blocked)
-        for nc in nodes:
-            why = self._needs_misfit(nc, shape, needs)
-            if why is None:
-                fit += 1
-            else:
-                counts[why] = counts.get(why, 0) + 1
-        text = f"{fit}/{len(nodes)} nodes fit"
-        if counts:
-            text += ": " + ", ".join(f"{c} {why}" for why, c in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
-        return text
-
-    def _needs_finding(self, shape: Shape, needs: NodeNeeds) -> _Finding | None:
-        """The reason when the node-level needs alone keep the job off every node that has room for its
-        GPUs; None where some node passes them (the GPU findings then say the rest)."""
-        cycle = self.cycle
+        verdicts = cycle.verdict(job.name)
         asks = {"cpus": needs.cpus, "memory_gib": needs.memory_gib}
         if needs.vm is not None:
             host = cycle.vms.host.get(needs.vm)
             nc = self.index.by_name.get(host) if host is not None else None
             if nc is None:
                 return _Finding("vm-not-found", f"VM {needs.vm} is on no node", {"vm": needs.vm})
-            why = self._needs_misfit(nc, shape, needs)
-            if why is None:
-                return _Finding("fits-now", f"fits now in VM {needs.vm} on {nc.name}; the next cycle binds it",
-                                {"vm": needs.vm, "node": nc.name})
             if nc.node.state != "ready":
                 return _Finding(f"node-{nc.node.state}", f"VM {needs.vm} runs on {nc.name}, which is "
                                 f"{nc.node.state}", {"vm": needs.vm, "node": nc.name},
                                 f"uncordon {nc.name}" if nc.node.state == "cordoned" else None)
+            why = next((st for st, _ in verdicts.misfits if st.code != "vm-host"), None)
+            if why is None:
+                return None
             free = len(cycle.vms.free.get(needs.vm, ()))
-            return _Finding("vm-capacity" if why.startswith("fewer") else "node-resources",
-                            f"needs {_plural(shape.gpus, 'GPU')} in VM {needs.vm} on {nc.name}: {why} "
+            return _Finding("node-resources" if why.code == "node-resources" else "vm-capacity",
+                            f"needs {_plural(shape.gpus, 'GPU')} in VM {needs.vm} on {nc.name}: {why.reason} "
                             f"({free} of the VM's {cycle.vms.total.get(needs.vm, 0)} GPUs free)",
                             {"vm": needs.vm, "node": nc.name, "free_vm_gpus": free, **asks})
         ready = self.index.nodes
-        labelled = [nc for nc in ready if not needs.labelled or needs.labels_match(nc.node)]
-        if not labelled:
+        unlabelled, short = verdicts.count("node-selector"), verdicts.count("node-resources")
+        if unlabelled == len(ready):
             return _Finding("node-selector", f"no ready node matches its node selector/affinity "
                             f"({len(ready)} ready)", {"ready_nodes": len(ready)},
                             "label a node to match, or change the job's node_selector / node_affinity")
-        sized = [nc for nc in labelled if cycle.resources.shortfall(nc.name, needs) is None]
-        if not sized:
-            most_cpus = max((cycle.resources.cpus.get(nc.name) or 0.0 for nc in labelled), default=0.0)
-            most_mem = max((cycle.resources.memory.get(nc.name) or 0.0 for nc in labelled), default=0.0)
+        if unlabelled + short == len(ready):
+            labelled = [nc.name for nc in ready if not needs.labelled or needs.labels_match(nc.node)]
+            most_cpus = max((cycle.resources.cpus.get(name) or 0.0 for name in labelled), default=0.0)
+            most_mem = max((cycle.resources.memory.get(name) or 0.0 for name in labelled), default=0.0)
             return _Finding("node-resources", f"needs {_n(needs.cpus)} CPUs and {_n(needs.memory_gib)} GiB of "
                             f"memory on a node; of the {len(labelled)} ready nodes it may use, the most free are "
                             f"{_n(most_cpus)} CPUs and {_n(most_mem)} GiB",
                             {**asks, "most_free_cpus": most_cpus, "most_free_memory_gib": most_mem})
-        if any(self._node_misfit(nc, shape) is None for nc in sized):
-            return None
-        if any(self._node_misfit(nc, shape) is None for nc in ready):
+        if any(gpu_status(nc, shape).fits for nc in ready):
+            passing = len(ready) - unlabelled - short
             return _Finding("node-selector", f"GPUs are free only on nodes its node selector/affinity or its "
-                            f"CPU and memory request rule out ({len(sized)} of {len(ready)} ready nodes pass "
-                            "them)", {**asks, "nodes_passing": len(sized)})
+                            f"CPU and memory request rule out ({passing} of {len(ready)} ready nodes pass "
+                            "them)", {**asks, "nodes_passing": passing})
         return None
 
-    def _node_groups(self) -> list[tuple[NodeCap, int]]:
-        """Nodes that look the same to every shape (state, RDMA, GPUs and their free parts), one of each with
-        its count: a summary costs one look per distinct node, not one per node (computed once per cycle)."""
-        if self._groups is None:
-            groups: dict[tuple[Any, ...], list[Any]] = {}
-            for nc in (*self.index.nodes, *self.index.blocked):
-                key = (
-                    nc.node.state,
-                    nc.network is None,
-                    tuple(sorted((i.model, i.mode, i.domain is not None,
-                                  tuple(sorted(i.instances.items())),
-                                  tuple(sorted(s for s, h in i.instance_holders.items() if h)),
-                                  tuple(sorted(k for k in i.units if k is not None))) for i in nc.gpus.values())),
-                    nc.whole_part(),
-                    nc.mig_part(),
-                    nc.ts_part(),
-                )
-                entry = groups.get(key)
-                if entry is None:
-                    groups[key] = [nc, 1]
-                else:
-                    entry[1] += 1
-            self._groups = [(nc, many) for nc, many in groups.values()]
-            self._node_count = sum(many for _, many in self._groups)
-        return self._groups
-
-    def _room(self, shape: Shape) -> bool:
-        """Whether enough nodes fit the shape now for a quota change alone to let it run."""
-        self.nodes_summary(shape)
-        return self._fit_memo[shape] >= shape.nodes
-
-    def _node_misfit(self, nc: NodeCap, shape: Shape) -> str | None:
-        """Why this one node cannot host the shape now (a reason class), or None where it can."""
-        if nc.node.state != "ready":
-            return nc.node.state
-        if shape.rdma and nc.network is None:
-            return "no RDMA"
-        infos = [i for i in nc.gpus.values() if model_ok(shape, i.model)]
-        if not infos:
-            return f"no {shape.model} GPUs" if shape.model else "no GPUs"
-        if shape.kind == "gpus":
-            g = shape.gpus
-            if len(infos) < g:
-                return f"fewer than {g} GPUs"
-            if whole_fit(nc.whole_part(), g, shape.nvlink, shape.model)[0]:
-                return None
-            if not any(i.domain is not None for i in infos):
-                modes = "/".join(sorted({i.mode for i in infos}))
-                return f"{modes} only (job {'is exclusive' if shape.isolation == 'exclusive' else 'takes whole GPUs'})"
-            if shape.nvlink and g >= 2 and nc.free_whole(shape.model) >= g:
-                return f"no free NVLink domain of {g}"
-            shared = sum(1 for i in infos if i.units.get(None) is not None and i.units[None].dynamic)
-            return f"fewer than {g} free GPUs" + (f" ({shared} shared by fractions)" if shared else "")
-        if shape.kind == "mig":
-            profiles = {mig_profile_name(i.model, shape.profile) for i in infos} - {None}
-            if not profiles:
-                return f"no {shape.profile} profile on its GPU models"
-            starts = [(i, st) for i in infos for st, p in i.instances.items() if p in profiles]
-            if not starts:
-                return f"no {shape.profile} instance carved"
-            if any(st not in i.units and not i.instance_holders.get(st) for i, st in starts):
-                return None
-            units = [i.units[st] for i, st in starts if st in i.units]
-            if shape.shared and any(shape_unit_fits(u.state(), shape) for u in units):
-                return None
-            if shape.exclusive and any(u.replicas_left > 0 for u in units):
-                return f"only time-sliced {shape.profile} instances left (job is exclusive)"
-            return f"{shape.profile} instances all held"
-        if shape.exclusive:
-            return "job is exclusive (a share of a GPU never is)"
-        if open_gpu_fits(nc, shape):
-            return None
-        units = [u for u in nc.ts_units if model_ok(shape, u.model) and not u.closed]
-        if not units:
-            return "no time-sliced GPU" if nc.reserve is None else "no free or shared GPU"
-        if any(shape_unit_fits(u.state(), shape) for u in units):
-            return None
-        if not any(u.replicas_left > 0 for u in units):
-            return "no replica left"
-        return "too little share left"
+    def _room(self, job: Job) -> bool:
+        """Whether enough nodes pass the filters now for a quota change alone to let the job run."""
+        return self.cycle.verdict(job.name).fit >= self.cycle.shapes[job.name].nodes
 
     def _models(self, shape: Shape) -> list[str]:
         return [shape.model] if shape.model else sorted(self.index.models_present)
@@ -576,9 +437,6 @@ class Explainer:
         nodes = self._ready(shape)
         free = sum(nc.free_whole(shape.model) for nc in nodes)
         details: dict[str, Any] = {"needs_gpus": g, "free_gpus": free}
-        for nc in nodes:
-            if whole_fit(nc.whole_part(), g, shape.nvlink, shape.model)[0]:
-                return _Finding("fits-now", f"fits now on {nc.name}; the next cycle binds it", details)
         if free < g:
             blocked = self._blocked_fit(shape)
             if blocked is not None:
@@ -620,20 +478,10 @@ class Explainer:
         return _Finding("fragmentation", f"{free}{on} GPUs free, at most {best} on one node", details)
 
     def _blocked_fit(self, shape: Shape) -> NodeCap | None:
-        """A cordoned node the job would fit on. Never a down node (only a repair brings one back), nor a
+        """A cordoned node whose GPUs pass the filters. Never a down node (only a repair brings one back), nor a
         draining one (it is being emptied on purpose)."""
-        for nc in self.index.blocked:
-            if nc.node.state != "cordoned" or not node_ok(nc, shape):
-                continue
-            if shape.kind == "gpus" and whole_fit(nc.whole_part(), shape.gpus, shape.nvlink, shape.model)[0]:
-                return nc
-            if shape.kind == "mig" and any(
-                n for (m, p), n in nc.mig.items() if model_ok(shape, m) and p == mig_profile_name(m, shape.profile)
-            ):
-                return nc
-            if shape.kind in ("fraction", "memory") and any(shape_unit_fits(u.state(), shape) for u in nc.ts_units):
-                return nc
-        return None
+        return next((nc for nc in self.index.blocked if nc.node.state == "cordoned" and gpu_status(nc, shape).fits),
+                    None)
 
     def _gang_finding(self, shape: Shape) -> _Finding:
         g, n = shape.gpus, shape.nodes
@@ -645,15 +493,13 @@ class Explainer:
                 continue
             has_model = any(model_ok(shape, i.model) for i in nc.gpus.values())
             rdma_nodes += has_model
-            if whole_fit(nc.whole_part(), g, shape.nvlink, shape.model)[0]:
+            if gpu_status(nc, shape).fits:
                 key = nc.network or "" if shape.rdma else ""
                 per_net[key] = per_net.get(key, 0) + 1
         if shape.rdma and not rdma_nodes:
             return _Finding("no-rdma", f"needs RDMA; no ready{on} node has RDMA NICs", {"rdma_nodes": 0})
         found = max(per_net.values(), default=0)
         details = {"needs_nodes": n, "gpus_per_node": g, "found_nodes": found}
-        if found >= n:
-            return _Finding("fits-now", "fits now; the next cycle binds it", details)
         kind = "RDMA nodes" if shape.rdma else "nodes"
         where = " on one network" if shape.rdma else ""
         return _Finding("gang-incomplete", f"needs {n} {kind} with {g} free{on} GPUs{where}, {found} found", details)
@@ -665,29 +511,22 @@ class Explainer:
             return _Finding(
                 "no-such-profile", f"no {where} has a MIG profile {shape.profile}", {"profile": shape.profile}
             )
-        exist = held = shared_free = 0
+        exist = free = shared_free = 0  # instances carved, offered whole (none: the filters found no node)
         for nc in self._ready(shape):
+            for model in models:
+                free += len(nc.mig.get((model, mig_profile_name(model, shape.profile) or ""), ()))
             for info in nc.gpus.values():
-                if info.model not in models:
-                    continue
-                prof = mig_profile_name(info.model, shape.profile)
-                for start, p in info.instances.items():
-                    if p != prof:
-                        continue
-                    exist += 1
-                    unit = info.units.get(start)
-                    if unit is not None:
-                        held += 1
-                        shared_free += unit.replicas_left > 0
-                    elif info.instance_holders.get(start):
-                        held += 1
+                prof = mig_profile_name(info.model, shape.profile) if info.model in models else None
+                exist += sum(1 for p in info.instances.values() if p == prof)
+                shared_free += sum(1 for u in info.units.values() if u.profile == prof and u.replicas_left > 0)
+        held = exist - free
         p = mig_profile_name(models[0], shape.profile) or shape.profile
         details: dict[str, Any] = {"profile": p, "instances": exist, "held": held}
-        found = self._repartition_remedy(shape, models)
-        remedy, changes = found if found is not None else (None, ())
-        kind = "repartition" if remedy else None
-        if exist > held:
-            return _Finding("fits-now", f"a free {p} instance exists; the next cycle binds it", details)
+        key = (shape.model or "", shape.profile)
+        if key not in self._repartition:
+            self._repartition[key] = repartition_remedy(self._ready(shape), models, shape.profile)
+        remedy, changes = self._repartition[key] or (None, ())
+        kind = "repartition" if changes else None  # no changes: the search stopped at its cap
         if shape.exclusive and shared_free:
             details["time_sliced_free"] = shared_free
             return _Finding(
@@ -706,7 +545,7 @@ class Explainer:
                 "node-cordoned",
                 f"no free {p} instance on ready nodes; {blocked.name} has one but is {blocked.node.state}",
                 details,
-                remedy or f"uncordon {blocked.name}",
+                remedy if changes else f"uncordon {blocked.name}",
                 kind or "uncordon",
                 changes or ({"op": "uncordon", "node": blocked.name},),
             )
@@ -722,50 +561,6 @@ class Explainer:
             kind,
             changes,
         )
-
-    def _repartition_remedy(self, shape: Shape, models: list[str]) -> tuple[str, tuple[dict[str, Any], ...]] | None:
-        key = (shape.model or "", shape.profile)
-        if key in self._repartition:
-            return self._repartition[key]
-        catalog = get_catalog()
-        found: tuple[str, tuple[dict[str, Any], ...]] | None = None
-        for full_pass in (False, True):
-            for nc in self._ready(shape):
-                for gpu in sorted(nc.gpus):
-                    info = nc.gpus[gpu]
-                    model = catalog.model(info.model)
-                    if model is None or info.model not in models or not model.mig_capable:
-                        continue
-                    prof = mig_profile_name(info.model, shape.profile)
-                    if prof is None:
-                        continue
-                    if not full_pass and info.mode == "mig":
-                        keep = [
-                            (p, s)
-                            for s, p in info.instances.items()
-                            if info.instance_holders.get(s) or (s in info.units and info.units[s].holders)
-                        ]
-                        layouts = layouts_with(model, [prof], keep)
-                        if layouts:
-                            text = ", ".join(f"{p}@{s}" for p, s in layouts[0])
-                            found = (f"repartition {nc.name}/{gpu} to {text} (no running job affected)",
-                                     _set_mig(nc.name, gpu, layouts[0]))
-                    elif full_pass and info.mode == "full" and info.domain is not None and not info.holders:
-                        layouts = layouts_with(model, [prof])
-                        if layouts:
-                            text = ", ".join(f"{p}@{s}" for p, s in layouts[0])
-                            found = (
-                                f"repartition {nc.name}/{gpu} to {text} (enable MIG; no running job affected)",
-                                _set_mig(nc.name, gpu, layouts[0]),
-                            )
-                    if found:
-                        break
-                if found:
-                    break
-            if found:
-                break
-        self._repartition[key] = found
-        return found
 
     def _unit_finding(self, shape: Shape) -> _Finding:
         on = f" {shape.model}" if shape.model else ""
@@ -808,8 +603,6 @@ class Explainer:
             "largest_free_share": round(largest, 6),
             "needs_share": round(need, 6),
         }
-        if any(shape_unit_fits(u.state(), shape) for _, u in units):
-            return _Finding("fits-now", "fits now; the next cycle binds it", details)
         blocked = self._blocked_fit(shape)
         if blocked is not None:
             return _Finding(
@@ -896,14 +689,3 @@ def _remedy_fails(state: ClusterState, job_name: str, changes: tuple[dict[str, A
     if job_name not in after.bound:
         return "the job still does not fit after it"
     return None
-
-
-def open_gpu_fits(nc: NodeCap, shape: Shape) -> bool:
-    """Whether a fraction could open a free full GPU of this node (dynamic sharing)."""
-    if nc.reserve is None or shape.exclusive or shape.kind not in ("fraction", "memory"):
-        return False
-    return any(
-        gpus and model_ok(shape, dom[0])
-        and unit_need(shape.fraction, shape.gib, usable_memory(dom[0], nc.reserve)) <= 1 + EPS_SHARE
-        for dom, gpus in nc.domains.items()
-    )

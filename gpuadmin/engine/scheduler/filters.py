@@ -11,17 +11,37 @@ Each filter is a pure function of a node part (see `fgd`) or a `NodeCap` and a `
                       never for `isolation: exclusive` jobs; a fraction may also open a free full GPU of a
                       dynamic-sharing node that its need fits (`Scorer.open`);
 * `node_ok`         — RDMA where the request needs it (node state is filtered by the index: only ready nodes
-                      are schedulable).
+                      are schedulable);
+* `gpu_status`      — all of the above on one node at once, as kube-scheduler's `Filter` answers: a `Status`
+                      that fits, or says why not with a stable code and the reason an operator reads. The
+                      cycle's verdicts (`verdicts.py`) and every "why not" of `explain` come from it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 from gpuadmin.catalog import get_catalog
-from gpuadmin.engine.scheduler.fgd import UnitState, WholePart, unit_fits
-from gpuadmin.engine.scheduler.index import NodeCap, Policy, TsUnit
+from gpuadmin.engine.scheduler.fgd import EPS_SHARE, UnitState, WholePart, unit_fits, unit_need, usable_memory
+from gpuadmin.engine.scheduler.index import GpuInfo, NodeCap, Policy, TsUnit
 from gpuadmin.engine.scheduler.shape import Shape
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """A filter's verdict on one node (kube-scheduler's `framework.Status`): it fits, or a stable `code` and
+    the `reason` an operator reads ("fewer than 8 free GPUs"); node summaries count nodes per reason."""
+
+    code: str = "fits"
+    reason: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return self.code == "fits"
+
+
+FITS = Status()
 
 # A whole-GPU plan: take `take` GPUs from a domain of (model, free count); several steps without NVLink.
 WholeStep = tuple[str, int, int]
@@ -106,3 +126,76 @@ def unit_for_state(nc: NodeCap, state: UnitState) -> TsUnit | None:
         if unit.state() == state:
             return unit
     return None
+
+
+def open_gpu_fits(nc: NodeCap, shape: Shape) -> bool:
+    """Whether a fraction could open a free full GPU of this node (dynamic sharing): `Scorer.open`'s test."""
+    if nc.reserve is None or shape.exclusive or shape.kind not in ("fraction", "memory"):
+        return False
+    return any(
+        gpus and model_ok(shape, dom[0])
+        and unit_need(shape.fraction, shape.gib, usable_memory(dom[0], nc.reserve)) <= 1 + EPS_SHARE
+        for dom, gpus in nc.domains.items()
+    )
+
+
+def gpu_status(nc: NodeCap, shape: Shape) -> Status:
+    """Whether this node's GPUs (as the index holds them now) can host the shape, whatever the node's state:
+    the filters above, in the order the cycle applies them, each failure with its own code and reason."""
+    if not node_ok(nc, shape):
+        return Status("no-rdma", "no RDMA")
+    infos = [i for i in nc.gpus.values() if model_ok(shape, i.model)]
+    if not infos:
+        return Status("no-model", f"no {shape.model} GPUs" if shape.model else "no GPUs")
+    if shape.kind == "gpus":
+        return _whole_status(nc, shape, infos)
+    if shape.kind == "mig":
+        return _mig_status(nc, shape, infos)
+    return _unit_status(nc, shape)
+
+
+def _whole_status(nc: NodeCap, shape: Shape, infos: list[GpuInfo]) -> Status:
+    g = shape.gpus
+    if len(infos) < g:
+        return Status("too-few-gpus", f"fewer than {g} GPUs")
+    if whole_plans(nc.whole_part(), shape, "binpack"):
+        return FITS
+    if not any(i.domain is not None for i in infos):
+        modes = "/".join(sorted({i.mode for i in infos}))
+        job = "is exclusive" if shape.isolation == "exclusive" else "takes whole GPUs"
+        return Status("mode", f"{modes} only (job {job})")
+    if shape.nvlink and g >= 2 and nc.free_whole(shape.model) >= g:
+        return Status("nvlink", f"no free NVLink domain of {g}")
+    shared = sum(1 for i in infos if i.units.get(None) is not None and i.units[None].dynamic)
+    return Status("capacity", f"fewer than {g} free GPUs" + (f" ({shared} shared by fractions)" if shared else ""))
+
+
+def _mig_status(nc: NodeCap, shape: Shape, infos: list[GpuInfo]) -> Status:
+    profiles = {p for i in infos if (p := mig_profile_name(i.model, shape.profile)) is not None}
+    if not profiles:
+        return Status("no-profile", f"no {shape.profile} profile on its GPU models")
+    if not any(p in profiles for i in infos for p in i.instances.values()):
+        return Status("not-carved", f"no {shape.profile} instance carved")
+    if any(nc.mig.get((i.model, p)) for i in infos for p in profiles):
+        return FITS
+    units = [u for u in nc.ts_units if u.profile in profiles and not u.closed]
+    if shape.shared and any(shape_unit_fits(u.state(), shape) for u in units):
+        return FITS
+    if shape.exclusive and any(u.replicas_left > 0 for u in units):
+        return Status("isolation", f"only time-sliced {shape.profile} instances left (job is exclusive)")
+    return Status("held", f"{shape.profile} instances all held")
+
+
+def _unit_status(nc: NodeCap, shape: Shape) -> Status:
+    if shape.exclusive:
+        return Status("isolation", "job is exclusive (a share of a GPU never is)")
+    if open_gpu_fits(nc, shape):
+        return FITS
+    units = [u for u in nc.ts_units if model_ok(shape, u.model) and not u.closed]
+    if not units:
+        return Status("no-shared-gpu", "no time-sliced GPU" if nc.reserve is None else "no free or shared GPU")
+    if any(shape_unit_fits(u.state(), shape) for u in units):
+        return FITS
+    if not any(u.replicas_left > 0 for u in units):
+        return Status("no-replica", "no replica left")
+    return Status("share", "too little share left")

@@ -7,8 +7,9 @@ NodeResourcesFit plugins), and jobs that run inside a vSphere VM.
                        evicts; a node without `cpus` / `memory_gib` in the inventory is not checked;
 * `VmSlots`          — the GPUs each VM holds that no job in it runs on yet (the index never offers a GPU a
                        VM holds, so a job without `vm` never lands there);
-* `node_misfit`      — why one node is not a candidate, in kube-scheduler's words ("Insufficient cpu",
-                       "didn't match node selector/affinity"), for explanations.
+* `node_status`      — whether one node passes them, in kube-scheduler's words ("Insufficient cpu",
+                       "didn't match node selector/affinity");
+* `filter_node`      — the cycle's whole filter chain on one node (state, node-level, GPUs) as one `Status`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuadmin.engine.rules.vsphere import vm_gpus
+from gpuadmin.engine.scheduler.filters import FITS, Status, gpu_status
 from gpuadmin.engine.scheduler.index import CapacityIndex, NodeCap
+from gpuadmin.engine.scheduler.shape import Shape
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Job, Node
 from gpuadmin.model.inventory import AffinityOperator, term_matches
@@ -105,13 +108,29 @@ class NodeResources:
         return None
 
 
-def node_misfit(nc: NodeCap, needs: NodeNeeds, resources: NodeResources, vm_host: str | None) -> str | None:
-    """Why the node cannot take a job with these needs for node-level reasons; None where it can."""
+def node_status(nc: NodeCap, needs: NodeNeeds, resources: NodeResources, vm_host: str | None) -> Status:
+    """Whether the node passes the node-level filters for a job with these needs (kube-scheduler's words)."""
     if needs.vm is not None and nc.name != vm_host:
-        return f"not the host of VM {needs.vm}"
+        return Status("vm-host", f"not the host of VM {needs.vm}")
     if needs.labelled and not needs.labels_match(nc.node):
-        return NO_LABEL_MATCH
-    return resources.shortfall(nc.name, needs)
+        return Status("node-selector", NO_LABEL_MATCH)
+    short = resources.shortfall(nc.name, needs)
+    return FITS if short is None else Status("node-resources", short)
+
+
+def filter_node(nc: NodeCap, shape: Shape, needs: NodeNeeds, resources: NodeResources, vms: VmSlots) -> Status:
+    """The whole filter chain on one node, in the cycle's order: the node's state (only ready nodes are
+    schedulable), the node-level filters, then its GPUs — for a job in a VM, the VM's free GPUs instead."""
+    if nc.node.state != "ready":
+        return Status("node-state", nc.node.state)
+    if not needs:
+        return gpu_status(nc, shape)
+    found = node_status(nc, needs, resources, vms.host.get(needs.vm) if needs.vm else None)
+    if not found.fits or needs.vm is None:
+        return found if not found.fits else gpu_status(nc, shape)
+    if len(vms.free.get(needs.vm, ())) >= shape.gpus:
+        return FITS
+    return Status("vm-capacity", f"fewer than {shape.gpus} free GPUs in VM {needs.vm}")
 
 
 class VmSlots:
