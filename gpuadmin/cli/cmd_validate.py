@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
 
 
-def _validate(args: argparse.Namespace, ctx: Context) -> int:
+def _validate(args: argparse.Namespace, _ctx: Context) -> int:  # validate reads files, never the state
     from gpuadmin.errors import InputError
     from gpuadmin.render.plan import violation_lines
     from gpuadmin.render.text import safe

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from gpuadmin.engine import changes as ch
-from gpuadmin.engine.ops import spec_of
+from gpuadmin.engine.ops import OPS
 from gpuadmin.engine.planner import EntityDiff
 from gpuadmin.service.errors import NotPermitted
 from gpuadmin.store import Identity, login_identity, origin
@@ -86,7 +86,7 @@ def check_action(role: Role, action: str, changes: Sequence[ch.Change] = (),
 
 def admin_reasons(changes: Sequence[ch.Change], diff: Sequence[EntityDiff] = ()) -> list[str]:
     """Why a plan needs an admin: its admin ops, else what its diff does to nodes and queues (empty: it doesn't)."""
-    ops: list[str] = sorted({c.op for c in changes if spec_of(c).role == "admin"})
+    ops: list[str] = sorted({c.op for c in changes if OPS[c.op].role == "admin"})
     if any(isinstance(c, ch.PreemptJob) and c.override for c in changes):
         ops.append("preempt-job with override (of a non-preemptible job)")
     if ops:

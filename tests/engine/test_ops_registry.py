@@ -8,6 +8,7 @@ Regenerate the table after changing a record:  .venv/bin/python tests/engine/tes
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import sys
 from pathlib import Path
@@ -17,7 +18,8 @@ import pytest
 
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine import ops
-from gpuadmin.engine.planner import plan
+from gpuadmin.engine.planner import CHANGE_CHECKS, plan
+from gpuadmin.engine.rules import RULES
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.store import load_inventory
 
@@ -83,6 +85,16 @@ def _applied(state: ClusterState, changes: list[ch.Change]) -> ClusterState:
 
 def test_drain_alone_makes_a_plan_destructive() -> None:
     assert {s.op for s in ops.OPS.values() if s.destructive} == {"drain"}
+
+
+def test_every_rule_id_the_planner_raises_is_a_registered_one() -> None:
+    """The planner's refusals name their rule by id, typed where they are raised: each must be a rule's
+    (`engine.rules.RULES`) or a planner check's (`CHANGE_CHECKS`), or docs/rules.md does not list it."""
+    tree = ast.parse((ROOT / "gpuadmin" / "engine" / "planner.py").read_text(encoding="utf-8"))
+    raised = {call.args[0].value for call in ast.walk(tree) if isinstance(call, ast.Call)
+              and getattr(call.func, "id", None) == "ChangeRefused" and isinstance(call.args[0], ast.Constant)}
+    assert raised, "the scan found no refusal"
+    assert raised - set(RULES) - set(CHANGE_CHECKS) == set()
 
 
 def render_table() -> str:
