@@ -30,6 +30,8 @@ from gpuadmin.store.state_db import Outcome, Verdict
 
 
 class ChangeUseCases(ServiceCore):
+    """The use cases that plan and change the state."""
+
     # planning ---------------------------------------------------------------------------------
     @use_case("plan")
     def load_changes(self, path: Path) -> list[ch.Change]:

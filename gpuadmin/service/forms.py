@@ -15,10 +15,13 @@ from gpuadmin.model.inventory import DEFAULT_RESERVED_GIB
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.core import ServiceCore
 
+# NVIDIA's mig-parted default config (Apache-2.0), shipped for the named layouts the MIG form offers
 MIG_PARTED_DEFAULTS = Path(__file__).resolve().parents[1] / "samples" / "mig-parted-config-default.yaml"
 
 
 class FormQueries(ServiceCore):
+    """What the console's edit forms offer to pick from."""
+
     @use_case("read")
     def mig_form(self, node_name: str, gpu_index: int) -> dict[str, Any]:
         """A GPU's MIG choices: its model's profiles, its current layout, and the named layouts (NVIDIA's

@@ -29,6 +29,8 @@ _REASONS_KEY, _OVERVIEW_KEY = "why-pending", "overview"  # keys of the per-revis
 
 
 class Queries(ServiceCore):
+    """The reading use cases (a viewer may do all of them)."""
+
     # reading ----------------------------------------------------------------------------------
     @use_case("read")
     def journal(self, limit: int | None = None) -> list[JournalEntry]:

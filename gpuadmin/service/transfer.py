@@ -17,6 +17,8 @@ from gpuadmin.store import (
 
 
 class Transfer(ServiceCore):
+    """Nodes imported as changes; the state exported for the tools that enforce it."""
+
     @use_case("read")
     def import_changes(self, nodes: Sequence[Node]) -> list[ch.Change]:
         """Imported nodes as changes: `add-node` for a new one, `restore` (replace) for a known one."""
