@@ -60,3 +60,15 @@ def test_a_service_reads_it_once_for_every_use_case(tmp_path: Path, reads: list[
     assert len(reads) == 1
     entries = service.journal()
     assert {e.actor for e in entries[-2:]} == {service.caller.identity.name}
+
+
+def test_a_lowered_caller_stays_lowered_in_the_service(tmp_path: Path) -> None:
+    """`--as-role viewer` resolved by the front end is the role the service it makes acts with."""
+    from gpuadmin.service import NotPermitted, resolve_caller
+
+    state = tmp_path / "state"
+    Service.init(state, SAMPLE)
+    service = Service(state_dir=state, caller=resolve_caller(state).lowered("viewer"))
+    assert service.role == "viewer"
+    with pytest.raises(NotPermitted, match="role viewer may not apply"):
+        service.submit(service.plan(service.load_changes(_cordon_file(tmp_path))), confirmed=True)

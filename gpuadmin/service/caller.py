@@ -58,8 +58,8 @@ class Caller:
     role: Role
 
     def lowered(self, requested: Role | None) -> Caller:
-        """Acting with at most `requested` (`--as-role`, `tui --readonly`); asking for more changes nothing."""
-        return dataclasses.replace(self, role=lower(self.decision.role, requested))
+        """Acting with at most `requested` (`--as-role`, `tui --readonly`) as well; asking for more changes nothing."""
+        return dataclasses.replace(self, role=lower(self.role, requested))
 
     def require(self, use_case: UseCase, changes: Sequence[ch.Change] = (), diff: Sequence[EntityDiff] = ()) -> None:
         check_action(self.role, use_case, changes, diff)
