@@ -17,9 +17,7 @@ from gpuadmin.render.text import safe
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
-    from gpuadmin.engine.changes import Change
-    from gpuadmin.engine.planner import Plan
-    from gpuadmin.service import Service
+    from gpuadmin.service import Change, Plan, Service
 
 EXAMPLES = {
     "plan": "example:\n  gpuadmin plan -f docs/examples/repartition.yaml --save /tmp/plan.json",
@@ -63,7 +61,7 @@ def _plan(args: argparse.Namespace, ctx: Context) -> int:
 
 def ask_confirmation(plan: Plan, yes: bool) -> bool | str:
     """The confirmation the service asks for: True with --yes, else the operator's answer at the terminal."""
-    from gpuadmin.model.diagnostics import Diagnostic, InputError
+    from gpuadmin.errors import Diagnostic, InputError
     from gpuadmin.service import confirmation
 
     if yes or not plan.allowed or plan.empty:
@@ -90,16 +88,13 @@ def submit(service: Service, plan: Plan, *, yes: bool, fmt: str, verb: str = "ap
 
 def apply_changes(ctx: Context, service: Service, changes: list[Change], *, yes: bool, fmt: str,
                   source: Path | None = None) -> int:
-    from gpuadmin.service import check_action
 
-    check_action(ctx.role, "apply", changes)  # before anything is planned, locked or journaled
+    ctx.caller().require("apply", changes)  # before anything is planned, locked or journaled
     return submit(service, service.plan(changes, source=source), yes=yes, fmt=fmt)
 
 
 def _apply(args: argparse.Namespace, ctx: Context) -> int:
-    from gpuadmin.service import check_action
-
-    check_action(ctx.role, "apply")  # before the state is opened, locked or journaled
+    ctx.caller().require("apply")  # before the state is opened, locked or journaled
     from gpuadmin.cli import style
 
     style.configure(ctx.color)
@@ -117,9 +112,7 @@ def _apply(args: argparse.Namespace, ctx: Context) -> int:
 
 def _reverse(args: argparse.Namespace, ctx: Context) -> int:
     """`undo` and `redo`: each says which journal entry it reverts, then goes through the same review."""
-    from gpuadmin.service import check_action
-
-    check_action(ctx.role, "undo")
+    ctx.caller().require("undo")
     service = ctx.service()
     service.lock_wait = args.wait
     reversal = service.undo(args.to) if args.command == "undo" else service.redo()

@@ -16,8 +16,7 @@ from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
-    from gpuadmin.model import Node
-    from gpuadmin.model.inventory import Orchestrator, Platform
+    from gpuadmin.service import Node, Orchestrator, Platform
 
 
 def _warn(warnings: list[str]) -> None:
@@ -30,7 +29,7 @@ def _warn(warnings: list[str]) -> None:
 def _host(args: argparse.Namespace) -> tuple[Platform, Orchestrator]:
     """`--platform` and `--orchestrator` as the node's fields; `--platform kubernetes` is the old spelling of
     `--platform baremetal --orchestrator kubernetes`."""
-    from gpuadmin.model.diagnostics import Diagnostic, InputError
+    from gpuadmin.errors import Diagnostic, InputError
 
     if args.platform == "kubernetes":
         return "baremetal", "kubernetes"
@@ -41,30 +40,14 @@ def _host(args: argparse.Namespace) -> tuple[Platform, Orchestrator]:
 
 
 def _imported_nodes(args: argparse.Namespace) -> list[Node]:
-    from gpuadmin import adapters
+    from gpuadmin.service import HostFacts, read_nodes
 
-    warnings: list[str] = []
-    if args.source == "nvidia-smi":
-        platform, orchestrator = _host(args)
-        result = adapters.import_nvidia_smi(args.file, args.node, platform=platform, orchestrator=orchestrator)
-        node = result.node
-        warnings += result.warnings
-        if args.topo is not None:
-            node, more = adapters.apply_topology(node, adapters.read_topology(args.topo),
-                                                 rdma_gbps=args.rdma_gbps, rdma_network=args.rdma_network)
-            warnings += more
-        nodes = [node]
-    elif args.source == "kube-nodes":
-        nodes, more = adapters.read_kube_nodes(args.file)
-        warnings += more
-    else:
-        platform, orchestrator = _host(args)
-        result = adapters.import_local(args.node, platform=platform, orchestrator=orchestrator,
-                                       rdma_network=args.rdma_network)
-        nodes = [result.node]
-        warnings += result.warnings
-    _warn(warnings)
-    return nodes
+    platform, orchestrator = _host(args) if args.source != "kube-nodes" else ("baremetal", "none")
+    host = HostFacts(platform, orchestrator, getattr(args, "rdma_gbps", None), getattr(args, "rdma_network", None))
+    read = read_nodes(args.source, getattr(args, "file", None), getattr(args, "node", None), host,
+                      getattr(args, "topo", None))
+    _warn(read.warnings)
+    return read.nodes
 
 
 def _import(args: argparse.Namespace, ctx: Context) -> int:
@@ -72,10 +55,9 @@ def _import(args: argparse.Namespace, ctx: Context) -> int:
 
     nodes = _imported_nodes(args)
     if args.output == "inventory":
-        from gpuadmin.model import Inventory
-        from gpuadmin.store import dump_inventory
+        from gpuadmin.service import inventory_text
 
-        sys.stdout.write(dump_inventory(Inventory(version=1, cluster=args.cluster, nodes=nodes)))
+        sys.stdout.write(inventory_text(args.cluster, nodes))
         return ExitCode.OK
     service = ctx.service()
     changes = service.import_changes(nodes)
@@ -103,8 +85,8 @@ def _nothing_to_export(kind: str, data: Any) -> str | None:
 
 
 def _export(args: argparse.Namespace, ctx: Context) -> int:
-    from gpuadmin.adapters._common import ConsumerRefusal
     from gpuadmin.cli import output
+    from gpuadmin.service import consumer_refused
 
     service = ctx.service()
     warnings: list[str] = []
@@ -128,7 +110,7 @@ def _export(args: argparse.Namespace, ctx: Context) -> int:
         (output.as_json if args.output == "json" else output.as_yaml)(data)
     # What the consumer refuses was left out of the export (its warning names it): scripts must not apply it
     # as if it were the whole state.
-    return ExitCode.REFUSED if any(isinstance(w, ConsumerRefusal) for w in warnings) else ExitCode.OK
+    return ExitCode.REFUSED if consumer_refused(warnings) else ExitCode.OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -18,7 +18,7 @@ LISTING_KINDS = ("nodes", "gpus", "slices", "groups", "jobs", "queues", "journal
 
 
 def _init(args: argparse.Namespace, ctx: Context) -> int:
-    from gpuadmin.model.diagnostics import Diagnostic, InputError
+    from gpuadmin.errors import Diagnostic, InputError
     from gpuadmin.service import Service
 
     if ctx.inventory is not None:
@@ -32,7 +32,7 @@ def _init(args: argparse.Namespace, ctx: Context) -> int:
                             shared_group=args.group, others_read=not args.no_others, take_over=args.take_over)
     sys.stderr.write(safe(f"gpuadmin: state created at {state_dir} (revision {revision})") + "\n")
     if args.shared:
-        decision = ctx.decision()
+        decision = ctx.caller().decision
         sys.stderr.write(safe(f"gpuadmin: shared with group {args.group}"
                               f"{'' if args.no_others else '; other users may read it (viewers)'}; "
                               f"your role on it: {decision.role} ({decision.why}, from {decision.source})") + "\n")

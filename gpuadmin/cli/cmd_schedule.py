@@ -16,16 +16,15 @@ def _schedule(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
     from gpuadmin.cli.cmd_changes import ask_confirmation
     from gpuadmin.render.schedule import cycle_json, cycle_text
-    from gpuadmin.service import check_action
 
     if not args.dry_run:
-        check_action(ctx.role, "schedule")
+        ctx.caller().require("schedule")
     service = ctx.service()
     service.lock_wait = args.wait
     result = service.schedule(args.policy)
     revision = None
     if not args.dry_run and result.changes:
-        check_action(ctx.role, "schedule", result.changes)
+        ctx.caller().require("schedule", result.changes)
         applied = service.submit(result.plan, confirmed=ask_confirmation(result.plan, args.yes))
         revision = applied.revision if applied is not None else None
     data = cycle_json(result, applied_revision=revision)

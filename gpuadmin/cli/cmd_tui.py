@@ -24,8 +24,7 @@ BUNDLED_SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "oci-h100.yam
 
 def first_run_state(ctx: Context) -> str | None:
     """Create the default state from the bundled sample when none exists; the notice to show, if so."""
-    from gpuadmin.service import Service
-    from gpuadmin.store.state_db import DB_NAME
+    from gpuadmin.service import DB_NAME, Service
 
     if ctx.inventory is not None or ctx.state_dir is not None:
         return None
@@ -43,7 +42,7 @@ def _tui(args: argparse.Namespace, ctx: Context) -> int:
     if getattr(args, "tui_inventory", None) is not None:
         ctx.inventory = args.tui_inventory
     if ctx.state_dir is not None and ctx.inventory is not None:
-        from gpuadmin.model.diagnostics import Diagnostic, InputError
+        from gpuadmin.errors import Diagnostic, InputError
 
         raise InputError([Diagnostic("--state and --inventory exclude each other")])
     if args.readonly:

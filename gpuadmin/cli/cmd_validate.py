@@ -17,32 +17,28 @@ if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
 
 
-def _validate(args: argparse.Namespace, ctx: Context) -> int:
-    from gpuadmin.engine.state import ClusterState
-    from gpuadmin.model.diagnostics import InputError
+def _validate(args: argparse.Namespace, _ctx: Context) -> int:  # validate reads files, never the state
+    from gpuadmin.errors import InputError
     from gpuadmin.render.plan import violation_lines
     from gpuadmin.render.text import safe
-    from gpuadmin.service import check_state
-    from gpuadmin.store import load_document
+    from gpuadmin.service import validate_document
 
     worst = ExitCode.OK
     for path in args.files:
         try:
-            kind, value = load_document(path)
+            kind, violations = validate_document(path)
         except InputError as bad:
             for diagnostic in bad.diagnostics:
                 sys.stderr.write(f"{safe(diagnostic)}\n")
             worst = max(worst, ExitCode.BAD_INPUT)
             continue
-        if kind == "inventory":
-            violations = check_state(ClusterState.from_inventory(value))  # type: ignore[arg-type]
-            if violations:
-                sys.stderr.write(f"{safe(path)}: {len(violations)} rule violation(s):\n")
-                sys.stderr.write("\n".join(violation_lines([
-                    {"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint}
-                    for v in violations])) + "\n")
-                worst = max(worst, ExitCode.REFUSED)
-                continue
+        if violations:
+            sys.stderr.write(f"{safe(path)}: {len(violations)} rule violation(s):\n")
+            sys.stderr.write("\n".join(violation_lines([
+                {"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint}
+                for v in violations])) + "\n")
+            worst = max(worst, ExitCode.REFUSED)
+            continue
         sys.stdout.write(f"{safe(path)}: ok ({kind})\n")
     return worst
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -15,28 +14,10 @@ if TYPE_CHECKING:
 
 
 def whoami(ctx: Context) -> dict[str, Any]:
-    from gpuadmin.store import login_identity, origin
-    from gpuadmin.store.roles import group_names
-    from gpuadmin.store.shared import DB_NAME, is_shared
+    from gpuadmin.service import whoami as who
 
-    who = login_identity()
-    decision = ctx.decision()
-    data: dict[str, Any] = {
-        "user": who.name, "uid": who.uid, "identity_source": who.source,
-        "groups": sorted(group_names(who)),
-        "origin": origin() or "local",
-        "role": ctx.role, "role_limit": decision.role, "why": decision.why, "roles_from": decision.source,
-    }
-    if ctx.inventory is not None:
-        data["inventory"] = str(ctx.inventory)
-    else:
-        state_dir = ctx.resolved_state_dir()
-        db = state_dir / DB_NAME
-        data["state"] = str(state_dir)
-        data["shared"] = is_shared(state_dir)
-        data["access"] = ("read-write" if os.access(db, os.W_OK) else "read-only" if os.access(db, os.R_OK)
-                          else "none") if db.exists() else "no state yet"
-    return data
+    return who(ctx.caller(), state_dir=None if ctx.inventory is not None else ctx.resolved_state_dir(),
+               inventory=ctx.inventory)
 
 
 def _whoami(args: argparse.Namespace, ctx: Context) -> int:

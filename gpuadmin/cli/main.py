@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +23,7 @@ from gpuadmin.cli.terminal import TerminalSafeStream
 from gpuadmin.errors import ExitCode, GpuadminError
 
 if TYPE_CHECKING:
-    from gpuadmin.service import Role, Service
-    from gpuadmin.store.roles import RoleDecision
+    from gpuadmin.service import Caller, Role, Service
 
 EPILOG = """\
 exit codes: 0 done; 1 refused by a rule; 2 bad input or usage; 3 conflict (stale plan, lock held);
@@ -45,6 +44,7 @@ class Context:
     requested_role: Role | None  # --as-role (or --readonly): only ever lowers the role
     color: bool
     argv: list[str]
+    _caller: Caller | None = field(default=None, repr=False)
 
     @property
     def command(self) -> str:
@@ -53,32 +53,33 @@ class Context:
     @property
     def role(self) -> Role:
         """The role this command runs with: the login identity's on the state, lowered by what was asked."""
-        from gpuadmin.store.roles import lower
-
-        return lower(self.decision().role, self.requested_role)
+        return self.caller().role
 
     @role.setter
     def role(self, value: Role) -> None:
         """Ask for a lower role (`tui --readonly`); asking for a higher one changes nothing."""
-        from gpuadmin.store.roles import lower
+        from gpuadmin.service import lower_role
 
-        self.requested_role = value if self.requested_role is None else lower(self.requested_role, value)
+        self.requested_role = value if self.requested_role is None else lower_role(self.requested_role, value)
 
-    def decision(self) -> RoleDecision:
-        from gpuadmin.store import login_identity
-        from gpuadmin.store.roles import role_ceiling
+    def caller(self) -> Caller:
+        """Who runs this command and with what role: read from the system once per command (the service it
+        makes reuses it), on the state as it is when first asked."""
+        from gpuadmin.service import resolve_caller
 
-        return role_ceiling(login_identity(), None if self.inventory is not None else self.resolved_state_dir())
+        if self._caller is None:
+            self._caller = resolve_caller(None if self.inventory is not None else self.resolved_state_dir())
+        return self._caller.lowered(self.requested_role)
 
     def service(self) -> Service:
         from gpuadmin.service import Service
 
         if self.inventory is not None:
-            return Service(inventory=self.inventory, role=self.requested_role, command=self.command)
-        return Service(state_dir=self.resolved_state_dir(), role=self.requested_role, command=self.command)
+            return Service(inventory=self.inventory, command=self.command, caller=self.caller())
+        return Service(state_dir=self.resolved_state_dir(), command=self.command, caller=self.caller())
 
     def resolved_state_dir(self) -> Path:
-        from gpuadmin.store import default_state_dir
+        from gpuadmin.service import default_state_dir
 
         return self.state_dir if self.state_dir is not None else default_state_dir()
 

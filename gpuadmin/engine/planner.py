@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,10 +121,12 @@ class Plan:
 
     @property
     def destructive(self) -> bool:
-        """Stops running work or removes something: evictions, a drain, a removal, a VM's vGPU taken away. Such a
-        plan is confirmed by typing the name of what it hits, not by a yes."""
+        """Stops running work or removes something: evictions, a destructive op (a drain), a removal, a VM's vGPU
+        taken away. Such a plan is confirmed by typing the name of what it hits, not by a yes."""
+        from gpuadmin.engine.ops import spec_of  # the registry imports this module's handlers
+
         return (bool(self.effects.evicted) or any(d.action == "remove" for d in self.diff)
-                or any(c.op == "drain" for c in self.changes) or self.vgpus_lost > 0)
+                or any(spec_of(c).destructive for c in self.changes) or self.vgpus_lost > 0)
 
     @property
     def vgpus_lost(self) -> int:
@@ -421,6 +423,14 @@ def _change_state(view: View, name: str, state: str, op: str, touched: Touched) 
     _set_state(view, name, state, touched)
 
 
+def _cordon(view: View, c: ch.Cordon, touched: Touched) -> None:
+    _change_state(view, c.node, "cordoned", "cordon", touched)
+
+
+def _uncordon(view: View, c: ch.Uncordon, touched: Touched) -> None:
+    _change_state(view, c.node, "ready", "uncordon", touched)
+
+
 def _repair(view: View, c: ch.RepairNode, touched: Touched) -> None:
     node = _node(view, c.node)
     if node.state != "down":
@@ -575,31 +585,6 @@ def _vgpu_count(gpu: Gpu) -> Counter[tuple[str, str]]:
     return Counter((v.vm, v.profile) for v in gpu.vgpus or ())
 
 
-_HANDLERS: dict[type[BaseModel], Callable[[View, Any, Touched], None]] = {
-    ch.SetMig: _set_mig,
-    ch.SetMode: _set_mode,
-    ch.SetTimeSlicing: _set_time_slicing,
-    ch.SetSharing: _set_sharing,
-    ch.SetDeviceGroups: _set_device_groups,
-    ch.AssignVgpu: _assign_vgpu,
-    ch.RemoveVgpu: _remove_vgpu,
-    ch.AttachVm: _attach_vm,
-    ch.DetachVm: _detach_vm,
-    ch.Cordon: lambda v, c, t: _change_state(v, c.node, "cordoned", "cordon", t),
-    ch.Uncordon: lambda v, c, t: _change_state(v, c.node, "ready", "uncordon", t),
-    ch.RepairNode: _repair,
-    ch.Drain: _drain,
-    ch.SubmitJob: _submit,
-    ch.CancelJob: _cancel,
-    ch.BindJob: _bind,
-    ch.PreemptJob: _preempt,
-    ch.SetQuota: _set_quota,
-    ch.AddQueue: _add_queue,
-    ch.RemoveQueue: _remove_queue,
-    ch.AddNode: _add_node,
-    ch.RemoveNode: _remove_node,
-    ch.Restore: _restore,
-}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -715,13 +700,15 @@ def plan(state: ClusterState, changes: Sequence[ch.Change],
          released: Mapping[str, frozenset[SlotKey]] | None = None) -> Plan:
     """`released`: the slots the journal entries an undo or redo reverts released, by job (`released_slots`);
     none for any other plan, whose restores are judged like the forward changes they amount to."""
+    from gpuadmin.engine.ops import spec_of  # the registry imports the handlers above: read it when planning
+
     view = View(state)
     view.released = dict(released or {})
     touched = Touched()
     refusals: list[Violation] = []
     for change in changes:
         try:
-            _HANDLERS[type(change)](view, change, touched)
+            spec_of(change).handler(view, change, touched)
         except ChangeRefused as refused:
             refusals.append(refused.violation)
     refusals += _nodes_outside_schema(view)

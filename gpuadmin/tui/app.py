@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
-from gpuadmin.service import Moved, Plan, SchedulePlan, Service, Stale, confirmation
+from gpuadmin.service import Moved, Plan, SchedulePlan, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
@@ -83,9 +83,8 @@ class GpuadminApp(App[int]):
         Binding("y", "describe('yaml')", "YAML", show=False, id="app.yaml"),
         Binding("q", "leave", "Quit", id="app.quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.quit_now"),
-        Binding("c", "node_state('cordon')", "Cordon", id="edit.cordon"),
-        Binding("u", "node_state('uncordon')", "Uncordon", show=False, id="edit.uncordon"),
-        Binding("r", "node_state('drain')", "Drain", show=False, id="edit.drain"),
+        *(Binding(console_of(op).key, f"node_state('{op}')", console_of(op).label, show=op == "cordon",
+                  id=console_of(op).binding) for op in ("cordon", "uncordon", "drain")),
         Binding("ctrl+z", "reverse('undo')", "Undo", id="edit.undo"),
         Binding("ctrl+y", "reverse('redo')", "Redo", id="edit.redo"),
         Binding("p", "schedule", "Schedule", id="edit.schedule"),

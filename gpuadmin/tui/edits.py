@@ -1,7 +1,7 @@
-"""Every change an operator can make from the console, each registered with its key, the views it applies to
-and the form that builds its change ops — so the bindings, the gate and the help are generated from one
-table. A form yields change items (plain dicts, as a change file holds them); the service plans them and the
-plan review decides. Nothing here applies anything.
+"""Every change an operator can make from the console, each registered with the views it applies to and the
+form that builds its change ops (its key and label are its op's record in the registry, `engine/ops.py`) — so
+the bindings, the gate and the help are generated from one table. A form yields change items (plain dicts, as a
+change file holds them); the service plans them and the plan review decides. Nothing here applies anything.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpuadmin.service import console_of
 from gpuadmin.tui.screens.form import Field, FormSpec, Items
 
 if TYPE_CHECKING:
@@ -29,6 +30,12 @@ class Edit:
     views: frozenset[str]  # where the edit applies ("node" is one node's screen)
     needs_row: bool
     open: Opener
+
+    @classmethod
+    def of(cls, op: str, views: frozenset[str], needs_row: bool, opener: Opener) -> Edit:
+        """The edit that makes `op`: its key, label and binding id are the op's record in the registry."""
+        console = console_of(op)
+        return cls(console.binding, console.key, console.label, views, needs_row, opener)
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -280,22 +287,22 @@ def _remove_node(session: Session, row: Row | None) -> Items:
 
 GPU_VIEWS = frozenset({"gpus", "slices"})
 EDITS: tuple[Edit, ...] = (
-    Edit("edit.mig", "m", "MIG", GPU_VIEWS, True, lambda s, r: "mig"),
-    Edit("edit.time_slicing", "t", "Time-slice", GPU_VIEWS, True, _time_slicing),
-    Edit("edit.mode", "M", "Mode", GPU_VIEWS, True, _mode),
-    Edit("edit.assign_vgpu", "v", "vGPU+", GPU_VIEWS, True, _assign_vgpu),
-    Edit("edit.remove_vgpu", "V", "vGPU-", GPU_VIEWS, True, _remove_vgpu),
-    Edit("edit.device_groups", "D", "Groups", frozenset({"nodes"}), True, _device_groups),
-    Edit("edit.attach_vm", "a", "Attach VM", frozenset({"nodes"}), True, _attach_vm),
-    Edit("edit.detach_vm", "A", "Detach VM", frozenset({"nodes"}), True, _detach_vm),
-    Edit("edit.add_node", "N", "Add node", frozenset({"nodes"}), False, _add_node),
-    Edit("edit.remove_node", "X", "Remove node", frozenset({"nodes"}), True, _remove_node),
-    Edit("edit.sharing", "F", "Sharing", frozenset({"nodes", "node"}), True, _sharing),
-    Edit("edit.submit_job", "n", "New job", frozenset({"jobs"}), False, _submit_job),
-    Edit("edit.cancel_job", "x", "Cancel job", frozenset({"jobs"}), True, _cancel_job),
-    Edit("edit.preempt_job", "P", "Preempt", frozenset({"jobs"}), True, _preempt_job),
-    Edit("edit.quota", "e", "Edit quota", frozenset({"queues"}), True, _quota),
-    Edit("edit.add_queue", "n", "New queue", frozenset({"queues"}), False, _add_queue),
-    Edit("edit.remove_queue", "x", "Remove queue", frozenset({"queues"}), True, _remove_queue),
+    Edit.of("set-mig", GPU_VIEWS, True, lambda s, r: "mig"),
+    Edit.of("set-time-slicing", GPU_VIEWS, True, _time_slicing),
+    Edit.of("set-mode", GPU_VIEWS, True, _mode),
+    Edit.of("assign-vgpu", GPU_VIEWS, True, _assign_vgpu),
+    Edit.of("remove-vgpu", GPU_VIEWS, True, _remove_vgpu),
+    Edit.of("set-device-groups", frozenset({"nodes"}), True, _device_groups),
+    Edit.of("attach-vm", frozenset({"nodes"}), True, _attach_vm),
+    Edit.of("detach-vm", frozenset({"nodes"}), True, _detach_vm),
+    Edit.of("add-node", frozenset({"nodes"}), False, _add_node),
+    Edit.of("remove-node", frozenset({"nodes"}), True, _remove_node),
+    Edit.of("set-sharing", frozenset({"nodes", "node"}), True, _sharing),
+    Edit.of("submit-job", frozenset({"jobs"}), False, _submit_job),
+    Edit.of("cancel-job", frozenset({"jobs"}), True, _cancel_job),
+    Edit.of("preempt-job", frozenset({"jobs"}), True, _preempt_job),
+    Edit.of("set-quota", frozenset({"queues"}), True, _quota),
+    Edit.of("add-queue", frozenset({"queues"}), False, _add_queue),
+    Edit.of("remove-queue", frozenset({"queues"}), True, _remove_queue),
 )
 EDITS_BY_ID = {edit.id: edit for edit in EDITS}

@@ -118,9 +118,9 @@ def test_a_service_never_has_more_than_the_identity_may(tmp_path: Path, monkeypa
     state = tmp_path / "state"
     Service.init(state, SAMPLE)
     state.chmod(0o2775)
-    import gpuadmin.service as service_mod
+    import gpuadmin.service.caller as caller_mod
 
-    monkeypatch.setattr(service_mod, "login_identity", lambda: ALICE)
+    monkeypatch.setattr(caller_mod, "login_identity", lambda: ALICE)
     monkeypatch.setattr(roles_mod, "group_names", lambda identity: set())
     monkeypatch.setattr(roles_mod, "SYSTEM_ROLES_FILE", tmp_path / "none.yaml")
     assert Service(state_dir=state, role="admin").role == "viewer"

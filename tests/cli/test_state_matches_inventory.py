@@ -53,9 +53,11 @@ class _PinnedClock(datetime):
 
 @pytest.fixture(autouse=True)
 def pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpuadmin.service
+    import gpuadmin.service.changes
+    import gpuadmin.service.queries
 
-    monkeypatch.setattr(gpuadmin.service, "datetime", _PinnedClock)
+    for module in (gpuadmin.service.changes, gpuadmin.service.queries):  # a job's submission time, its AGE
+        monkeypatch.setattr(module, "datetime", _PinnedClock)
 
 
 @pytest.fixture(scope="module")

@@ -17,13 +17,14 @@ from hypothesis import strategies as st
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
+from gpuadmin.engine.ops import OPS
 from gpuadmin.engine.planner import inverse, plan, released_slots
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.service import check_state
 from gpuadmin.store import load_inventory
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample-inventories"
-IDEMPOTENT = (ch.SetMig, ch.SetMode, ch.SetTimeSlicing, ch.SetSharing, ch.Cordon, ch.Uncordon, ch.SetQuota)
+IDEMPOTENT = tuple(spec.model for spec in OPS.values() if spec.idempotent)  # what the registry claims, held here
 BASE = load_inventory(SAMPLES / "oci-h100.yaml")
 
 

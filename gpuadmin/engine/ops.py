@@ -1,0 +1,267 @@
+"""The registry of change ops: one record per op says everything the rest of gpuadmin decides about it.
+
+Its model (`engine.changes`), the planner handler that applies it to a view, the least role that may apply it,
+whether it alone makes a plan destructive, whether applying it twice is a no-op, the console key that offers it,
+its line in docs/changes.md, and how it executes on each platform. The planner dispatches through it, the
+service's permission gate reads its role, the plan's confirmation reads `destructive`, the console builds its
+bindings from `console`, and docs/changes.md's table is generated from it (tests/engine/test_ops_registry.py
+fails when a model of `changes.Change` has no record, or a record lacks a field). Adding an op is its model,
+its handler and one record here — as kube-scheduler's plugins are one registry entry each.
+
+The module imports the planner's handlers, so the planner reads `OPS` when it plans, not when it loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel
+
+from gpuadmin.engine import changes as ch
+from gpuadmin.engine import planner
+from gpuadmin.engine.rules import Touched
+from gpuadmin.engine.state import View
+
+OpRole = Literal["operator", "admin"]  # the least role that applies the op (viewers only read and plan)
+Target = Literal["baremetal", "kubernetes", "vsphere"]  # where a node's changes are enforced
+TARGETS: tuple[Target, ...] = get_args(Target)
+Handler = Callable[[View, Any, Touched], None]
+
+
+@dataclass(frozen=True)
+class Console:
+    """The console key that opens the op's form (or makes it at once), and the binding's id and label."""
+
+    key: str
+    binding: str  # the binding id (remappable in the console's keymap)
+    label: str
+
+
+@dataclass(frozen=True)
+class NotInConsole:
+    """The op has no key of its own in the console, and why (it is made some other way)."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Runs:
+    """What enforcing the op on a target means: the lines `engine.commands` renders into the plan (`commands`),
+    or a change of gpuadmin's own state that something else reads (`state`)."""
+
+    kind: Literal["commands", "state"]
+    how: str
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """gpuadmin renders nothing that would enforce the op on this target (no executor is pretended)."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    op: str
+    model: type[BaseModel]
+    handler: Handler
+    role: OpRole
+    destructive: bool  # the op alone makes a plan destructive (typed confirmation), whatever its effects
+    idempotent: bool  # planning it again on the state it produced changes nothing (an empty diff)
+    console: Console | NotInConsole
+    fields: str  # docs/changes.md: the op's fields
+    doc: str  # docs/changes.md: what it does
+    runs: Mapping[Target, Runs | Unsupported]
+
+
+_STATE_ONLY = Runs("state", "gpuadmin's state only (the node is not asked to do anything)")
+_VCENTER = Unsupported("no vCenter call is rendered yet: the plan's diff is the instruction")
+_JOBS = Runs("state", "gpuadmin's state; `gpuadmin export pods` writes the pods and their placement")
+_JOBS_HOST = Runs("state", "gpuadmin's state (gpuadmin is the scheduler of record)")
+_MIG_SHELL = Runs("commands", "nvidia-smi -mig 1|0 and nvidia-smi mig -dci/-dgi/-cgi … -C on the host")
+
+
+def _spec(model: type[BaseModel], handler: Handler, role: OpRole, *, destructive: bool = False,
+          idempotent: bool, console: Console | NotInConsole, fields: str, doc: str,
+          runs: Mapping[Target, Runs | Unsupported]) -> OpSpec:
+    op = model.model_fields["op"].annotation
+    (name,) = get_args(op)
+    return OpSpec(str(name), model, handler, role, destructive, idempotent, console, fields, doc, runs)
+
+
+_SPECS = (
+    _spec(ch.SetMig, planner._set_mig, "operator", idempotent=True,
+          console=Console("m", "edit.mig", "MIG"),
+          fields="`node`, `gpu`, `instances: [{profile, start?, replicas?}]`",
+          doc="MIG on, with exactly this layout; a missing `start` is chosen (see below).",
+          runs={"baremetal": _MIG_SHELL, "vsphere": _MIG_SHELL,
+                "kubernetes": Runs("commands", "the mig-parted configmap, kubectl label node nvidia.com/mig.config "
+                                   "(mig-manager applies it)")}),
+    _spec(ch.SetMode, planner._set_mode, "operator", idempotent=True,
+          console=Console("M", "edit.mode", "Mode"),
+          fields="`node`, `gpu`, `mode` (`full`/`time-sliced`/`vgpu`/`passthrough`), `replicas?`",
+          doc="change the GPU's mode, leaving MIG.",
+          runs={"baremetal": Runs("commands", "leaving MIG: nvidia-smi mig -dci/-dgi, nvidia-smi -mig 0"),
+                "vsphere": Runs("commands", "leaving MIG: nvidia-smi mig -dci/-dgi, nvidia-smi -mig 0 on the host "
+                                "(vGPU and passthrough modes are vCenter settings, not rendered)"),
+                "kubernetes": Runs("commands", "the device-plugin config and kubectl label node "
+                                   "nvidia.com/device-plugin.config (and the MIG configmap when leaving MIG)")}),
+    _spec(ch.SetTimeSlicing, planner._set_time_slicing, "operator", idempotent=True,
+          console=Console("t", "edit.time_slicing", "Time-slice"),
+          fields="`node`, `gpu`, `replicas`, `mig_profile?`",
+          doc="N replicas of the whole GPU, or of each MIG instance of `mig_profile`.",
+          runs={"baremetal": Unsupported("time-slicing is the Kubernetes device plugin's; a bare host has none"),
+                "vsphere": Unsupported("time-slicing is the Kubernetes device plugin's; vSphere shares by vGPU"),
+                "kubernetes": Runs("commands", "gpuadmin export device-plugin | kubectl apply -f -, kubectl label "
+                                   "node nvidia.com/device-plugin.config")}),
+    _spec(ch.SetSharing, planner._set_sharing, "operator", idempotent=True,
+          console=Console("F", "edit.sharing", "Sharing"),
+          fields="`node`, `fractions` (`dynamic`/`off`), `reserved_gib?`",
+          doc="turn the node's dynamic GPU sharing on or off.",
+          runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY,
+                "kubernetes": Runs("state", "a comment only: fractions are the KAI/Run:ai scheduler's setting")}),
+    _spec(ch.SetDeviceGroups, planner._set_device_groups, "operator", idempotent=True,
+          console=Console("D", "edit.device_groups", "Groups"),
+          fields="`node`, `groups: [{name, gpus}]`",
+          doc="replace a vSphere host's device groups.",
+          runs={"baremetal": Unsupported("device groups exist only on vSphere hosts (refused: change.fields)"),
+                "kubernetes": Unsupported("device groups exist only on vSphere hosts (refused: change.fields)"),
+                "vsphere": _VCENTER}),
+    _spec(ch.AssignVgpu, planner._assign_vgpu, "operator", idempotent=False,
+          console=Console("v", "edit.assign_vgpu", "vGPU+"),
+          fields="`node`, `gpu`, `vm`, `profile`",
+          doc="add one vGPU to a VM, on a GPU in `vgpu` mode.",
+          runs={"baremetal": Unsupported("no hypervisor integration: vGPUs are rendered for vSphere hosts only"),
+                "kubernetes": Unsupported("a Kubernetes node runs pods, not VMs"), "vsphere": _VCENTER}),
+    _spec(ch.RemoveVgpu, planner._remove_vgpu, "operator", idempotent=False,
+          console=Console("V", "edit.remove_vgpu", "vGPU-"),
+          fields="`node`, `gpu`, `vm`, `profile`",
+          doc="take one vGPU from a VM: the only way a VM loses one (the plan is destructive).",
+          runs={"baremetal": Unsupported("no hypervisor integration: vGPUs are rendered for vSphere hosts only"),
+                "kubernetes": Unsupported("a Kubernetes node runs pods, not VMs"), "vsphere": _VCENTER}),
+    _spec(ch.AttachVm, planner._attach_vm, "operator", idempotent=False,
+          console=Console("a", "edit.attach_vm", "Attach VM"),
+          fields="`node`, `vm`, `gpus` or `device_group`",
+          doc="pass GPUs (or a whole device group) through to a VM.",
+          runs={"baremetal": Unsupported("no hypervisor integration: passthrough is rendered for vSphere only"),
+                "kubernetes": Unsupported("a Kubernetes node runs pods, not VMs"), "vsphere": _VCENTER}),
+    _spec(ch.DetachVm, planner._detach_vm, "operator", idempotent=False,
+          console=Console("A", "edit.detach_vm", "Detach VM"),
+          fields="`node`, `vm`, `gpus?`, `device_group?`",
+          doc="release a VM's GPUs or group; with neither field, everything it holds.",
+          runs={"baremetal": Unsupported("no hypervisor integration: passthrough is rendered for vSphere only"),
+                "kubernetes": Unsupported("a Kubernetes node runs pods, not VMs"), "vsphere": _VCENTER}),
+    _spec(ch.Cordon, planner._cordon, "operator", idempotent=True,
+          console=Console("c", "edit.cordon", "Cordon"),
+          fields="`node`", doc="stop new placements on the node (never on a `down` node).",
+          runs={"baremetal": _STATE_ONLY, "vsphere": Unsupported("vCenter maintenance mode is not rendered"),
+                "kubernetes": Runs("commands", "kubectl cordon -- NODE")}),
+    _spec(ch.Uncordon, planner._uncordon, "operator", idempotent=True,
+          console=Console("u", "edit.uncordon", "Uncordon"),
+          fields="`node`", doc="resume placements (a `down` node needs repair-node).",
+          runs={"baremetal": _STATE_ONLY, "vsphere": Unsupported("vCenter maintenance mode is not rendered"),
+                "kubernetes": Runs("commands", "kubectl uncordon -- NODE")}),
+    _spec(ch.RepairNode, planner._repair, "admin", idempotent=False,
+          console=NotInConsole("an admin records a repair in a change file (`apply -f`), with its note"),
+          fields="`node`, `note`, `state?` (`ready`/`cordoned`)",
+          doc="bring a `down` node back after its repair, recording what was done.",
+          runs={"baremetal": _STATE_ONLY, "vsphere": Unsupported("vCenter maintenance mode is not rendered"),
+                "kubernetes": Runs("commands", "kubectl uncordon -- NODE (or kubectl cordon with state: cordoned)")}),
+    _spec(ch.Drain, planner._drain, "operator", destructive=True, idempotent=True,
+          console=Console("r", "edit.drain", "Drain"),
+          fields="`node`", doc="cordon, and evict the node's preemptible jobs; a non-preemptible one blocks it.",
+          runs={"baremetal": _STATE_ONLY, "vsphere": Unsupported("vCenter maintenance mode is not rendered"),
+                "kubernetes": Runs("commands", "kubectl drain --ignore-daemonsets --delete-emptydir-data -- NODE")}),
+    _spec(ch.SubmitJob, planner._submit, "operator", idempotent=False,
+          console=Console("n", "edit.submit_job", "New job"),
+          fields="`job` (a job as in the inventory)", doc="add a job to its queue.",
+          runs={"baremetal": _JOBS_HOST, "vsphere": _JOBS_HOST, "kubernetes": _JOBS}),
+    _spec(ch.CancelJob, planner._cancel, "operator", idempotent=False,
+          console=Console("x", "edit.cancel_job", "Cancel job"),
+          fields="`name`", doc="remove a job (a running one frees its slices).",
+          runs={"baremetal": _JOBS_HOST, "vsphere": _JOBS_HOST, "kubernetes": _JOBS}),
+    _spec(ch.BindJob, planner._bind, "operator", idempotent=False,
+          console=NotInConsole("the scheduler emits it: `p` plans a scheduling cycle"),
+          fields="`name`, `placement: [{node, gpu, mig_start?}]`",
+          doc="start a pending or preempted job on these slices.",
+          runs={"baremetal": _JOBS_HOST, "vsphere": _JOBS_HOST, "kubernetes": _JOBS}),
+    _spec(ch.PreemptJob, planner._preempt, "operator", idempotent=False,
+          console=Console("P", "edit.preempt_job", "Preempt"),
+          fields="`name`, `override?`, `reason?`",
+          doc="evict a running job; it is requeued as `preempted` (`override` needs an admin).",
+          runs={"baremetal": _JOBS_HOST, "vsphere": _JOBS_HOST, "kubernetes": _JOBS}),
+    _spec(ch.SetQuota, planner._set_quota, "admin", idempotent=True,
+          console=Console("e", "edit.quota", "Edit quota"),
+          fields="`queue`, `quota?`, `limit?`, `over_quota_weight?`, `priority?`", doc="change a queue.",
+          runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY,
+                "kubernetes": Runs("state", "gpuadmin's state; `gpuadmin export queues` writes the queue objects")}),
+    _spec(ch.AddQueue, planner._add_queue, "admin", idempotent=False,
+          console=Console("n", "edit.add_queue", "New queue"),
+          fields="`queue`", doc="add a queue.",
+          runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY,
+                "kubernetes": Runs("state", "gpuadmin's state; `gpuadmin export queues` writes the queue objects")}),
+    _spec(ch.RemoveQueue, planner._remove_queue, "admin", idempotent=False,
+          console=Console("x", "edit.remove_queue", "Remove queue"),
+          fields="`name`", doc="remove a queue without jobs.",
+          runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY,
+                "kubernetes": Runs("state", "gpuadmin's state; `gpuadmin export queues` writes the queue objects")}),
+    _spec(ch.AddNode, planner._add_node, "admin", idempotent=False,
+          console=Console("N", "edit.add_node", "Add node"),
+          fields="`node`", doc="add a node to the inventory.",
+          runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY, "kubernetes": _STATE_ONLY}),
+    _spec(ch.RemoveNode, planner._remove_node, "admin", idempotent=False,
+          console=Console("X", "edit.remove_node", "Remove node"),
+          fields="`name`", doc="remove a node without running jobs from the inventory.",
+          runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY, "kubernetes": _STATE_ONLY}),
+    _spec(ch.Restore, planner._restore, "operator", idempotent=True,
+          console=NotInConsole("undo and redo (ctrl+z, ctrl+y in the journal) are made of it"),
+          fields="`kind` (`node`/`job`/`queue`), `name`, the entity under its kind or none, `seq?`",
+          doc="put one entity back exactly as it was (undo is made of these); judged like the ops it amounts to.",
+          runs={"baremetal": Runs("commands", "what the restored node's before/after renders, as the forward ops"),
+                "vsphere": Runs("commands", "what the restored node's before/after renders, as the forward ops"),
+                "kubernetes": Runs("commands", "what the restored node's before/after renders, as the forward ops")}),
+)
+
+OPS: dict[str, OpSpec] = {spec.op: spec for spec in _SPECS}
+BY_MODEL: dict[type[BaseModel], OpSpec] = {spec.model: spec for spec in _SPECS}
+ADMIN_OPS = frozenset(spec.op for spec in _SPECS if spec.role == "admin")
+
+
+def spec_of(change: ch.Change) -> OpSpec:
+    return BY_MODEL[type(change)]
+
+
+
+
+def console_of(op: str) -> Console:
+    """The console key of an op the console offers (a KeyError names an op it does not)."""
+    console = OPS[op].console
+    if not isinstance(console, Console):
+        raise KeyError(f"{op} has no console key: {console.why}")
+    return console
+
+
+def missing_fields(spec: OpSpec) -> list[str]:
+    """The fields a record leaves empty: every op says all of them (what the registry test holds)."""
+    out = [name for name in ("op", "fields", "doc") if not str(getattr(spec, name)).strip()]
+    if not callable(spec.handler):
+        out.append("handler")
+    if spec.role not in get_args(OpRole):
+        out.append("role")
+    if isinstance(spec.console, Console) and not (spec.console.key and spec.console.binding and spec.console.label):
+        out.append("console")
+    if isinstance(spec.console, NotInConsole) and not spec.console.why.strip():
+        out.append("console")
+    out += [f"runs.{target}" for target in TARGETS if target not in spec.runs or not said(spec.runs[target])]
+    return out
+
+
+def said(runs: Runs | Unsupported) -> str:
+    """How the op runs on a target, or why it does not, in words."""
+    return (runs.how if isinstance(runs, Runs) else f"not supported: {runs.why}").strip()
+
+
+__all__ = ["ADMIN_OPS", "BY_MODEL", "OPS", "TARGETS", "Console", "NotInConsole", "OpSpec", "Runs", "Unsupported",
+           "console_of", "missing_fields", "said", "spec_of"]

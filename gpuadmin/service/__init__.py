@@ -1,0 +1,55 @@
+"""The one API both front ends call (`Service`), and what they may name of the layers below it.
+
+The CLI and the console import only this package, `gpuadmin.render` and `gpuadmin.errors`
+(tests/test_architecture.py holds them to it): what they need of the engine and the store — a change's type, a
+plan, the registry of change ops, who the caller is, reading a document to validate it — is re-exported here.
+"""
+
+from __future__ import annotations
+
+from gpuadmin.engine.changes import Change
+from gpuadmin.engine.ops import OPS, console_of
+from gpuadmin.engine.planner import Plan
+from gpuadmin.engine.scheduler import SchedulePlan
+from gpuadmin.model import Inventory, Node
+from gpuadmin.model.inventory import Orchestrator, Platform
+from gpuadmin.service.caller import Caller, admin_reasons, check_action, resolve_caller, whoami
+from gpuadmin.service.changes import read_saved_plan
+from gpuadmin.service.core import ServiceCore, check_state
+from gpuadmin.service.documents import (
+    HostFacts,
+    ReadNodes,
+    consumer_refused,
+    default_state_dir,
+    inventory_text,
+    read_nodes,
+    validate_document,
+)
+from gpuadmin.service.errors import Conflict, NotConfirmed, NotPermitted, Refused, Stale
+from gpuadmin.service.facade import Service
+from gpuadmin.service.forms import named_mig_layouts
+from gpuadmin.service.results import (
+    ApplyResult,
+    Confirmation,
+    Moved,
+    ReadyPlan,
+    Reversal,
+    SavedPlan,
+    Table,
+    confirmation,
+)
+from gpuadmin.store import load_model_file
+from gpuadmin.store.roles import Role, RoleDecision
+from gpuadmin.store.roles import lower as lower_role
+from gpuadmin.store.shared import DB_NAME
+
+__all__ = [
+    "DB_NAME", "OPS", "ApplyResult", "Caller", "Change", "Confirmation", "Conflict", "HostFacts", "Inventory",
+    "Moved", "Node", "NotConfirmed", "NotPermitted", "Orchestrator", "Plan", "Platform", "ReadNodes", "ReadyPlan",
+    "Refused", "Reversal", "Role", "RoleDecision", "SavedPlan", "SchedulePlan", "Service", "ServiceCore", "Stale",
+    "Table", "admin_reasons", "check_action", "check_state", "confirmation", "console_of", "consumer_refused",
+    "default_state_dir", "inventory_text",
+    "load_model_file",  # the located YAML reader, for the console's settings files
+    "lower_role",
+    "named_mig_layouts", "read_nodes", "read_saved_plan", "resolve_caller", "validate_document", "whoami",
+]

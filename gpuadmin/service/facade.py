@@ -1,0 +1,17 @@
+"""`Service`: the one API both front ends call, made of the use cases (changes, queries, forms, import/export).
+
+A `Service` works either on a state directory (SQLite, journaled, locked) or on an inventory file in memory
+(`--inventory`: what-if runs; nothing is persisted). Its caller is resolved once (`service.caller`); each
+public method is a use case gated there before any lock is taken or anything is written.
+"""
+
+from __future__ import annotations
+
+from gpuadmin.service.changes import ChangeUseCases
+from gpuadmin.service.forms import FormQueries
+from gpuadmin.service.queries import Queries
+from gpuadmin.service.transfer import Transfer
+
+
+class Service(ChangeUseCases, Queries, FormQueries, Transfer):
+    """load, get, describe, plan, apply, undo, schedule, explain, watch, import, export: see each use case."""
