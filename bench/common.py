@@ -1,11 +1,14 @@
-"""Shared helpers: medians of repeated timings, and generated inventories written once per run."""
+"""Shared helpers: medians of repeated timings, generated inventories written once per run, and a temporary
+checkout of a baseline revision to time against in the same run."""
 
 from __future__ import annotations
 
 import statistics
+import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from gpuadmin.store.generate import dump_inventory, generate_inventory
@@ -40,3 +43,19 @@ def generated_file(nodes: int, jobs: int, seed: int = 0) -> Path:
         with path.open("w", encoding="utf-8") as out:  # the generator's own compact writer (one line per entry)
             dump_inventory(generate_inventory(nodes, jobs, seed), out)
     return path
+
+
+@contextmanager
+def baseline_checkout(rev: str) -> Iterator[Path]:
+    """A temporary detached `git worktree` of `rev` (of the repository this file is in), removed on exit: a
+    baseline's code to time in the same run as this tree's. Only its tracked files are there, no virtual
+    environment: run it with this tree's interpreter and the worktree first on `sys.path`."""
+    repo = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="gpuadmin-baseline-") as parent:
+        path = Path(parent) / "tree"
+        subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(path), rev],
+                       check=True)
+        try:
+            yield path
+        finally:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(path)], check=True)

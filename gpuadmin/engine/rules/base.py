@@ -125,7 +125,8 @@ def check(view: View, touched: Touched, rules: Iterable[Rule] | None = None) -> 
         "queue": sorted(q for q in closed.queues if view.queue(q) is not None),
     }
     out: list[Violation] = []
-    for r in rules if rules is not None else RULES.values():
-        for target in targets[r.scope]:
-            out.extend(r.check(view, target))
+    with view.reading():  # the rules share each GPU's lookups (View.reading)
+        for r in rules if rules is not None else RULES.values():
+            for target in targets[r.scope]:
+                out.extend(r.check(view, target))
     return out

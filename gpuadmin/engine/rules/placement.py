@@ -66,6 +66,10 @@ class Slice:
 
 def resolve(view: View, slot: Slot) -> Slice | None:
     """The slice a slot names, or None where the node, GPU or MIG instance does not exist."""
+    return view.shared("slice", (slot.node, slot.gpu, slot.mig_start), lambda: _resolve(view, slot))
+
+
+def _resolve(view: View, slot: Slot) -> Slice | None:
     found = gpu_at(view, (slot.node, slot.gpu))
     if found is None:
         return None
@@ -125,7 +129,8 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
         return
     for slot in job.placement:
         node = view.node(slot.node)
-        gpu = node.gpu(slot.gpu) if node is not None else None
+        found = view.gpu_at((slot.node, slot.gpu))
+        gpu = found[1] if found is not None else None
         if node is None:
             problem, hint = f"node {slot.node} does not exist", "bind the job to an existing node"
         elif gpu is None:

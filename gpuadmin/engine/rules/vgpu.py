@@ -43,8 +43,7 @@ def _mib(value: int) -> str:
     "gpu",
 )
 def not_dropped(view: View, key: GpuKey) -> Iterable[Violation]:
-    base_node = view.base.nodes.get(key[0])
-    before = base_node.gpu(key[1]) if base_node is not None else None
+    before = view.base_gpu(key)
     if before is None or not before.vgpus or view.node(key[0]) is None:
         return  # no vGPU to lose; or the node is removed, which is its own destructive removal
     found = gpu_at(view, key)
