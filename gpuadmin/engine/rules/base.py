@@ -11,7 +11,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpuadmin.catalog import get_catalog
+from gpuadmin.catalog.entities import GpuModel
 from gpuadmin.engine.state import GpuKey, View, job_gpu_keys
+from gpuadmin.model import Gpu, Job, Node
 from gpuadmin.model.places import gpu_place
 
 Scope = Literal["node", "gpu", "job", "queue"]
@@ -54,8 +57,33 @@ def queue_target(queue: str) -> str:
     return f"queue/{queue}"
 
 
+@dataclass(frozen=True, slots=True)
+class GpuSite:
+    """A touched GPU as the GPU rules read it, resolved once per check (kube-scheduler hands its Filter plugins
+    a resolved NodeInfo alike): a cycle's check runs ~30 GPU rules on every GPU its binds touch, and each looked
+    the node, the GPU, its model and its holders up again."""
+
+    key: GpuKey
+    found: tuple[Node, Gpu] | None  # the node and GPU in the view; None where either does not exist
+    before_after: tuple[Gpu, Gpu] | None  # the GPU at the base revision and in the view; None if new or gone
+    model: GpuModel | None  # the view's GPU's catalog model
+    holders: tuple[Job, ...]  # the running jobs holding (part of) it, by name
+
+    @classmethod
+    def resolve(cls, view: View, key: GpuKey) -> GpuSite:
+        found = view.gpu_at(key)
+        before = view.base_gpu(key)
+        return cls(
+            key,
+            found,
+            (before, found[1]) if found is not None and before is not None else None,
+            get_catalog().model(found[1].model) if found is not None else None,
+            view.holder_jobs(key),
+        )
+
+
 NodeCheck = Callable[[View, str], Iterable[Violation]]
-GpuCheck = Callable[[View, GpuKey], Iterable[Violation]]
+GpuCheck = Callable[[View, GpuSite], Iterable[Violation]]
 JobCheck = Callable[[View, str], Iterable[Violation]]
 QueueCheck = Callable[[View, str], Iterable[Violation]]
 
@@ -118,14 +146,14 @@ def expand(view: View, touched: Touched) -> Touched:
 def check(view: View, touched: Touched, rules: Iterable[Rule] | None = None) -> list[Violation]:
     """Run every rule on what it scopes to, in a stable order."""
     closed = expand(view, touched)
-    targets: dict[Scope, Sequence[object]] = {
-        "node": sorted(n for n in closed.nodes if view.node(n) is not None),
-        "gpu": sorted(closed.gpus),
-        "job": sorted(j for j in closed.jobs if view.job(j) is not None),
-        "queue": sorted(q for q in closed.queues if view.queue(q) is not None),
-    }
     out: list[Violation] = []
-    with view.reading():  # the rules share each GPU's lookups (View.reading)
+    with view.reading():  # the rules share each GPU's, slice's and holder set's lookup (View.reading)
+        targets: dict[Scope, Sequence[object]] = {
+            "node": sorted(n for n in closed.nodes if view.node(n) is not None),
+            "gpu": [GpuSite.resolve(view, key) for key in sorted(closed.gpus)],
+            "job": sorted(j for j in closed.jobs if view.job(j) is not None),
+            "queue": sorted(q for q in closed.queues if view.queue(q) is not None),
+        }
         for r in rules if rules is not None else RULES.values():
             for target in targets[r.scope]:
                 out.extend(r.check(view, target))

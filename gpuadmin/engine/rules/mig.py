@@ -8,9 +8,9 @@ from functools import lru_cache
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import mig as layout
-from gpuadmin.engine.rules.base import Violation, gpu_target, rule
-from gpuadmin.engine.rules.nodes import gpu_at, gpu_before_after, model_of, names, slots_on
-from gpuadmin.engine.state import GpuKey, View
+from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, rule
+from gpuadmin.engine.rules.nodes import model_of, names, slots_on
+from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu
 
 _KIND_RULE: dict[layout.ProblemKind, str] = {
@@ -32,8 +32,9 @@ def _problems(model_name: str, instances: tuple[layout.Request, ...]) -> tuple[l
     return tuple(layout.explain_layout(model, list(instances)))
 
 
-def _layout_problems(view: View, key: GpuKey, rule_id: str) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def _layout_problems(site: GpuSite, rule_id: str) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None or found[1].mode != "mig":
         return
     _, gpu = found
@@ -52,8 +53,9 @@ def _layout_problems(view: View, key: GpuKey, rule_id: str) -> Iterable[Violatio
 
 
 @rule("mig.model-supports-mig", "MIG mode only on a MIG-capable catalog model.", "gpu")
-def model_supports_mig(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def model_supports_mig(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None or found[1].mode != "mig":
         return
     gpu = found[1]
@@ -84,13 +86,13 @@ def model_supports_mig(view: View, key: GpuKey) -> Iterable[Violation]:
 
 
 @rule("mig.profile-exists", "Every MIG profile of a layout exists for the GPU's model.", "gpu")
-def profile_exists(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.profile-exists")
+def profile_exists(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.profile-exists")
 
 
 @rule("mig.placement-start", "Each MIG instance starts at one of its profile's placements.", "gpu")
-def placement_start(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.placement-start")
+def placement_start(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.placement-start")
 
 
 @rule(
@@ -98,23 +100,23 @@ def placement_start(view: View, key: GpuKey) -> Iterable[Violation]:
     "MIG instances do not overlap in memory slices (instances without a start must fit).",
     "gpu",
 )
-def no_overlap(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.no-overlap")
+def no_overlap(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.no-overlap")
 
 
 @rule("mig.compute-slices", "A layout's compute slices add up to at most the model's (7; A30 4).", "gpu")
-def compute_slices(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.compute-slices")
+def compute_slices(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.compute-slices")
 
 
 @rule("mig.instance-cap", "No MIG profile has more instances than its per-GPU cap.", "gpu")
-def instance_cap(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.instance-cap")
+def instance_cap(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.instance-cap")
 
 
 @rule("mig.single-media-extension", "At most one MIG instance with media extensions (+me) per GPU.", "gpu")
-def single_media_extension(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.single-media-extension")
+def single_media_extension(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.single-media-extension")
 
 
 @rule(
@@ -123,8 +125,8 @@ def single_media_extension(view: View, key: GpuKey) -> Iterable[Violation]:
     "models them (RTX PRO 6000: +me.all takes them all).",
     "gpu",
 )
-def media_engines(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.media-engines")
+def media_engines(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.media-engines")
 
 
 @rule(
@@ -132,8 +134,9 @@ def media_engines(view: View, key: GpuKey) -> Iterable[Violation]:
     "A GPU instance's compute instances are CI profiles of that GI, within its compute slices.",
     "gpu",
 )
-def compute_instances(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def compute_instances(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None or found[1].mode != "mig":
         return
     gpu = found[1]
@@ -160,11 +163,12 @@ def compute_instances(view: View, key: GpuKey) -> Iterable[Violation]:
     "makes one per GPU instance and the device plugin does not start beside a narrower one.",
     "gpu",
 )
-def compute_instances_kubernetes(view: View, key: GpuKey) -> Iterable[Violation]:
+def compute_instances_kubernetes(_view: View, site: GpuSite) -> Iterable[Violation]:
     # NVIDIA/k8s-device-plugin internal/rm/rm.go names no resource for a MIG device whose compute instance
     # is narrower than its GPU instance (`info.C != info.G`), and device_map.go then refuses to start; the
     # mig-parted config the operator applies has no compute instances, so it would also undo the split
-    found = gpu_at(view, key)
+    key = site.key
+    found = site.found
     if found is None or not found[0].kubernetes or found[1].mode != "mig":
         return
     for instance in found[1].mig or ():
@@ -188,8 +192,9 @@ def compute_instances_kubernetes(view: View, key: GpuKey) -> Iterable[Violation]
     "silently.",
     "gpu",
 )
-def compute_instances_kept(view: View, key: GpuKey) -> Iterable[Violation]:
-    pair = gpu_before_after(view, key)
+def compute_instances_kept(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    pair = site.before_after
     if pair is None:
         return
     before, after = pair
@@ -228,8 +233,9 @@ def _instances(gpu: Gpu) -> dict[int, tuple[str, tuple[str, ...] | None]]:
     "Repartitioning a GPU (MIG layout, MIG on or off) evicts the jobs on changed slices in the same plan.",
     "gpu",
 )
-def repartition_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
-    pair = gpu_before_after(view, key)
+def repartition_evicts(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    pair = site.before_after
     if pair is None:
         return
     before, after = pair

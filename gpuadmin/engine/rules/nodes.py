@@ -1,5 +1,5 @@
 """Node rules: node states gate placements (DESIGN §4 cordon/drain, §5 Placement), and the lookups every rule
-family shares (a GPU by key, its catalog model, a job's slices on one GPU, what a plan newly placed)."""
+family shares (a catalog model, a job's slices on one GPU, what a plan newly placed)."""
 
 from __future__ import annotations
 
@@ -7,25 +7,14 @@ from collections.abc import Iterable
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel
-from gpuadmin.engine.rules.base import Violation, gpu_target, job_target, node_target, rule
-from gpuadmin.engine.state import GpuKey, View
+from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, job_target, node_target, rule
+from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, Node, Slot
 
 EPSILON = 1e-9  # float tolerance for fractions and GiB sums
 
 
 # ---------------------------------------------------------------------------------------- shared lookups
-
-
-def gpu_at(view: View, key: GpuKey) -> tuple[Node, Gpu] | None:
-    return view.gpu_at(key)
-
-
-def gpu_before_after(view: View, key: GpuKey) -> tuple[Gpu, Gpu] | None:
-    """The GPU at the plan's base revision and in the view; None if it is new or gone."""
-    found = view.gpu_at(key)
-    before = view.base_gpu(key)
-    return (before, found[1]) if found is not None and before is not None else None
 
 
 def model_of(gpu: Gpu) -> GpuModel | None:
@@ -148,7 +137,8 @@ def drain_evicts(view: View, name: str) -> Iterable[Violation]:
     "A GPU's model is a catalog model, or the GPU is marked not_in_catalog (kept whole, with its memory).",
     "gpu",
 )
-def gpu_model_known(view: View, key: GpuKey) -> Iterable[Violation]:
+def gpu_model_known(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
     found = view.gpu_at(key)
     if found is None:
         return

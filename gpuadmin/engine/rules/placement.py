@@ -10,12 +10,11 @@ from typing import Literal
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel
-from gpuadmin.engine.rules.base import Violation, gpu_target, job_target, rule
+from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, job_target, rule
 from gpuadmin.engine.rules.device_groups import nvlink_domain
 from gpuadmin.engine.rules.nodes import (
     EPSILON,
     base_slots,
-    gpu_at,
     holder_jobs,
     model_of,
     names,
@@ -70,7 +69,7 @@ def resolve(view: View, slot: Slot) -> Slice | None:
 
 
 def _resolve(view: View, slot: Slot) -> Slice | None:
-    found = gpu_at(view, (slot.node, slot.gpu))
+    found = view.gpu_at((slot.node, slot.gpu))
     if found is None:
         return None
     node, gpu = found
@@ -507,14 +506,15 @@ def gang_whole(view: View, name: str) -> Iterable[Violation]:
     "takes f of it, a memory request g GiB / its memory).",
     "gpu",
 )
-def no_oversubscription(view: View, key: GpuKey) -> Iterable[Violation]:
-    found_gpu = gpu_at(view, key)
+def no_oversubscription(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found_gpu = site.found
     if found_gpu is None:
         return
     gpu = found_gpu[1]
     model = model_of(gpu)
     per_slice: dict[int | None, list[tuple[Job, Slot]]] = {}
-    for job in holder_jobs(view, *key):
+    for job in site.holders:
         for slot in slots_on(job, *key):
             per_slice.setdefault(slot.mig_start, []).append((job, slot))
     node = found_gpu[0]

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel, VgpuType
 from gpuadmin.engine import mig as layout
-from gpuadmin.engine.rules.base import Violation, gpu_target, node_target, rule
-from gpuadmin.engine.rules.nodes import gpu_at, model_of, names
-from gpuadmin.engine.state import GpuKey, View
+from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, node_target, rule
+from gpuadmin.engine.rules.nodes import model_of, names
+from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Node
 
 
@@ -42,11 +42,12 @@ def _mib(value: int) -> str:
     "without it), never as a side effect of set-mode, set-mig or attach-vm; such a plan is destructive.",
     "gpu",
 )
-def not_dropped(view: View, key: GpuKey) -> Iterable[Violation]:
+def not_dropped(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
     before = view.base_gpu(key)
     if before is None or not before.vgpus or view.node(key[0]) is None:
         return  # no vGPU to lose; or the node is removed, which is its own destructive removal
-    found = gpu_at(view, key)
+    found = site.found
     after = Counter((v.vm, v.profile) for v in (found[1].vgpus or () if found is not None else ()))
     lost = Counter((v.vm, v.profile) for v in before.vgpus) - after - view.vgpus_removed.get(key, Counter())
     if not lost:
@@ -63,8 +64,9 @@ def not_dropped(view: View, key: GpuKey) -> Iterable[Violation]:
 
 
 @rule("vgpu.profile-exists", "Every vGPU type exists for the board of the GPU's model.", "gpu")
-def profile_exists(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def profile_exists(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None or found[1].mode != "vgpu":
         return
     gpu = found[1]
@@ -104,8 +106,9 @@ def profile_exists(view: View, key: GpuKey) -> Iterable[Violation]:
 
 
 @rule("vgpu.framebuffer", "The vGPUs' frame buffers add up to at most the GPU's.", "gpu")
-def framebuffer(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def framebuffer(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None:
         return
     gpu = found[1]
@@ -132,8 +135,9 @@ def framebuffer(view: View, key: GpuKey) -> Iterable[Violation]:
     "threshold, at the lower per-type maximums.",
     "gpu",
 )
-def equal_size(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def equal_size(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None:
         return
     node, gpu = found
@@ -321,8 +325,9 @@ def multi_vgpu_full_framebuffer(view: View, name: str) -> Iterable[Violation]:
     "MIG-backed vGPU types need a MIG-capable GPU whose vGPUs are all MIG-backed and form one MIG layout.",
     "gpu",
 )
-def mig_backed_needs_mig(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def mig_backed_needs_mig(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None:
         return
     gpu = found[1]

@@ -13,13 +13,14 @@ from _rulekit import Scenario, everything
 from test_rule_cases import CASES, Case, _id
 
 from gpuadmin.engine.rules import RULES, Touched, Violation, check
-from gpuadmin.engine.rules.base import expand
+from gpuadmin.engine.rules.base import GpuSite, expand
 from gpuadmin.engine.state import View
 from gpuadmin.model import Node
 
 
 def reference_check(view: View, touched: Touched) -> list[Violation]:
-    """`check` without the shared lookups: every rule looks the GPUs, slices and holders up itself."""
+    """`check` without the shared lookups: every rule looks the GPUs, slices and holders up itself (a GPU rule
+    gets a site resolved afresh for it alone)."""
     closed = expand(view, touched)
     targets: dict[str, list[Any]] = {
         "node": sorted(n for n in closed.nodes if view.node(n) is not None),
@@ -27,7 +28,11 @@ def reference_check(view: View, touched: Touched) -> list[Violation]:
         "job": sorted(j for j in closed.jobs if view.job(j) is not None),
         "queue": sorted(q for q in closed.queues if view.queue(q) is not None),
     }
-    return [v for r in RULES.values() for target in targets[r.scope] for v in r.check(view, target)]
+    out: list[Violation] = []
+    for r in RULES.values():
+        for target in targets[r.scope]:
+            out.extend(r.check(view, GpuSite.resolve(view, target) if r.scope == "gpu" else target))
+    return out
 
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
