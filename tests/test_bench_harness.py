@@ -45,7 +45,7 @@ def test_the_speed_cases_run_interleaved(monkeypatch: pytest.MonkeyPatch, capsys
     calls: list[int] = []
 
     class Recorder:
-        def __init__(self, label: str, root: Path, cases: list[list[Any]]) -> None:
+        def __init__(self, label: str, _root: Path, _cases: list[list[Any]]) -> None:
             self.label = label
 
         def ready(self) -> str:

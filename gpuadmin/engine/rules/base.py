@@ -15,6 +15,7 @@ from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel
 from gpuadmin.engine.state import GpuKey, View, job_gpu_keys
 from gpuadmin.model import Gpu, Job, Node
+from gpuadmin.model.inventory import GpuMode
 from gpuadmin.model.places import gpu_place
 
 Scope = Literal["node", "gpu", "job", "queue"]
@@ -94,19 +95,25 @@ class Rule:
     doc: str
     scope: Scope
     check: Callable[[View, object], Iterable[Violation]]
+    # A GPU rule that judges only GPUs in these modes (in the view): `check` does not call it on the others, as
+    # kube-scheduler skips a plugin whose PreFilter says Skip. The rule still returns nothing on them by itself
+    # (tests/engine/rules/test_shared_lookups.py calls every rule on every GPU and compares).
+    gpu_modes: frozenset[GpuMode] | None = None
 
 
 RULES: dict[str, Rule] = {}
 
 
-def rule(rule_id: str, doc: str, scope: Scope) -> Callable[[Callable[..., Iterable[Violation]]],
-                                                            Callable[..., Iterable[Violation]]]:
+def rule(rule_id: str, doc: str, scope: Scope, gpu_modes: Iterable[GpuMode] | None = None,
+         ) -> Callable[[Callable[..., Iterable[Violation]]], Callable[..., Iterable[Violation]]]:
     """Register a check under a stable id. The id is a contract: docs/rules.md and tests name it."""
 
     def register(fn: Callable[..., Iterable[Violation]]) -> Callable[..., Iterable[Violation]]:
         if rule_id in RULES:
             raise ValueError(f"rule {rule_id!r} registered twice")
-        RULES[rule_id] = Rule(rule_id, doc, scope, fn)
+        if gpu_modes is not None and scope != "gpu":
+            raise ValueError(f"rule {rule_id!r}: gpu_modes needs scope gpu")
+        RULES[rule_id] = Rule(rule_id, doc, scope, fn, frozenset(gpu_modes) if gpu_modes is not None else None)
         return fn
 
     return register
@@ -143,6 +150,10 @@ def expand(view: View, touched: Touched) -> Touched:
     return out
 
 
+def _in_modes(sites: list[GpuSite], modes: frozenset[GpuMode]) -> list[GpuSite]:
+    return [site for site in sites if site.found is not None and site.found[1].mode in modes]
+
+
 def check(view: View, touched: Touched, rules: Iterable[Rule] | None = None) -> list[Violation]:
     """Run every rule on what it scopes to, in a stable order."""
     closed = expand(view, touched)
@@ -150,11 +161,18 @@ def check(view: View, touched: Touched, rules: Iterable[Rule] | None = None) -> 
     with view.reading():  # the rules share each GPU's, slice's and holder set's lookup (View.reading)
         targets: dict[Scope, Sequence[object]] = {
             "node": sorted(n for n in closed.nodes if view.node(n) is not None),
-            "gpu": [GpuSite.resolve(view, key) for key in sorted(closed.gpus)],
+            "gpu": (sites := [GpuSite.resolve(view, key) for key in sorted(closed.gpus)]),
             "job": sorted(j for j in closed.jobs if view.job(j) is not None),
             "queue": sorted(q for q in closed.queues if view.queue(q) is not None),
         }
+        sites_in: dict[frozenset[GpuMode], list[GpuSite]] = {}  # the touched GPUs in these modes, once per check
         for r in rules if rules is not None else RULES.values():
-            for target in targets[r.scope]:
+            if r.gpu_modes is None:
+                selected = targets[r.scope]
+            elif r.gpu_modes in sites_in:
+                selected = sites_in[r.gpu_modes]
+            else:
+                selected = sites_in[r.gpu_modes] = _in_modes(sites, r.gpu_modes)
+            for target in selected:
                 out.extend(r.check(view, target))
     return out

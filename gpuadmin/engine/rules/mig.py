@@ -9,7 +9,7 @@ from functools import lru_cache
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import mig as layout
 from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, rule
-from gpuadmin.engine.rules.nodes import model_of, names, slots_on
+from gpuadmin.engine.rules.nodes import names, slots_on
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu
 
@@ -38,7 +38,7 @@ def _layout_problems(site: GpuSite, rule_id: str) -> Iterable[Violation]:
     if found is None or found[1].mode != "mig":
         return
     _, gpu = found
-    model = model_of(gpu)
+    model = site.model
     if model is None or not model.mig_capable:
         return  # mig.model-supports-mig says so
     instances = tuple((i.profile, i.start) for i in gpu.mig or ())
@@ -52,14 +52,14 @@ def _layout_problems(site: GpuSite, rule_id: str) -> Iterable[Violation]:
             )
 
 
-@rule("mig.model-supports-mig", "MIG mode only on a MIG-capable catalog model.", "gpu")
+@rule("mig.model-supports-mig", "MIG mode only on a MIG-capable catalog model.", "gpu", gpu_modes=("mig",))
 def model_supports_mig(_view: View, site: GpuSite) -> Iterable[Violation]:
     key = site.key
     found = site.found
     if found is None or found[1].mode != "mig":
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     if model is None and gpu.not_in_catalog is not None:
         yield Violation(
             "mig.model-supports-mig",
@@ -85,12 +85,12 @@ def model_supports_mig(_view: View, site: GpuSite) -> Iterable[Violation]:
         )
 
 
-@rule("mig.profile-exists", "Every MIG profile of a layout exists for the GPU's model.", "gpu")
+@rule("mig.profile-exists", "Every MIG profile of a layout exists for the GPU's model.", "gpu", gpu_modes=("mig",))
 def profile_exists(_view: View, site: GpuSite) -> Iterable[Violation]:
     return _layout_problems(site, "mig.profile-exists")
 
 
-@rule("mig.placement-start", "Each MIG instance starts at one of its profile's placements.", "gpu")
+@rule("mig.placement-start", "Each MIG instance starts at one of its profile's placements.", "gpu", gpu_modes=("mig",))
 def placement_start(_view: View, site: GpuSite) -> Iterable[Violation]:
     return _layout_problems(site, "mig.placement-start")
 
@@ -98,23 +98,25 @@ def placement_start(_view: View, site: GpuSite) -> Iterable[Violation]:
 @rule(
     "mig.no-overlap",
     "MIG instances do not overlap in memory slices (instances without a start must fit).",
-    "gpu",
+    "gpu", gpu_modes=("mig",),
 )
 def no_overlap(_view: View, site: GpuSite) -> Iterable[Violation]:
     return _layout_problems(site, "mig.no-overlap")
 
 
-@rule("mig.compute-slices", "A layout's compute slices add up to at most the model's (7; A30 4).", "gpu")
+@rule("mig.compute-slices", "A layout's compute slices add up to at most the model's (7; A30 4).", "gpu",
+      gpu_modes=("mig",))
 def compute_slices(_view: View, site: GpuSite) -> Iterable[Violation]:
     return _layout_problems(site, "mig.compute-slices")
 
 
-@rule("mig.instance-cap", "No MIG profile has more instances than its per-GPU cap.", "gpu")
+@rule("mig.instance-cap", "No MIG profile has more instances than its per-GPU cap.", "gpu", gpu_modes=("mig",))
 def instance_cap(_view: View, site: GpuSite) -> Iterable[Violation]:
     return _layout_problems(site, "mig.instance-cap")
 
 
-@rule("mig.single-media-extension", "At most one MIG instance with media extensions (+me) per GPU.", "gpu")
+@rule("mig.single-media-extension", "At most one MIG instance with media extensions (+me) per GPU.", "gpu",
+      gpu_modes=("mig",))
 def single_media_extension(_view: View, site: GpuSite) -> Iterable[Violation]:
     return _layout_problems(site, "mig.single-media-extension")
 
@@ -123,7 +125,7 @@ def single_media_extension(_view: View, site: GpuSite) -> Iterable[Violation]:
     "mig.media-engines",
     "The MIG instances' media engines (NVDEC/NVENC/JPEG/OFA) add up to at most the GPU's, where the catalog "
     "models them (RTX PRO 6000: +me.all takes them all).",
-    "gpu",
+    "gpu", gpu_modes=("mig",),
 )
 def media_engines(_view: View, site: GpuSite) -> Iterable[Violation]:
     return _layout_problems(site, "mig.media-engines")
@@ -132,7 +134,7 @@ def media_engines(_view: View, site: GpuSite) -> Iterable[Violation]:
 @rule(
     "mig.compute-instances",
     "A GPU instance's compute instances are CI profiles of that GI, within its compute slices.",
-    "gpu",
+    "gpu", gpu_modes=("mig",),
 )
 def compute_instances(_view: View, site: GpuSite) -> Iterable[Violation]:
     key = site.key
@@ -140,7 +142,7 @@ def compute_instances(_view: View, site: GpuSite) -> Iterable[Violation]:
     if found is None or found[1].mode != "mig":
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     if model is None or not model.mig_capable:
         return
     for instance in gpu.mig or ():
@@ -161,7 +163,7 @@ def compute_instances(_view: View, site: GpuSite) -> Iterable[Violation]:
     "mig.compute-instances-kubernetes",
     "On a Kubernetes node no GPU instance is split into compute instances: the GPU Operator's mig-manager "
     "makes one per GPU instance and the device plugin does not start beside a narrower one.",
-    "gpu",
+    "gpu", gpu_modes=("mig",),
 )
 def compute_instances_kubernetes(_view: View, site: GpuSite) -> Iterable[Violation]:
     # NVIDIA/k8s-device-plugin internal/rm/rm.go names no resource for a MIG device whose compute instance

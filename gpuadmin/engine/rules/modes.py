@@ -63,7 +63,7 @@ def vsphere_only(_view: View, site: GpuSite) -> Iterable[Violation]:
         )
 
 
-@rule("mode.mig-not-whole", "No job holds a MIG-enabled GPU whole.", "gpu")
+@rule("mode.mig-not-whole", "No job holds a MIG-enabled GPU whole.", "gpu", gpu_modes=("mig",))
 def mig_not_whole(view: View, site: GpuSite) -> Iterable[Violation]:
     key = site.key
     found = site.found

@@ -143,7 +143,7 @@ def gpu_model_known(view: View, site: GpuSite) -> Iterable[Violation]:
     if found is None:
         return
     gpu = found[1]
-    catalogued = model_of(gpu)
+    catalogued = site.model
     if catalogued is None and gpu.not_in_catalog is None:
         yield Violation(
             "node.gpu-model-known",

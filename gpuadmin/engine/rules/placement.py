@@ -512,7 +512,7 @@ def no_oversubscription(view: View, site: GpuSite) -> Iterable[Violation]:
     if found_gpu is None:
         return
     gpu = found_gpu[1]
-    model = model_of(gpu)
+    model = site.model
     per_slice: dict[int | None, list[tuple[Job, Slot]]] = {}
     for job in site.holders:
         for slot in slots_on(job, *key):

@@ -63,14 +63,14 @@ def not_dropped(view: View, site: GpuSite) -> Iterable[Violation]:
     )
 
 
-@rule("vgpu.profile-exists", "Every vGPU type exists for the board of the GPU's model.", "gpu")
+@rule("vgpu.profile-exists", "Every vGPU type exists for the board of the GPU's model.", "gpu", gpu_modes=("vgpu",))
 def profile_exists(_view: View, site: GpuSite) -> Iterable[Violation]:
     key = site.key
     found = site.found
     if found is None or found[1].mode != "vgpu":
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     if model is None and gpu.not_in_catalog is not None:
         yield Violation(
             "vgpu.profile-exists",
@@ -112,7 +112,7 @@ def framebuffer(_view: View, site: GpuSite) -> Iterable[Violation]:
     if found is None:
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     types = vgpu_types(gpu, model)
     if model is None or not types:
         return
@@ -141,7 +141,7 @@ def equal_size(_view: View, site: GpuSite) -> Iterable[Violation]:
     if found is None:
         return
     node, gpu = found
-    model = model_of(gpu)
+    model = site.model
     types = [(vm, t) for vm, t in vgpu_types(gpu, model) if not t.mig_backed]
     if model is None or not types:
         return
@@ -331,7 +331,7 @@ def mig_backed_needs_mig(_view: View, site: GpuSite) -> Iterable[Violation]:
     if found is None:
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     types = [t for _, t in vgpu_types(gpu, model)]
     backed = [t for t in types if t.mig_backed]
     if model is None or not backed:
