@@ -31,8 +31,8 @@ def git_checkout() -> Iterator[None]:
 
 @pytest.mark.usefixtures("git_checkout")
 def test_baseline_checkout_is_a_temporary_worktree_of_the_revision() -> None:
-    head = _git("rev-parse", "HEAD~1")
-    with baseline_checkout("HEAD~1") as tree:
+    head = _git("rev-parse", "HEAD")
+    with baseline_checkout("HEAD") as tree:
         assert (tree / "gpuadmin" / "__init__.py").is_file()
         assert _git("rev-parse", "HEAD", cwd=tree) == head
         assert str(tree) in _git("worktree", "list")
