@@ -1,6 +1,6 @@
 """Scheduler benchmark (plain script, never run as a test).
 
-    .venv/bin/python bench/bench_schedule.py [--runs 5] [--skip-growth]
+    .venv/bin/python bench/bench_schedule.py [--runs 5] [--skip-growth] [--baseline-rev REV]
 
 (a) Speed: one scheduling cycle (`gpuadmin.engine.scheduler.schedule`, planner included) with 10,000 pending
     mixed jobs on 1,024 nodes x 8 GPUs, from the inventory generator (`gpuadmin/store/generate.py`):
@@ -9,8 +9,11 @@
       - "loaded": the generated state as is (about 85% of the GPUs busy) plus enough jobs for ~10,000 pending;
       - the same two with sharing (`generate_inventory(..., sharing=True)`): the time-sliced pool becomes
         full GPUs and every non-MIG node shares its full GPUs dynamically (fractions compete with whole jobs);
-    and the growth 128 -> 1,024 -> 4,096 nodes (about 9.8 pending jobs per node, "empty"). Medians of --runs
-    runs; the ratio column is against the 128-node cycle per pending job, measured in the same run.
+    and the growth to 128 and 4,096 nodes (about 9.8 pending jobs per node, "empty"). Each tree's cycles run in
+    a worker process of their own (`schedule_worker.py`); the runs are interleaved (case A once, case B once,
+    ..., --runs times) and medians printed, wall and CPU time. With --baseline-rev REV, the same cases also run
+    on REV's code from a temporary git worktree, interleaved with this tree's, with the ratio per case and
+    whether both trees decided the same bindings.
 (b) Quality (the paper's methodology, Weng et al. ATC'23 §6): a seeded GPU-sharing trace (`trace_mix`: the task
     mix of the Alibaba trace the paper uses, ~40% fractional tasks of 0.05-0.81 GPU, ~58% 1-GPU, ~2% 2/4/8-GPU)
     arrives in batches of 2% of the cluster's GPUs, one real `Cycle` per batch, nothing finishes, until the
@@ -25,9 +28,11 @@
 from __future__ import annotations
 
 import argparse
-import gc
+import contextlib
+import json
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,9 +40,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import baseline_checkout
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import plan
-from gpuadmin.engine.scheduler import cluster_fragmentation, schedule
+from gpuadmin.engine.scheduler import cluster_fragmentation
 from gpuadmin.engine.scheduler.cycle import Choice, Cycle, Step
 from gpuadmin.engine.scheduler.fgd import Workload, classes_from_shapes, usable_memory
 from gpuadmin.engine.scheduler.filters import mig_profile_name, model_ok, node_ok, shape_unit_fits
@@ -45,97 +51,101 @@ from gpuadmin.engine.scheduler.metrics import pool_fragmentation
 from gpuadmin.engine.scheduler.shape import Shape, shape_of
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Inventory, Job, Slot
-from gpuadmin.store.generate import generate_inventory
-
-# ------------------------------------------------------------------------------------------------ inputs
-
-
-def generated(nodes: int, jobs: int, seed: int, empty: bool, sharing: bool = False) -> ClusterState:
-    data = generate_inventory(nodes, jobs, seed, sharing)
-    if empty:
-        for j in data["jobs"]:
-            j.pop("placement", None)
-            j.pop("status", None)
-    return ClusterState.from_inventory(Inventory.model_validate(data, strict=False))
-
-
-def loaded(nodes: int, pending: int, seed: int, sharing: bool = False) -> ClusterState:
-    """The generated state (about 85% busy) with about `pending` pending jobs."""
-    jobs = pending
-    for _ in range(4):
-        state = generated(nodes, jobs, seed, empty=False, sharing=sharing)
-        have = sum(1 for j in state.jobs.values() if j.status == "pending")
-        if abs(have - pending) <= pending // 100:
-            return state
-        jobs += pending - have
-    return state
-
-
-def pending_count(state: ClusterState) -> int:
-    return sum(1 for j in state.jobs.values() if j.status in ("pending", "preempted"))
-
 
 # ------------------------------------------------------------------------------------------------ (a) speed
 
-
-def time_cycle(state: ClusterState, runs: int) -> dict[str, float]:
-    walls: list[float] = []
-    stats: list[dict[str, float]] = []
-    binds = 0
-    for _ in range(runs):
-        gc.collect()
-        t0 = time.perf_counter()
-        result = schedule(state)
-        walls.append(time.perf_counter() - t0)
-        assert result.plan.allowed, result.plan.violations[:3]
-        stats.append(result.stats)
-        binds = len(result.bound)
-    own = [s["total_s"] - s["plan_s"] for s in stats]
-    return {
-        "wall": statistics.median(walls),
-        "own": statistics.median(own),
-        "plan": statistics.median(s["plan_s"] for s in stats),
-        "binds": binds,
-        "evictions": stats[-1]["evictions"],
-        "min": min(walls),
-        "max": max(walls),
-    }
+WORKER = Path(__file__).resolve().parent / "schedule_worker.py"
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def speed(runs: int, growth: bool) -> None:
-    print(f"(a) one scheduling cycle, planner included (median of {runs} runs)")
-    print(
-        f"{'case':<34}{'pending':>8}{'binds':>7}{'median s':>10}{'scheduler s':>13}{'planner s':>11}{'min-max s':>14}"
-    )
-    cases: list[tuple[str, ClusterState]] = [
-        ("1024 nodes, empty", generated(1024, 10_000, 0, empty=True)),
-        ("1024 nodes, loaded (85% busy)", loaded(1024, 10_000, 0)),
-        ("1024 nodes, sharing, empty", generated(1024, 10_000, 0, empty=True, sharing=True)),
-        ("1024 nodes, sharing, loaded", loaded(1024, 10_000, 0, sharing=True)),
+class Worker:
+    """A `schedule_worker.py` process timing cycles on the code of one tree (see that module)."""
+
+    def __init__(self, label: str, root: Path, cases: list[list[Any]]) -> None:
+        self.label = label
+        self.proc = subprocess.Popen([sys.executable, str(WORKER), str(root), json.dumps(cases)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+
+    def ready(self) -> str:
+        line = self.stdout.readline()
+        if not line.startswith("ready "):
+            raise SystemExit(f"{self.label}: the worker did not start (exit {self.proc.wait()})")
+        return line.split(" ", 1)[1].strip()
+
+    def cycle(self, case: int) -> dict[str, Any]:
+        self.stdin.write(f"{case}\n")
+        self.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.stdout.readline())
+        return answer
+
+    def close(self) -> None:
+        self.stdin.close()
+        self.proc.wait()
+
+
+def speed_cases(growth: bool) -> list[list[Any]]:
+    """[label, nodes, jobs, seed, empty, sharing]: the four 1,024-node cases, then the growth to 128 and 4,096
+    nodes (about 9.8 pending jobs per node, empty; the 1,024-node step is the first case)."""
+    cases: list[list[Any]] = [
+        ["1024 nodes, empty", 1024, 10_000, 0, True, False],
+        ["1024 nodes, loaded (85% busy)", 1024, 10_000, 0, False, False],
+        ["1024 nodes, sharing, empty", 1024, 10_000, 0, True, True],
+        ["1024 nodes, sharing, loaded", 1024, 10_000, 0, False, True],
     ]
-    rows: dict[str, tuple[int, dict[str, float]]] = {}
-    for label, state in cases:
-        r = time_cycle(state, runs)
-        rows[label] = (pending_count(state), r)
-        print(
-            f"{label:<34}{pending_count(state):>8}{r['binds']:>7}{r['wall']:>10.3f}{r['own']:>13.3f}"
-            f"{r['plan']:>11.3f}{r['min']:>7.3f}-{r['max']:.3f}"
-        )
-    if not growth:
-        return
-    print("\n    growth (empty clusters, ~9.8 pending jobs per node)")
-    print(f"{'nodes':>10}{'pending':>9}{'binds':>7}{'median s':>10}{'us/job':>9}{'ratio/job vs 128':>18}")
-    base = None
-    for nodes in (128, 1024, 4096):
-        state = generated(nodes, nodes * 10_000 // 1024, 0, empty=True)
-        r = time_cycle(state, runs if nodes < 4096 else max(3, runs // 2 + 1))
-        per = r["wall"] / pending_count(state)
-        base = base or per
-        print(
-            f"{nodes:>10}{pending_count(state):>9}{r['binds']:>7}{r['wall']:>10.3f}{per * 1e6:>9.1f}{per / base:>18.2f}"
-        )
+    if growth:
+        cases += [[f"{n} nodes, empty (growth)", n, n * 10_000 // 1024, 0, True, False] for n in (128, 4096)]
+    return cases
 
 
+def speed(runs: int, growth: bool, baseline_rev: str | None) -> None:
+    """Interleaved: each run times every case once on each tree in turn (the trees alternate who goes first),
+    so a load that changes from minute to minute falls on all of them alike; medians over the runs."""
+    cases = speed_cases(growth)
+    with contextlib.ExitStack() as stack:
+        workers = [Worker("this tree", ROOT, cases)]
+        if baseline_rev is not None:
+            tree = stack.enter_context(baseline_checkout(baseline_rev))
+            workers.append(Worker(f"baseline {baseline_rev}", tree, cases))
+        for worker in workers:
+            stack.callback(worker.close)
+            print(f"{worker.label}: gpuadmin from {worker.ready()}")
+        times: dict[str, list[list[dict[str, Any]]]] = {w.label: [[] for _ in cases] for w in workers}
+        for run in range(runs):
+            for case in range(len(cases)):
+                for worker in workers if run % 2 == 0 else workers[::-1]:
+                    times[worker.label][case].append(worker.cycle(case))
+    print(f"\n(a) one scheduling cycle, planner included: median of {runs} interleaved runs; wall = time.perf_counter "
+          "(elapsed), CPU = time.process_time (this worker's CPU)")
+    head = f"{'case':<34}{'pending':>8}{'binds':>7}{'wall s':>9}{'CPU s':>8}{'planner s':>11}"
+    if baseline_rev is not None:
+        head += f"{'base wall s':>13}{'base CPU s':>12}{'ratio wall':>12}{'ratio CPU':>11}  same decisions"
+    print(head)
+    for case, spec in enumerate(cases):
+        mine = times[workers[0].label][case]
+        row = (f"{spec[0]:<34}{mine[0]['pending']:>8}{mine[0]['binds']:>7}{_median(mine, 'wall'):>9.3f}"
+               f"{_median(mine, 'cpu'):>8.3f}{_median(mine, 'plan'):>11.3f}")
+        if baseline_rev is not None:
+            base = times[workers[1].label][case]
+            same = {r["decisions"] for r in mine} == {r["decisions"] for r in base}
+            row += (f"{_median(base, 'wall'):>13.3f}{_median(base, 'cpu'):>12.3f}"
+                    f"{_median(base, 'wall') / _median(mine, 'wall'):>11.2f}x"
+                    f"{_median(base, 'cpu') / _median(mine, 'cpu'):>10.2f}x  {'yes' if same else 'NO'}")
+        print(row)
+    print("ratio = baseline / this tree (above 1: this tree is faster)" if baseline_rev is not None else "")
+    if growth:
+        small = times[workers[0].label][len(cases) - 2]
+        per_small = _median(small, "wall") / small[0]["pending"]
+        for case in (0, len(cases) - 1):
+            mine = times[workers[0].label][case]
+            per = _median(mine, "wall") / mine[0]["pending"]
+            print(f"growth: {cases[case][0]}: {per * 1e6:.1f} us per pending job, {per / per_small:.2f}x the 128-node "
+                  f"cycle's ({per_small * 1e6:.1f} us)")
+
+
+def _median(results: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(r[key] for r in results))
 # ------------------------------------------------------------------------------------------------ (b) quality
 
 
@@ -549,6 +559,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--skip-growth", action="store_true")
+    ap.add_argument("--baseline-rev", metavar="REV", default=None,
+                    help="also time the speed cases on REV's code (a temporary git worktree), interleaved, with ratios")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--quality-nodes", type=int, default=128)
@@ -561,7 +573,7 @@ def main() -> int:
     )
     args = ap.parse_args()
     if not args.skip_speed:
-        speed(args.runs, not args.skip_growth)
+        speed(args.runs, not args.skip_growth, args.baseline_rev)
     if not args.skip_quality:
         if args.cluster in ("static", "both"):
             quality(args.quality_nodes, args.seeds, args.batch, args.load)

@@ -1,4 +1,5 @@
-"""Shared helpers: medians of repeated timings, and generated inventories written once per run."""
+"""Shared helpers: medians of repeated timings, generated inventories written once per run, and a temporary
+checkout of a baseline revision to time against in the same run."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from pathlib import Path
 from gpuadmin.store.generate import dump_inventory, generate_inventory
 
 
-def median_seconds(fn: Callable[[], object], repeat: int) -> float:
+def median_seconds(fn: Callable[[], object], repeat: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """The median time of `repeat` calls of `fn`, by `clock` (wall time unless told: see `interleaved_medians`)."""
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times)
 
 

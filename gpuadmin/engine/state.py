@@ -9,12 +9,13 @@ Models are treated as immutable values; an edit puts a new copy.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 from gpuadmin.engine.usage import ZERO, Usage, job_usage
-from gpuadmin.model import Inventory, Job, Node, Queue
+from gpuadmin.model import Gpu, Inventory, Job, Node, Queue
 
 EntityKind = Literal["node", "job", "queue"]
 GpuKey = tuple[str, int]  # (node name, GPU index)
@@ -130,6 +131,16 @@ class ClusterState:
             table.update(ordered)
 
 
+@dataclass
+class CheckReads:
+    """The lookups the rules share while a view is frozen (`View.reading`), by GPU."""
+
+    gpus: dict[GpuKey, tuple[Node, Gpu] | None] = field(default_factory=dict)
+    base_gpus: dict[GpuKey, Gpu | None] = field(default_factory=dict)
+    holder_jobs: dict[GpuKey, tuple[Job, ...]] = field(default_factory=dict)
+    derived: dict[tuple[str, Hashable], object] = field(default_factory=dict)  # see `View.shared`
+
+
 class View:
     """A copy-on-write overlay of edits on a `ClusterState`; reads fall through to the base.
 
@@ -154,6 +165,7 @@ class View:
         # GPU: (VM, profile) → how many. Any other vGPU a VM loses is a violation (vgpu.not-dropped).
         self.vgpus_removed: dict[GpuKey, Counter[tuple[str, str]]] = {}
         self._queue_usage_edits: dict[str, Usage] = {}
+        self._reads: CheckReads | None = None  # set only while the rules read a frozen view (`reading`)
 
     @property
     def cluster(self) -> str:
@@ -225,6 +237,71 @@ class View:
             if name not in self.base.queues and added is not None:
                 yield added
 
+    def gpu_at(self, key: GpuKey) -> tuple[Node, Gpu] | None:
+        """The node and GPU a key names in the view, or None where either does not exist."""
+        reads = self._reads
+        if reads is not None and key in reads.gpus:
+            return reads.gpus[key]
+        node = self.node(key[0])
+        gpu = node.gpu(key[1]) if node is not None else None
+        found = (node, gpu) if node is not None and gpu is not None else None
+        if reads is not None:
+            reads.gpus[key] = found
+        return found
+
+    def base_gpu(self, key: GpuKey) -> Gpu | None:
+        """The GPU a key names at the view's base revision (before the plan), or None."""
+        reads = self._reads
+        if reads is not None and key in reads.base_gpus:
+            return reads.base_gpus[key]
+        node = self.base.nodes.get(key[0])
+        gpu = node.gpu(key[1]) if node is not None else None
+        if reads is not None:
+            reads.base_gpus[key] = gpu
+        return gpu
+
+    def holder_jobs(self, key: GpuKey) -> tuple[Job, ...]:
+        """The running jobs holding (part of) a GPU, by name (stable order)."""
+        reads = self._reads
+        if reads is not None and key in reads.holder_jobs:
+            return reads.holder_jobs[key]
+        found = tuple(job for job in map(self.job, sorted(self.holders(*key)))
+                      if job is not None and job.status == "running")
+        if reads is not None:
+            reads.holder_jobs[key] = found
+        return found
+
+    def shared(self, kind: str, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """`compute()`, shared by every rule that asks for the same (kind, key) while the view is frozen (as
+        kube-scheduler's CycleState shares what one plugin computed); computed afresh outside `reading`.
+        `kind` names one derivation and always the same result type, which is what makes the cast safe."""
+        reads = self._reads
+        if reads is None:
+            return compute()
+        slot = (kind, key)
+        if slot in reads.derived:
+            return cast(_T, reads.derived[slot])
+        value = reads.derived[slot] = compute()
+        return value
+
+    @contextmanager
+    def reading(self) -> Iterator[View]:
+        """Freeze the view while the rules read it: each GPU, base GPU and GPU's holders is looked up once and
+        shared by every rule that asks (a cycle's check asks ~30 times per touched GPU). An edit inside
+        raises, so a shared lookup can never be stale."""
+        if self._reads is not None:  # nested: the outer freeze already shares the lookups
+            yield self
+            return
+        self._reads = CheckReads()
+        try:
+            yield self
+        finally:
+            self._reads = None
+
+    def _writable(self) -> None:
+        if self._reads is not None:
+            raise RuntimeError("a view is edited while the rules read it (View.reading)")
+
     def seq_of(self, kind: EntityKind, name: str) -> int | None:
         """The entity's position in its table (None for one this view added without a position)."""
         if (kind, name) in self.seq_edits:
@@ -234,19 +311,24 @@ class View:
     # writes -----------------------------------------------------------------------------------
     def put_at(self, kind: EntityKind, name: str, seq: int) -> None:
         """Put a (re-)added entity back at this position in its table instead of at the end."""
+        self._writable()
         self.seq_edits[(kind, name)] = seq
 
     def put_node(self, name: str, node: Node | None) -> None:
+        self._writable()
         self.node_edits[name] = node
 
     def remove_vgpus(self, key: GpuKey, vgpus: Iterable[tuple[str, str]]) -> None:
         """Record vGPUs (VM, profile) this plan removes on purpose."""
+        self._writable()
         self.vgpus_removed.setdefault(key, Counter()).update(vgpus)
 
     def put_queue(self, name: str, queue: Queue | None) -> None:
+        self._writable()
         self.queue_edits[name] = queue
 
     def put_job(self, name: str, job: Job | None) -> None:
+        self._writable()
         old = self.job(name)
         if old is not None:
             for key in job_gpu_keys(old):

@@ -8,9 +8,9 @@ from functools import lru_cache
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import mig as layout
-from gpuadmin.engine.rules.base import Violation, gpu_target, rule
-from gpuadmin.engine.rules.nodes import gpu_at, gpu_before_after, model_of, names, slots_on
-from gpuadmin.engine.state import GpuKey, View
+from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, rule
+from gpuadmin.engine.rules.nodes import names, slots_on
+from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu
 
 _KIND_RULE: dict[layout.ProblemKind, str] = {
@@ -32,12 +32,13 @@ def _problems(model_name: str, instances: tuple[layout.Request, ...]) -> tuple[l
     return tuple(layout.explain_layout(model, list(instances)))
 
 
-def _layout_problems(view: View, key: GpuKey, rule_id: str) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def _layout_problems(site: GpuSite, rule_id: str) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None or found[1].mode != "mig":
         return
     _, gpu = found
-    model = model_of(gpu)
+    model = site.model
     if model is None or not model.mig_capable:
         return  # mig.model-supports-mig says so
     instances = tuple((i.profile, i.start) for i in gpu.mig or ())
@@ -51,13 +52,14 @@ def _layout_problems(view: View, key: GpuKey, rule_id: str) -> Iterable[Violatio
             )
 
 
-@rule("mig.model-supports-mig", "MIG mode only on a MIG-capable catalog model.", "gpu")
-def model_supports_mig(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+@rule("mig.model-supports-mig", "MIG mode only on a MIG-capable catalog model.", "gpu", gpu_modes=("mig",))
+def model_supports_mig(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None or found[1].mode != "mig":
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     if model is None and gpu.not_in_catalog is not None:
         yield Violation(
             "mig.model-supports-mig",
@@ -83,61 +85,64 @@ def model_supports_mig(view: View, key: GpuKey) -> Iterable[Violation]:
         )
 
 
-@rule("mig.profile-exists", "Every MIG profile of a layout exists for the GPU's model.", "gpu")
-def profile_exists(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.profile-exists")
+@rule("mig.profile-exists", "Every MIG profile of a layout exists for the GPU's model.", "gpu", gpu_modes=("mig",))
+def profile_exists(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.profile-exists")
 
 
-@rule("mig.placement-start", "Each MIG instance starts at one of its profile's placements.", "gpu")
-def placement_start(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.placement-start")
+@rule("mig.placement-start", "Each MIG instance starts at one of its profile's placements.", "gpu", gpu_modes=("mig",))
+def placement_start(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.placement-start")
 
 
 @rule(
     "mig.no-overlap",
     "MIG instances do not overlap in memory slices (instances without a start must fit).",
-    "gpu",
+    "gpu", gpu_modes=("mig",),
 )
-def no_overlap(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.no-overlap")
+def no_overlap(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.no-overlap")
 
 
-@rule("mig.compute-slices", "A layout's compute slices add up to at most the model's (7; A30 4).", "gpu")
-def compute_slices(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.compute-slices")
+@rule("mig.compute-slices", "A layout's compute slices add up to at most the model's (7; A30 4).", "gpu",
+      gpu_modes=("mig",))
+def compute_slices(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.compute-slices")
 
 
-@rule("mig.instance-cap", "No MIG profile has more instances than its per-GPU cap.", "gpu")
-def instance_cap(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.instance-cap")
+@rule("mig.instance-cap", "No MIG profile has more instances than its per-GPU cap.", "gpu", gpu_modes=("mig",))
+def instance_cap(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.instance-cap")
 
 
-@rule("mig.single-media-extension", "At most one MIG instance with media extensions (+me) per GPU.", "gpu")
-def single_media_extension(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.single-media-extension")
+@rule("mig.single-media-extension", "At most one MIG instance with media extensions (+me) per GPU.", "gpu",
+      gpu_modes=("mig",))
+def single_media_extension(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.single-media-extension")
 
 
 @rule(
     "mig.media-engines",
     "The MIG instances' media engines (NVDEC/NVENC/JPEG/OFA) add up to at most the GPU's, where the catalog "
     "models them (RTX PRO 6000: +me.all takes them all).",
-    "gpu",
+    "gpu", gpu_modes=("mig",),
 )
-def media_engines(view: View, key: GpuKey) -> Iterable[Violation]:
-    return _layout_problems(view, key, "mig.media-engines")
+def media_engines(_view: View, site: GpuSite) -> Iterable[Violation]:
+    return _layout_problems(site, "mig.media-engines")
 
 
 @rule(
     "mig.compute-instances",
     "A GPU instance's compute instances are CI profiles of that GI, within its compute slices.",
-    "gpu",
+    "gpu", gpu_modes=("mig",),
 )
-def compute_instances(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def compute_instances(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None or found[1].mode != "mig":
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     if model is None or not model.mig_capable:
         return
     for instance in gpu.mig or ():
@@ -158,13 +163,14 @@ def compute_instances(view: View, key: GpuKey) -> Iterable[Violation]:
     "mig.compute-instances-kubernetes",
     "On a Kubernetes node no GPU instance is split into compute instances: the GPU Operator's mig-manager "
     "makes one per GPU instance and the device plugin does not start beside a narrower one.",
-    "gpu",
+    "gpu", gpu_modes=("mig",),
 )
-def compute_instances_kubernetes(view: View, key: GpuKey) -> Iterable[Violation]:
+def compute_instances_kubernetes(_view: View, site: GpuSite) -> Iterable[Violation]:
     # NVIDIA/k8s-device-plugin internal/rm/rm.go names no resource for a MIG device whose compute instance
     # is narrower than its GPU instance (`info.C != info.G`), and device_map.go then refuses to start; the
     # mig-parted config the operator applies has no compute instances, so it would also undo the split
-    found = gpu_at(view, key)
+    key = site.key
+    found = site.found
     if found is None or not found[0].kubernetes or found[1].mode != "mig":
         return
     for instance in found[1].mig or ():
@@ -188,8 +194,9 @@ def compute_instances_kubernetes(view: View, key: GpuKey) -> Iterable[Violation]
     "silently.",
     "gpu",
 )
-def compute_instances_kept(view: View, key: GpuKey) -> Iterable[Violation]:
-    pair = gpu_before_after(view, key)
+def compute_instances_kept(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    pair = site.before_after
     if pair is None:
         return
     before, after = pair
@@ -228,8 +235,9 @@ def _instances(gpu: Gpu) -> dict[int, tuple[str, tuple[str, ...] | None]]:
     "Repartitioning a GPU (MIG layout, MIG on or off) evicts the jobs on changed slices in the same plan.",
     "gpu",
 )
-def repartition_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
-    pair = gpu_before_after(view, key)
+def repartition_evicts(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    pair = site.before_after
     if pair is None:
         return
     before, after = pair

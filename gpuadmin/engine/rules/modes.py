@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpuadmin.engine.rules.base import Violation, gpu_target, node_target, rule
-from gpuadmin.engine.rules.nodes import EPSILON, base_slots, gpu_at, gpu_before_after, holder_jobs, names, slots_on
+from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, node_target, rule
+from gpuadmin.engine.rules.nodes import EPSILON, base_slots, names, slots_on
 from gpuadmin.engine.sharing import is_fractional, need, shares_dynamically, usable_gib
-from gpuadmin.engine.state import GpuKey, View
+from gpuadmin.engine.state import View
 
 # The device plugin refuses fewer ("number of replicas must be >= 2", gpu-facts §3.1): a software rule.
 MIN_REPLICAS = 2
@@ -23,8 +23,9 @@ _MODE_FIELDS = {
 
 
 @rule("mode.fields-match", "A GPU is in exactly one mode: only that mode's fields are set.", "gpu")
-def fields_match(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def fields_match(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None:
         return
     gpu = found[1]
@@ -47,8 +48,9 @@ def fields_match(view: View, key: GpuKey) -> Iterable[Violation]:
 
 
 @rule("mode.vsphere-only", "vGPU and passthrough modes exist only on vSphere hosts.", "gpu")
-def vsphere_only(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def vsphere_only(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None:
         return
     node, gpu = found
@@ -61,9 +63,10 @@ def vsphere_only(view: View, key: GpuKey) -> Iterable[Violation]:
         )
 
 
-@rule("mode.mig-not-whole", "No job holds a MIG-enabled GPU whole.", "gpu")
-def mig_not_whole(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+@rule("mode.mig-not-whole", "No job holds a MIG-enabled GPU whole.", "gpu", gpu_modes=("mig",))
+def mig_not_whole(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None or found[1].mode != "mig":
         return
     whole = []
@@ -86,8 +89,9 @@ def mig_not_whole(view: View, key: GpuKey) -> Iterable[Violation]:
 
 
 @rule("mode.time-slice-replicas", "Time-slicing (of a GPU or a MIG instance) has at least 2 replicas.", "gpu")
-def time_slice_replicas(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def time_slice_replicas(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None:
         return
     gpu = found[1]
@@ -153,8 +157,9 @@ def one_sharing_strategy(view: View, name: str) -> Iterable[Violation]:
     "Changing the mode of a GPU that jobs hold evicts those jobs in the same plan, never silently.",
     "gpu",
 )
-def change_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
-    pair = gpu_before_after(view, key)
+def change_evicts(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    pair = site.before_after
     if pair is None:
         return
     before, after = pair
@@ -204,8 +209,9 @@ def sharing_reserve(view: View, name: str) -> Iterable[Violation]:
     "those fractions in the same plan, never silently.",
     "gpu",
 )
-def sharing_change_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def sharing_change_evicts(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     base_node = view.base.nodes.get(key[0])
     if found is None or base_node is None:
         return
@@ -215,7 +221,7 @@ def sharing_change_evicts(view: View, key: GpuKey) -> Iterable[Violation]:
     if not shares_dynamically(base_node, base_node.gpu(key[1])):
         return
     # fractions that held the GPU before this plan and still do: the ones the change would strand
-    kept = [job for job in holder_jobs(view, *key)
+    kept = [job for job in site.holders
             if is_fractional(job) and (key[0], key[1], None) in base_slots(view, job.name)]
     if not kept:
         return

@@ -1,34 +1,20 @@
 """Node rules: node states gate placements (DESIGN §4 cordon/drain, §5 Placement), and the lookups every rule
-family shares (a GPU by key, its catalog model, a job's slices on one GPU, what a plan newly placed)."""
+family shares (a catalog model, a job's slices on one GPU, what a plan newly placed)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel
-from gpuadmin.engine.rules.base import Violation, gpu_target, job_target, node_target, rule
-from gpuadmin.engine.state import GpuKey, View
+from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, job_target, node_target, rule
+from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, Node, Slot
 
 EPSILON = 1e-9  # float tolerance for fractions and GiB sums
 
 
 # ---------------------------------------------------------------------------------------- shared lookups
-
-
-def gpu_at(view: View, key: GpuKey) -> tuple[Node, Gpu] | None:
-    node = view.node(key[0])
-    gpu = node.gpu(key[1]) if node is not None else None
-    return (node, gpu) if node is not None and gpu is not None else None
-
-
-def gpu_before_after(view: View, key: GpuKey) -> tuple[Gpu, Gpu] | None:
-    """The GPU at the plan's base revision and in the view; None if it is new or gone."""
-    found = gpu_at(view, key)
-    base_node = view.base.nodes.get(key[0])
-    before = base_node.gpu(key[1]) if base_node is not None else None
-    return (before, found[1]) if found is not None and before is not None else None
 
 
 def model_of(gpu: Gpu) -> GpuModel | None:
@@ -43,21 +29,21 @@ def slots_on(job: Job, node: str, gpu: int) -> list[Slot]:
     return [s for s in job.placement if s.node == node and s.gpu == gpu]
 
 
-def holder_jobs(view: View, node: str, gpu: int) -> Iterator[Job]:
+def holder_jobs(view: View, node: str, gpu: int) -> tuple[Job, ...]:
     """The running jobs holding (part of) a GPU, by name (stable order)."""
-    for name in sorted(view.holders(node, gpu)):
-        job = view.job(name)
-        if running(job):
-            assert job is not None
-            yield job
+    return view.holder_jobs((node, gpu))
 
 
-def base_slots(view: View, job_name: str) -> set[tuple[str, int, int | None]]:
+def base_slots(view: View, job_name: str) -> frozenset[tuple[str, int, int | None]]:
     """The slices a job held in the committed state (empty if it was not running)."""
+    return view.shared("base-slots", job_name, lambda: _base_slots(view, job_name))
+
+
+def _base_slots(view: View, job_name: str) -> frozenset[tuple[str, int, int | None]]:
     job = view.base.jobs.get(job_name)
     if job is None or job.status != "running":
-        return set()
-    return {(s.node, s.gpu, s.mig_start) for s in job.placement}
+        return frozenset()
+    return frozenset((s.node, s.gpu, s.mig_start) for s in job.placement)
 
 
 def new_slots(view: View, job: Job) -> list[Slot]:
@@ -151,12 +137,13 @@ def drain_evicts(view: View, name: str) -> Iterable[Violation]:
     "A GPU's model is a catalog model, or the GPU is marked not_in_catalog (kept whole, with its memory).",
     "gpu",
 )
-def gpu_model_known(view: View, key: GpuKey) -> Iterable[Violation]:
-    node = view.node(key[0])
-    gpu = node.gpu(key[1]) if node is not None else None
-    if gpu is None:
+def gpu_model_known(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = view.gpu_at(key)
+    if found is None:
         return
-    catalogued = model_of(gpu)
+    gpu = found[1]
+    catalogued = site.model
     if catalogued is None and gpu.not_in_catalog is None:
         yield Violation(
             "node.gpu-model-known",

@@ -10,12 +10,11 @@ from typing import Literal
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel
-from gpuadmin.engine.rules.base import Violation, gpu_target, job_target, rule
+from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, job_target, rule
 from gpuadmin.engine.rules.device_groups import nvlink_domain
 from gpuadmin.engine.rules.nodes import (
     EPSILON,
     base_slots,
-    gpu_at,
     holder_jobs,
     model_of,
     names,
@@ -66,7 +65,11 @@ class Slice:
 
 def resolve(view: View, slot: Slot) -> Slice | None:
     """The slice a slot names, or None where the node, GPU or MIG instance does not exist."""
-    found = gpu_at(view, (slot.node, slot.gpu))
+    return view.shared("slice", (slot.node, slot.gpu, slot.mig_start), lambda: _resolve(view, slot))
+
+
+def _resolve(view: View, slot: Slot) -> Slice | None:
+    found = view.gpu_at((slot.node, slot.gpu))
     if found is None:
         return None
     node, gpu = found
@@ -125,7 +128,8 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
         return
     for slot in job.placement:
         node = view.node(slot.node)
-        gpu = node.gpu(slot.gpu) if node is not None else None
+        found = view.gpu_at((slot.node, slot.gpu))
+        gpu = found[1] if found is not None else None
         if node is None:
             problem, hint = f"node {slot.node} does not exist", "bind the job to an existing node"
         elif gpu is None:
@@ -502,14 +506,15 @@ def gang_whole(view: View, name: str) -> Iterable[Violation]:
     "takes f of it, a memory request g GiB / its memory).",
     "gpu",
 )
-def no_oversubscription(view: View, key: GpuKey) -> Iterable[Violation]:
-    found_gpu = gpu_at(view, key)
+def no_oversubscription(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found_gpu = site.found
     if found_gpu is None:
         return
     gpu = found_gpu[1]
-    model = model_of(gpu)
+    model = site.model
     per_slice: dict[int | None, list[tuple[Job, Slot]]] = {}
-    for job in holder_jobs(view, *key):
+    for job in site.holders:
         for slot in slots_on(job, *key):
             per_slice.setdefault(slot.mig_start, []).append((job, slot))
     node = found_gpu[0]

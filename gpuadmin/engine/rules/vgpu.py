@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import GpuModel, VgpuType
 from gpuadmin.engine import mig as layout
-from gpuadmin.engine.rules.base import Violation, gpu_target, node_target, rule
-from gpuadmin.engine.rules.nodes import gpu_at, model_of, names
-from gpuadmin.engine.state import GpuKey, View
+from gpuadmin.engine.rules.base import GpuSite, Violation, gpu_target, node_target, rule
+from gpuadmin.engine.rules.nodes import model_of, names
+from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Node
 
 
@@ -42,12 +42,12 @@ def _mib(value: int) -> str:
     "without it), never as a side effect of set-mode, set-mig or attach-vm; such a plan is destructive.",
     "gpu",
 )
-def not_dropped(view: View, key: GpuKey) -> Iterable[Violation]:
-    base_node = view.base.nodes.get(key[0])
-    before = base_node.gpu(key[1]) if base_node is not None else None
+def not_dropped(view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    before = view.base_gpu(key)
     if before is None or not before.vgpus or view.node(key[0]) is None:
         return  # no vGPU to lose; or the node is removed, which is its own destructive removal
-    found = gpu_at(view, key)
+    found = site.found
     after = Counter((v.vm, v.profile) for v in (found[1].vgpus or () if found is not None else ()))
     lost = Counter((v.vm, v.profile) for v in before.vgpus) - after - view.vgpus_removed.get(key, Counter())
     if not lost:
@@ -63,13 +63,14 @@ def not_dropped(view: View, key: GpuKey) -> Iterable[Violation]:
     )
 
 
-@rule("vgpu.profile-exists", "Every vGPU type exists for the board of the GPU's model.", "gpu")
-def profile_exists(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+@rule("vgpu.profile-exists", "Every vGPU type exists for the board of the GPU's model.", "gpu", gpu_modes=("vgpu",))
+def profile_exists(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None or found[1].mode != "vgpu":
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     if model is None and gpu.not_in_catalog is not None:
         yield Violation(
             "vgpu.profile-exists",
@@ -105,12 +106,13 @@ def profile_exists(view: View, key: GpuKey) -> Iterable[Violation]:
 
 
 @rule("vgpu.framebuffer", "The vGPUs' frame buffers add up to at most the GPU's.", "gpu")
-def framebuffer(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def framebuffer(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None:
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     types = vgpu_types(gpu, model)
     if model is None or not types:
         return
@@ -133,12 +135,13 @@ def framebuffer(view: View, key: GpuKey) -> Iterable[Violation]:
     "threshold, at the lower per-type maximums.",
     "gpu",
 )
-def equal_size(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def equal_size(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None:
         return
     node, gpu = found
-    model = model_of(gpu)
+    model = site.model
     types = [(vm, t) for vm, t in vgpu_types(gpu, model) if not t.mig_backed]
     if model is None or not types:
         return
@@ -322,12 +325,13 @@ def multi_vgpu_full_framebuffer(view: View, name: str) -> Iterable[Violation]:
     "MIG-backed vGPU types need a MIG-capable GPU whose vGPUs are all MIG-backed and form one MIG layout.",
     "gpu",
 )
-def mig_backed_needs_mig(view: View, key: GpuKey) -> Iterable[Violation]:
-    found = gpu_at(view, key)
+def mig_backed_needs_mig(_view: View, site: GpuSite) -> Iterable[Violation]:
+    key = site.key
+    found = site.found
     if found is None:
         return
     gpu = found[1]
-    model = model_of(gpu)
+    model = site.model
     types = [t for _, t in vgpu_types(gpu, model)]
     backed = [t for t in types if t.mig_backed]
     if model is None or not backed:
