@@ -53,14 +53,19 @@ def make_app(service: Service | None = None, *, theme: str = "gpuadmin-dark", vi
 
 
 async def settle(pilot: Pilot[Any]) -> None:
-    """Wait until the views' reads (worker threads, and the reads they start) are done and drawn."""
+    """Wait until the views' reads (requests to the service worker, and the reads they start) are done and
+    drawn."""
     app = pilot.app
-    for _ in range(10):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         await pilot.pause()
         running = [w for w in app.workers if not w.is_finished]
-        if not running:
+        if running:
+            await app.workers.wait_for_complete(running)
+        elif app.service_worker.idle:  # every request to the service answered and its answer handled
             break
-        await app.workers.wait_for_complete(running)
+        else:
+            await pilot.pause(0.005)
     await pilot.pause()
 
 

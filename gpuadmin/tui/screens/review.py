@@ -6,7 +6,6 @@ applied. The decision (apply or not) is the service's `submit`; this screen only
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -16,7 +15,6 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from gpuadmin.errors import GpuadminError
 from gpuadmin.render.plan import plan_text
 from gpuadmin.render.text import safe
 from gpuadmin.service import Confirmation, Plan
@@ -31,7 +29,7 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         Binding("w", "save", "Save plan", id="review.save"),
     ]
 
-    def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[Path], None],
+    def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[str], None],
                  note: str = "") -> None:
         super().__init__()
         self.title_text = title
@@ -85,12 +83,7 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         if event.input.id == "review-path":
-            try:
-                self.save(Path(event.value).expanduser())
-            except GpuadminError as failed:
-                self.notify(" ".join(failed.lines()), severity="error", markup=False)
-                return
-            self.notify(f"plan saved to {event.value} (gpuadmin apply --plan {event.value})", markup=False)
+            self.save(event.value)  # on the service worker; the app says where it went, or why not
             event.input.display = False
             self.query_one("#review-scroll").focus()
             return
