@@ -1,11 +1,15 @@
-"""Shared helpers: medians of repeated timings, and generated inventories written once per run."""
+"""Shared helpers: medians of repeated timings, generated inventories written once per run, and a checkout of
+the baseline code."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import statistics
+import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from gpuadmin.store.generate import dump_inventory, generate_inventory
@@ -40,3 +44,17 @@ def generated_file(nodes: int, jobs: int, seed: int = 0) -> Path:
         with path.open("w", encoding="utf-8") as out:  # the generator's own compact writer (one line per entry)
             dump_inventory(generate_inventory(nodes, jobs, seed), out)
     return path
+
+
+@contextlib.contextmanager
+def baseline_checkout(rev: str) -> Iterator[Path]:
+    """A temporary `git worktree` of `rev` (detached), removed afterwards: the baseline code a bench runs in a
+    subprocess (PYTHONPATH set to it) beside this tree's, in the same command."""
+    root = Path(__file__).resolve().parent.parent
+    where = Path(tempfile.mkdtemp(prefix="gpuadmin-baseline-"))
+    subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", "--quiet", str(where), rev], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(where)], check=False)
+        shutil.rmtree(where, ignore_errors=True)
