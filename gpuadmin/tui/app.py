@@ -482,10 +482,10 @@ class GpuadminApp(App[int]):
                 self.notify("not applied", markup=False)
                 return
             # waits up to `lock_wait` for another writer: shown as work in progress, never as a frozen screen
-            self.foreground(Request("applying (waiting for the state lock if another writer holds it)",
+            self.foreground(Request("applying (waits for the state lock if another writer holds it)",
                                     lambda service: service.submit(plan, confirmed=answer, intent=intent),
                                     applied, failed=refused, cancellable=False),
-                            hint="Esc drops it until it starts")
+                            hint="Esc: drop it before it starts")
 
         def applied(result: Any) -> None:
             if result is not None:
