@@ -374,7 +374,7 @@ KEY_CASES = {  # case -> (view, key, which row the cursor is put on first)
 }
 
 
-async def _key_case(pilot: Any, view: str, key: str, row: str) -> float:
+async def _key_case(pilot: Any, key: str, row: str) -> float:
     """Seconds from pressing `key` on `view` to the screen's acknowledgement; then back to the view."""
     from textual.widgets import Static
 
@@ -440,7 +440,7 @@ def key_child(state: str, rounds: int) -> None:
                 for case, (case_view, key, row) in KEY_CASES.items():
                     if case_view == view:
                         for _ in range(rounds):
-                            out[case].append(await _key_case(pilot, view, key, row))
+                            out[case].append(await _key_case(pilot, key, row))
 
     asyncio.run(run())
     print(json.dumps(out))
@@ -515,10 +515,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.key_child:
         key_child(args.key_child, KEY_ROUNDS)
-        return
-    if args.keys:
+    elif args.keys:
         keys_main(args)
-        return
+    else:
+        starts_main(args)
+
+
+def starts_main(args: argparse.Namespace) -> None:
+    """Console start and CLI commands, whole process (the module's first part)."""
 
     bindir = Path(sys.executable).parent
     entry = [str(bindir / "gpuadmin")] if (bindir / "gpuadmin").exists() else [sys.executable, "-m",

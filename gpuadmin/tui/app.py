@@ -506,11 +506,14 @@ class GpuadminApp(App[int]):
                               note=f"The state moved to revision {fresh.base_revision} since this plan was made: "
                                    "planned again on it. Review it again.")
 
-        def save(typed: str) -> None:
+        def save(typed: str, saved: Callable[[], None]) -> None:
             path = Path(typed).expanduser()
-            self.session.ask(Request("saving the plan", lambda service: service.save_plan(plan, path),
-                                     lambda _: self.notify(f"plan saved to {typed} (gpuadmin apply --plan {typed})",
-                                                           markup=False),
+
+            def done(_: None) -> None:
+                self.notify(f"plan saved to {typed} (gpuadmin apply --plan {typed})", markup=False)
+                saved()
+
+            self.session.ask(Request("saving the plan", lambda service: service.save_plan(plan, path), done,
                                      failed=lambda failed: self.notify(" ".join(failed.lines()), severity="error",
                                                                        markup=False)))
 

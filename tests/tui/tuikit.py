@@ -20,6 +20,7 @@ from textual.widgets._footer import FooterKey
 from gpuadmin.service import Service
 from gpuadmin.tui.app import GpuadminApp
 from gpuadmin.tui.screens.base import ViewScreen
+from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.header import HeaderBar
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
@@ -145,6 +146,14 @@ def prompt(app: GpuadminApp) -> Prompt:
 def static_text(app: GpuadminApp, selector: str) -> str:
     """The plain text of a Static on the top screen (the describe body, a drawing)."""
     return str(app.screen.query_one(selector, Static).render())
+
+
+def drawing_text(app: GpuadminApp, selector: str = "#topology-scroll") -> str:
+    """The plain text of a virtualized drawing (the topology view): every line, drawn or not yet on screen."""
+    drawing = app.screen.query_one(selector, BoardsView)
+    if not drawing.line_count:
+        return drawing.message.plain
+    return "\n".join(drawing.line(i).plain for i in range(drawing.line_count))
 
 
 def notes(app: GpuadminApp) -> list[tuple[str, str, str]]:

@@ -91,7 +91,7 @@ class ViewScreen(Screen[None]):
 
     def read(self, service: Service) -> Any:
         """This view's data from the service. Runs on the service worker: it must not touch a widget."""
-        return None
+        raise NotImplementedError
 
     def show(self, data: Any) -> None:
         """Draw what `read` returned (on the UI thread)."""

@@ -29,7 +29,7 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         Binding("w", "save", "Save plan", id="review.save"),
     ]
 
-    def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[str], None],
+    def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[str, Callable[[], None]], None],
                  note: str = "") -> None:
         super().__init__()
         self.title_text = title
@@ -80,11 +80,16 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         path.display = True
         self.set_focus(path)
 
+    def _saved(self) -> None:
+        if not self.is_attached:  # closed while the plan was being written
+            return
+        self.query_one("#review-path", Input).display = False
+        self.query_one("#review-scroll").focus()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         if event.input.id == "review-path":
-            self.save(event.value)  # on the service worker; the app says where it went, or why not
-            event.input.display = False
-            self.query_one("#review-scroll").focus()
+            # on the service worker: the app says where it went (then the path field closes), or why not
+            self.save(event.value, self._saved)
             return
         self.dismiss(event.value)

@@ -71,8 +71,11 @@ class BoardsView(ScrollView, can_focus=True):
             text = self.line(index) if index < self.line_count else None
         if text is None:
             return Strip.blank(width, base)
+        if text.cell_len > width:  # never wrapped: a long line ends in an ellipsis at the edge, as a Static's
+            text = text.copy()
+            text.truncate(width, overflow="ellipsis")
         segments = Segment.apply_style(text.render(self.app.console, end=""), base)
-        return Strip(segments).crop_extend(0, width, base)  # never wrapped: a long line is cut at the edge
+        return Strip(segments).extend_cell_length(width, base)
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, max(1, self.line_count))
