@@ -408,15 +408,22 @@ async def _key_case(pilot: Any, key: str, row: str) -> float:
 
     start = time.perf_counter()
     await pilot.press(key)
-    while not acknowledged():
-        await pilot.pause(0.001)
+    await _until(pilot, acknowledged)
     taken = time.perf_counter() - start
-    if key == "d":  # let the describe come (ours), then close it
-        while not isinstance(app.screen, DescribeScreen):
-            await pilot.pause(0.01)
+    if key == "d":  # let the describe come (where it shows a working line first), then close it
+        await _until(pilot, lambda: isinstance(app.screen, DescribeScreen))
         await pilot.press("escape")
         await pilot.pause()
+    print(f"  {type(screen).__name__} {key}: {taken * 1000:.1f} ms", file=sys.stderr, flush=True)
     return taken
+
+
+async def _until(pilot: Any, condition: Callable[[], bool], timeout: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"nothing after {timeout:g} s: {pilot.app.screen!r}")
+        await pilot.pause(0.001)
 
 
 def key_child(state: str, rounds: int) -> None:

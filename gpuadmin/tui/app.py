@@ -526,6 +526,8 @@ class GpuadminApp(App[int]):
         async def shoot() -> None:
             async with self.run_test(size=size) as pilot:
                 await pilot.pause()
+                while not self.service_worker.idle:  # the view's reads (and the reads they start) answered
+                    await pilot.pause(0.01)
                 await self.workers.wait_for_complete()
                 await pilot.pause()
                 self.save_screenshot(path.name, str(path.parent.resolve()))
