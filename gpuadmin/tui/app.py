@@ -182,6 +182,9 @@ class GpuadminApp(App[int]):
             self._foreground = None
             if isinstance(request.owner, ViewScreen) and request.owner.is_attached:
                 request.owner.working(None)
+            # a read the user waited for acts only on the view that asked, if it is still on top (a write's
+            # outcome is said wherever the user is)
+            wanted = wanted and (not request.cancellable or request.owner is self.screen)
         if answer.crash is not None:
             raise answer.crash
         if request is self._polling and not wanted:  # never cancelled; a closed app drops it anyway
@@ -196,9 +199,12 @@ class GpuadminApp(App[int]):
     def foreground(self, request: Request[Any], hint: str = "Esc cancels") -> None:
         """Send work the user waits for: a "working" line shows on the view at once (the key is answered),
         and the answer acts only if that view is still the one on top. A newer one replaces it."""
-        if self._foreground is not None:
-            self._foreground.cancel()
         screen = self.screen
+        earlier = self._foreground
+        if earlier is not None:
+            earlier.cancel()
+            if earlier.owner is not screen and isinstance(earlier.owner, ViewScreen) and earlier.owner.is_attached:
+                earlier.owner.working(None)
         request.owner = screen
         self._foreground = request
         if isinstance(screen, ViewScreen):
