@@ -399,21 +399,25 @@ async def _key_case(pilot: Any, key: str, row: str) -> float:
         screen.query_one("#topology-scroll").scroll_to(y=0, animate=False, immediate=True)
     await pilot.pause()
     scrolled = screen.query_one("#rows" if tables else "#topology-scroll")
-    top = scrolled.scroll_offset.y
     working = screen.query("#working")
+
+    def where() -> tuple[int, int]:  # a table's PageDown moves its cursor a page, and scrolls from the next
+        return scrolled.scroll_offset.y, grid.cursor if tables else 0
+
+    before = where()
 
     def acknowledged() -> bool:
         if key == "d":
             shown = bool(working) and working.first(Static).display
             return isinstance(app.screen, DescribeScreen) or shown
-        return scrolled.scroll_offset.y != top
+        return where() != before
 
     start = time.perf_counter()
     _send_key(app, key)
-    await _until(acknowledged)
+    await _until(app, acknowledged)
     taken = time.perf_counter() - start
     if key == "d":  # let the describe come (where it shows a working line first), then close it
-        await _until(lambda: isinstance(app.screen, DescribeScreen))
+        await _until(app, lambda: isinstance(app.screen, DescribeScreen))
         await pilot.press("escape")
         await pilot.pause()
     print(f"  {type(screen).__name__} {key}: {taken * 1000:.1f} ms", file=sys.stderr, flush=True)
@@ -430,14 +434,14 @@ def _send_key(app: Any, key: str) -> None:
     app._driver.send_message(event)
 
 
-async def _until(condition: Callable[[], bool], timeout: float = 600.0) -> None:
+async def _until(app: Any, condition: Callable[[], bool], timeout: float = 600.0) -> None:
     """Let the event loop run (1 ms steps) until `condition` holds; checked on the loop, between messages."""
     import asyncio
 
     deadline = time.monotonic() + timeout
     while not condition():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"nothing after {timeout:g} s")
+        if time.monotonic() > deadline or not app.is_running:
+            raise SystemExit(f"nothing after {time.monotonic() - deadline + timeout:.0f} s on {app.screen!r}")
         await asyncio.sleep(0.001)
 
 
