@@ -33,7 +33,8 @@ reasons cached, as after a first `get jobs`), the console run headless by Textua
 console with the views opened in turn. For each case the key is handed to the app as the terminal driver
 hands it (not `pilot.press`, which waits until the whole process is idle) and the clock stops when the
 screen acknowledges it, checked on the event loop every 1 ms: the describe screen on top or the view's
-"working" line shown (`d`), the view scrolled (PageDown); the next frame draws it. Target: <= 50 ms. With
+"working" line shown (`d`), the view scrolled or its cursor moved a page (PageDown) — and then the screen
+refreshed with it (`call_after_refresh`), so the drawing's cost counts. Target: <= 50 ms. With
 `--baseline-rev REV` the same cases run on REV's code (a temporary `git worktree`), each side in its own
 process, the two alternating round by round; the ratio is baseline / this tree.
 
@@ -415,6 +416,9 @@ async def _key_case(pilot: Any, key: str, row: str) -> float:
     start = time.perf_counter()
     _send_key(app, key)
     await _until(app, acknowledged)
+    drawn: list[bool] = []
+    app.call_after_refresh(drawn.append, True)  # and the frame that shows it drawn (the screen refreshed)
+    await _until(app, lambda: bool(drawn))
     taken = time.perf_counter() - start
     if key == "d":  # let the describe come (where it shows a working line first), then close it
         await _until(app, lambda: isinstance(app.screen, DescribeScreen))
