@@ -27,12 +27,25 @@ interpreter (`python -c pass`). Also checks, with -X importtime, that `gpuadmin 
 textual, rich, pydantic, and prints its heaviest imports when it is over target.
 
     .venv/bin/python -m bench.bench_tui [--repeat 5] [--cli-repeat 7]
+
+Key to acknowledgement (issue 20 item 5), `--keys`: on the 1,024-node / 100,000-job state (its why-pending
+reasons cached, as after a first `get jobs`), the console run headless by Textual's pilot at 120x36, one
+console with the views opened in turn. For each case the key is handed to the app as the terminal driver
+hands it (not `pilot.press`, which waits until the whole process is idle) and the clock stops when the
+screen acknowledges it, checked on the event loop every 1 ms: the describe screen on top or the view's
+"working" line shown (`d`), the view scrolled or its cursor moved a page (PageDown) — and then the screen
+refreshed with it (`call_after_refresh`), so the drawing's cost counts. Target: <= 50 ms. With
+`--baseline-rev REV` the same cases run on REV's code (a temporary `git worktree`), each side in its own
+process, the two alternating round by round; the ratio is baseline / this tree.
+
+    .venv/bin/python -m bench.bench_tui --keys [--rounds 3] [--presses 3] [--baseline-rev main] [--state DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import fcntl
 import os
 import re
@@ -48,6 +61,7 @@ import termios
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench.common import generated_file
 
@@ -351,12 +365,199 @@ def med(values: list[float | None]) -> float | None:
     return statistics.median(got) if len(got) == len(values) and got else None
 
 
+# ------------------------------------------------------------------------------------------- key latency
+
+VIEW_KEYS = {"nodes": "2", "gpus": "3", "topology": "4", "jobs": "6"}  # the console's digit keys
+KEY_CASES = {  # case -> (view, key, which row the cursor is put on first)
+    "jobs: d on a pending job": ("jobs", "d", "pending"),
+    "nodes: d on a node": ("nodes", "d", "first"),
+    "gpus: d on a GPU": ("gpus", "d", "first"),
+    "topology: PageDown": ("topology", "pagedown", "first"),
+    "jobs: PageDown": ("jobs", "pagedown", "first"),
+}
+
+
+async def _key_case(pilot: Any, key: str, row: str) -> float:
+    """Seconds from pressing `key` on `view` to the screen's acknowledgement; then back to the view."""
+    from textual.widgets import Static
+
+    from gpuadmin.tui.screens.base import ViewScreen
+    from gpuadmin.tui.screens.describe import DescribeScreen
+    from gpuadmin.tui.widgets.table import RowTable
+
+    app = pilot.app
+    screen = app.screen
+    assert isinstance(screen, ViewScreen)
+    tables = screen.query(RowTable)
+    if tables and row == "pending":
+        grid = tables.first()
+        position = next(i for i, index in enumerate(grid.shown) if grid.rows[index]["STATUS"] == "pending")
+        grid._move_to(position)
+    elif tables:
+        grid = tables.first()
+        grid._move_to(0)
+    else:
+        screen.query_one("#topology-scroll").scroll_to(y=0, animate=False, immediate=True)
+    await pilot.pause()
+    scrolled = screen.query_one("#rows" if tables else "#topology-scroll")
+    working = screen.query("#working")
+
+    def where() -> tuple[int, int]:  # a table's PageDown moves its cursor a page, and scrolls from the next
+        return scrolled.scroll_offset.y, grid.cursor if tables else 0
+
+    before = where()
+
+    def acknowledged() -> bool:
+        if key == "d":
+            shown = bool(working) and working.first(Static).display
+            return isinstance(app.screen, DescribeScreen) or shown
+        return where() != before
+
+    start = time.perf_counter()
+    _send_key(app, key)
+    await _until(app, acknowledged)
+    drawn: list[bool] = []
+    app.call_after_refresh(drawn.append, True)  # and the frame that shows it drawn (the screen refreshed)
+    await _until(app, lambda: bool(drawn))
+    taken = time.perf_counter() - start
+    if key == "d":  # let the describe come (where it shows a working line first), then close it
+        await _until(app, lambda: isinstance(app.screen, DescribeScreen))
+        await pilot.press("escape")
+        await pilot.pause()
+    print(f"  {type(screen).__name__} {key}: {taken * 1000:.1f} ms", file=sys.stderr, flush=True)
+    return taken
+
+
+def _send_key(app: Any, key: str) -> None:
+    """The key as the terminal driver delivers it. Not `pilot.press`: it waits until the whole process is idle
+    (CPU time stops growing, up to 1 s), which a busy service thread never is — that would time the pilot."""
+    from textual import events
+
+    event = events.Key(key, key if len(key) == 1 else None)
+    event.set_sender(app)
+    app._driver.send_message(event)
+
+
+async def _until(app: Any, condition: Callable[[], bool], timeout: float = 600.0) -> None:
+    """Let the event loop run (1 ms steps) until `condition` holds; checked on the loop, between messages."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline or not app.is_running:
+            raise SystemExit(f"nothing after {time.monotonic() - deadline + timeout:.0f} s on {app.screen!r}")
+        await asyncio.sleep(0.001)
+
+
+def key_child(state: str, rounds: int) -> None:
+    """One side of the key bench, in its own process (PYTHONPATH picks the code): prints JSON."""
+    import asyncio
+    import json
+
+    import textual._wait
+
+    from gpuadmin.service import Service
+    from gpuadmin.tui.app import GpuadminApp
+
+    textual._wait.SLEEP_GRANULARITY = 1 / 200  # as the test suite: the pilot's idle checks in 5 ms steps
+    out: dict[str, list[float]] = {case: [] for case in KEY_CASES}
+
+    async def run() -> None:
+        # one console, the views opened in turn by their digit keys: the state is loaded once
+        app = GpuadminApp(Service(state_dir=Path(state)), theme="gpuadmin-dark", view="jobs")
+        async with app.run_test(size=(COLS, ROWS)) as pilot:
+            for view in dict.fromkeys(v for v, _, _ in KEY_CASES.values()):
+                await pilot.press(VIEW_KEYS[view])
+                await _loaded(pilot)
+                for case, (case_view, key, row) in KEY_CASES.items():
+                    if case_view == view:
+                        for _ in range(rounds):
+                            out[case].append(await _key_case(pilot, key, row))
+
+    asyncio.run(run())
+    print(json.dumps(out))
+
+
+async def _loaded(pilot: Any) -> None:
+    """Until the view shows its data (and the jobs view its reasons), whichever code runs."""
+    from textual.widgets import Static
+
+    app = pilot.app
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        screen = app.screen
+        if screen.query("#status"):
+            text = str(screen.query_one("#status", Static).render())
+            if re.search(r": (\d+) of \1", text) and "computing" not in text:
+                return
+        elif screen.query("#topology-scroll") and "gpu-" in str(app.export_screenshot()):
+            return
+    raise SystemExit("the view never showed its data")
+
+
+def keys_main(args: argparse.Namespace) -> None:
+    import json
+
+    from bench.common import baseline_checkout
+
+    source = generated_file(1024, 100_000)
+    here = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        state = Path(args.state) if args.state else Path(tmp) / "state"
+        entry = [sys.executable, "-m", "gpuadmin.cli.main"]
+        if not args.state:
+            subprocess.run([*entry, "--state", str(state), "init", "--from", str(source)], check=True,
+                           capture_output=True)
+        subprocess.run([*entry, "--state", str(state), "get", "jobs"], check=True, stdout=subprocess.DEVNULL)
+        trees = {"this tree": here}
+        if args.baseline_rev:
+            trees[f"baseline {args.baseline_rev}"] = stack.enter_context(baseline_checkout(args.baseline_rev))
+        results: dict[str, dict[str, list[float]]] = {name: {c: [] for c in KEY_CASES} for name in trees}
+        for _ in range(args.rounds):  # alternating, so a burst of load hits both sides alike
+            for name, tree in trees.items():
+                env = {**os.environ, "PYTHONPATH": str(tree)}
+                child = [sys.executable, str(Path(__file__).resolve()), "--key-child", str(state),
+                         "--presses", str(args.presses)]
+                print(f"{name}:", file=sys.stderr, flush=True)
+                done = subprocess.run(child, env=env, cwd=tree, check=True, stdout=subprocess.PIPE, text=True)
+                for case, times in json.loads(done.stdout.splitlines()[-1]).items():
+                    results[name][case] += times
+    print(f"key -> acknowledgement, 1024 nodes / 100000 jobs (reasons cached), pilot at {COLS}x{ROWS}; "
+          f"{args.rounds} round(s) x {args.presses} presses; load average {os.getloadavg()[0]:.1f}")
+    names = list(trees)
+    print(f"{'case':28}" + "".join(f"{n[:22]:>24}" for n in names) + ("   ratio" if len(names) > 1 else ""))
+    for case in KEY_CASES:
+        medians = [statistics.median(results[n][case]) for n in names]
+        line = f"{case:28}" + "".join(f"{m * 1000:21.1f} ms" for m in medians)
+        if len(names) > 1:
+            line += f"   {medians[1] / medians[0]:6.1f}x"
+        print(line)
+    print("target: <= 50 ms in every view (this tree)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5, help="starts of each console case")
     parser.add_argument("--cli-repeat", type=int, default=7, help="runs of each CLI command")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds a console start may take")
+    parser.add_argument("--keys", action="store_true", help="key -> acknowledgement latency instead of starts")
+    parser.add_argument("--rounds", type=int, default=3, help="--keys: processes per side, alternating")
+    parser.add_argument("--baseline-rev", help="--keys: also run REV's code (a temporary git worktree)")
+    parser.add_argument("--presses", type=int, default=3, help="--keys: presses of each key per process")
+    parser.add_argument("--state", help="--keys: a state made from that inventory already (skips its init)")
+    parser.add_argument("--key-child", metavar="STATE", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.key_child:
+        key_child(args.key_child, args.presses)
+    elif args.keys:
+        keys_main(args)
+    else:
+        starts_main(args)
+
+
+def starts_main(args: argparse.Namespace) -> None:
+    """Console start and CLI commands, whole process (the module's first part)."""
 
     bindir = Path(sys.executable).parent
     entry = [str(bindir / "gpuadmin")] if (bindir / "gpuadmin").exists() else [sys.executable, "-m",

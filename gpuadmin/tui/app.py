@@ -4,6 +4,11 @@ Every view is reachable by a `:` alias and by a digit. Enter drills down, Esc go
 view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists every
 binding, `d`/`y` describe the selection as text or YAML, `q`, `:q` and ctrl+c quit. Mutating actions are
 allowed or refused in one place, `check_action`, which asks the service's permission gate.
+
+The app never calls the service itself: it and its screens send requests to the service worker
+(`gpuadmin.tui.worker`) and act on the answers, so no key waits for the engine. Work a user waits for (a
+describe, an edit's form, a plan, an apply) shows a "working" line at once on the view that asked; Esc
+cancels it (see `cancel_foreground`).
 """
 
 from __future__ import annotations
@@ -13,13 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
-from gpuadmin.service import Moved, Plan, SchedulePlan, Service, Stale, confirmation, console_of
+from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
@@ -32,10 +36,11 @@ from gpuadmin.tui.screens.overview import OverviewScreen
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
-from gpuadmin.tui.session import Session, error_lines
+from gpuadmin.tui.session import Session, error_lines, poll_moved
 from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
+from gpuadmin.tui.worker import Request, ServiceAnswer, ServiceWorker
 
 # view -> (its `:` aliases, its digit key, a line for help)
 VIEWS: dict[str, tuple[tuple[str, ...], str, str]] = {
@@ -97,6 +102,7 @@ class GpuadminApp(App[int]):
                  notice: str | None = None, color: bool = True) -> None:
         super().__init__()
         self.session = Session(service)
+        self.service_worker = self.session.worker = ServiceWorker(service, self)
         self._themes = load_themes()  # InputError (exit 2) on a broken theme file, before anything starts
         for loaded in self._themes.values():
             self.register_theme(loaded)
@@ -111,6 +117,8 @@ class GpuadminApp(App[int]):
         self.prompt_history: dict[str, list[str]] = {"command": [], "filter": []}  # shared by every view's prompt
         self.live: set[ViewScreen] = set()
         self._cycle: SchedulePlan | None = None  # a finished scheduling cycle, handed to its review
+        self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
+        self._polling: Request[Any] | None = None  # the live watch's question, while it is out
 
     # the last resort ---------------------------------------------------------------------------------
     unexpected: Exception | None = None  # what ended the console unhandled, for the CLI to say in one line
@@ -126,6 +134,7 @@ class GpuadminApp(App[int]):
 
     # start ---------------------------------------------------------------------------------------
     def on_mount(self) -> None:
+        self.service_worker.start()
         self.set_keymap(self._keymap)
         self.switch_mode(self.start_view)
         if self.notice:
@@ -149,18 +158,79 @@ class GpuadminApp(App[int]):
         return [*words, "node ", "sort ", "theme ", "help", "quit", "q"]
 
     # the live watch: another console's or a script's apply, noticed within a second ------------------
-    @work(thread=True, exclusive=True, group="watch")
     def _watch(self) -> None:
-        try:
-            moved = self.session.poll()
-        except GpuadminError:
+        """Ask whether the revision moved, unless the last question is still out (behind long work)."""
+        if self._polling is not None:
             return
-        if moved is not None:
-            self.call_from_thread(self._moved, moved)
+        revision = self.session.revision
+        self._polling = self.session.ask(Request("watching for changes", lambda service: poll_moved(service, revision),
+                                                 self._polled, failed=lambda _: self._polled(None)))
 
-    def _moved(self, moved: Moved) -> None:
-        for screen in list(self.live):
-            screen.state_moved(moved)
+    def _polled(self, moved: Moved | None) -> None:
+        self._polling = None
+        if moved is not None:
+            self.session.revision = moved.revision
+            for screen in list(self.live):
+                screen.state_moved(moved)
+
+    # the service worker's answers, and the work a user waits for -------------------------------------
+    def on_service_answer(self, answer: ServiceAnswer) -> None:
+        request = answer.request
+        wanted = self.service_worker.answered(request)
+        if request is self._foreground:
+            self._foreground = None
+            if isinstance(request.owner, ViewScreen) and request.owner.is_attached:
+                request.owner.working(None)
+            # a read the user waited for acts only on the view that asked, if it is still on top (a write's
+            # outcome is said wherever the user is)
+            wanted = wanted and (not request.cancellable or request.owner is self.screen)
+        if answer.crash is not None:
+            raise answer.crash
+        if request is self._polling and not wanted:  # never cancelled; a closed app drops it anyway
+            self._polling = None
+        if not wanted:
+            return
+        if answer.error is not None:
+            request.failed(answer.error)
+        else:
+            request.then(answer.value)
+
+    def foreground(self, request: Request[Any], hint: str = "Esc cancels") -> None:
+        """Send work the user waits for: a "working" line shows on the view at once (the key is answered),
+        and the answer acts only if that view is still the one on top. A newer one replaces it."""
+        screen = self.screen
+        earlier = self._foreground
+        if earlier is not None:
+            earlier.cancel()
+            if earlier.owner is not screen and isinstance(earlier.owner, ViewScreen) and earlier.owner.is_attached:
+                earlier.owner.working(None)
+        request.owner = screen
+        self._foreground = request
+        if isinstance(screen, ViewScreen):
+            screen.working(f"{request.label}... ({hint})")
+        self.session.ask(request)
+
+    def cancel_foreground(self) -> bool:
+        """Esc on long work: a read is dropped, or its answer discarded if it has started; a write (an apply)
+        is dropped only before it starts — once started it finishes, and its outcome is shown."""
+        request = self._foreground
+        if request is None:
+            return False
+        if request.cancel():
+            self._foreground = None
+            if isinstance(request.owner, ViewScreen):
+                request.owner.working(None)
+            self.notify(f"cancelled: {request.label}", markup=False)
+        else:
+            self.notify(f"{request.label}: started, it cannot be stopped half-way; its outcome will show",
+                        severity="warning", markup=False)
+        return True
+
+    def _failed(self, failed: GpuadminError) -> None:
+        self.notify(error_lines(failed), title=failed.label or "", severity="error", markup=False)
+
+    def on_unmount(self) -> None:
+        self.service_worker.stop()
 
     # the gate --------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -200,6 +270,8 @@ class GpuadminApp(App[int]):
 
     def action_go_back(self) -> None:
         screen = self.screen
+        if self.cancel_foreground():
+            return
         if len(self.screen_stack) > 1:
             self.pop_screen()
         elif isinstance(screen, ListingScreen) and screen.filter_text:
@@ -285,15 +357,16 @@ class GpuadminApp(App[int]):
                 self._describe(*selected, fmt)
 
     def _describe(self, kind: str, name: str, fmt: str) -> None:
-        try:
-            data = self.session.describe(kind, name)
+        def read(service: Service) -> dict[str, Any]:
+            data = service.describe(kind, name)
             if kind == "job" and data["summary"]["status"] in ("pending", "preempted"):  # why it waits
-                service = self.session.service
-                data["pending"] = self.session.call(lambda: service.explain(name).to_json())
-        except GpuadminError as failed:
-            self.notify(error_lines(failed), severity="error", markup=False)
-            return
-        self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt))
+                data["pending"] = service.explain(name).to_json()
+            return data
+
+        def show(data: dict[str, Any]) -> None:
+            self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt))
+
+        self.foreground(Request(f"describing {kind} {name}", read, show, failed=self._failed))
 
     def action_leave(self) -> None:
         self.exit(0)
@@ -312,20 +385,27 @@ class GpuadminApp(App[int]):
     def action_edit(self, edit_id: str) -> None:
         edit = EDITS_BY_ID[edit_id]
         row = self._edit_target(edit)[1]  # the gate has checked that it applies
-        try:
-            opened = edit.open(self.session, row)
+
+        def open_edit(service: Service) -> FormSpec | Items | dict[str, Any]:
+            """The edit's form (its choices read from the service), its ready items, or the MIG form's data."""
+            opened = edit.open(self.session, row)  # on the service worker: the opener may ask the service
             if opened == "mig":
                 assert row is not None
-                node, gpu = str(row["NODE"]), int(row["GPU"])
-                form = self.session.call(lambda: self.session.service.mig_form(node, gpu))
-                self.push_screen(MigFormScreen(self.session, form),
-                                 lambda items: self._reviewed_form(f"repartition {node}/{gpu}", items))
-            elif isinstance(opened, FormSpec):
-                self.push_screen(FormScreen(opened), lambda items: self._reviewed_form(opened.title, items))
-            elif isinstance(opened, list):
-                self.review(f"{edit.label.lower()} {', '.join(str(i.get('name', '')) for i in opened)}", opened)
-        except GpuadminError as failed:
-            self.notify(error_lines(failed), severity="error", markup=False)
+                return service.mig_form(str(row["NODE"]), int(row["GPU"]))
+            assert not isinstance(opened, str)
+            return opened
+
+        self.foreground(Request(f"opening {edit.label.lower()}", open_edit,
+                                lambda opened: self._opened(edit, opened), failed=self._failed))
+
+    def _opened(self, edit: Edit, opened: FormSpec | Items | dict[str, Any]) -> None:
+        if isinstance(opened, dict):  # the MIG form's data
+            title = f"repartition {opened['node']}/{opened['gpu']}"
+            self.push_screen(MigFormScreen(self.session, opened), lambda items: self._reviewed_form(title, items))
+        elif isinstance(opened, FormSpec):
+            self.push_screen(FormScreen(opened), lambda items: self._reviewed_form(opened.title, items))
+        else:
+            self.review(f"{edit.label.lower()} {', '.join(str(i.get('name', '')) for i in opened)}", opened)
 
     def _reviewed_form(self, title: str, items: Items | None) -> None:
         if items:
@@ -335,19 +415,20 @@ class GpuadminApp(App[int]):
         """Plan one scheduling cycle in the background (a progress bar; Esc drops it), then review it."""
         progress = ProgressScreen("scheduling cycle (a plan: nothing is applied yet)")
         self.push_screen(progress, self._schedule_done)
-        self._run_cycle(progress)
 
-    @work(thread=True, exclusive=True, group="schedule")
-    def _run_cycle(self, progress: ProgressScreen) -> None:
-        try:
-            result = self.session.call(self.session.service.schedule)
-        except GpuadminError as failed:
-            self.call_from_thread(self.notify, error_lines(failed), severity="error", markup=False)
-            self.call_from_thread(progress.dismiss, False)
-            return
-        if progress.is_attached and self.screen is progress:
-            self._cycle = result
-            self.call_from_thread(progress.dismiss, True)
+        def done(result: SchedulePlan) -> None:
+            if self.screen is progress:
+                self._cycle = result
+                progress.dismiss(True)
+
+        def failed(error: GpuadminError) -> None:
+            self._failed(error)
+            if self.screen is progress:
+                progress.dismiss(False)
+
+        # owned by the progress screen: Esc dismisses it, and the cycle's answer is discarded
+        self.session.ask(Request("scheduling cycle", lambda service: service.schedule(), done, failed=failed,
+                                 owner=progress))
 
     def _schedule_done(self, finished: bool | None) -> None:
         result = self._cycle
@@ -357,7 +438,7 @@ class GpuadminApp(App[int]):
             return
         title = (f"scheduling cycle: {len(result.bound)} bind(s), {len(result.preempted)} preemption(s), "
                  f"{len(result.pending)} left pending")
-        self._review_plan(title, result.plan, replan=lambda: self.session.service.schedule().plan)
+        self._review_plan(title, result.plan, replan=lambda service: service.schedule().plan)
 
     def _selected_node(self) -> str | None:
         screen = self.screen
@@ -379,56 +460,69 @@ class GpuadminApp(App[int]):
 
     def action_reverse(self, which: str) -> None:
         """Undo or redo from the journal view, reviewed like any plan."""
-        service = self.session.service
-        reverse = service.undo if which == "undo" else service.redo
-        try:
-            reversal = self.session.call(reverse)
-        except GpuadminError as failed:
-            self.notify(error_lines(failed), severity="error", markup=False)
-            return
-        self._review_plan(reversal.description, reversal.plan, reversal.intent, replan=lambda: reverse().plan)
+
+        def reverse(service: Service) -> Reversal:
+            return service.undo() if which == "undo" else service.redo()
+
+        self.foreground(Request(f"planning the {which}", reverse,
+                                lambda reversal: self._review_plan(reversal.description, reversal.plan,
+                                                                   reversal.intent,
+                                                                   replan=lambda service: reverse(service).plan),
+                                failed=self._failed))
 
     def review(self, title: str, items: list[dict[str, Any]]) -> None:
-        service = self.session.service
-        try:
-            changes = self.session.call(lambda: service.build_changes(items))
-            plan = self.session.call(lambda: service.plan(changes))
-        except GpuadminError as failed:
-            self.notify(error_lines(failed), severity="error", markup=False)
-            return
-        self._review_plan(title, plan, replan=lambda: service.plan(changes))
+        def plan(service: Service) -> Plan:
+            return service.plan(service.build_changes(items))
+
+        self.foreground(Request(f"planning {title}", plan,
+                                lambda planned: self._review_plan(title, planned, replan=plan), failed=self._failed))
 
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
-                     replan: Callable[[], Plan] | None = None, note: str = "") -> None:
+                     replan: Callable[[Service], Plan] | None = None, note: str = "") -> None:
         """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
         again on the new state and shown again — never applied blindly."""
-        service = self.session.service
 
         def decided(answer: bool | str | None) -> None:
             if answer is None:
                 self.notify("not applied", markup=False)
                 return
-            try:
-                result = self.session.call(lambda: service.submit(plan, confirmed=answer, intent=intent))
-            except Stale as stale:
-                if replan is None:
-                    self.notify(error_lines(stale), title="conflict", severity="error", markup=False)
-                    return
-                self.session.call(service.refresh)
-                fresh = self.session.call(replan)
-                self._review_plan(title, fresh, intent, replan=replan,
-                                  note=f"The state moved to revision {fresh.base_revision} since this plan was made: "
-                                       "planned again on it. Review it again.")
-                return
-            except GpuadminError as failed:
-                self.notify(error_lines(failed), title=failed.label or "error", severity="error", markup=False)
-                return
+            # waits up to `lock_wait` for another writer: shown as work in progress, never as a frozen screen
+            self.foreground(Request("applying (waits for the state lock if another writer holds it)",
+                                    lambda service: service.submit(plan, confirmed=answer, intent=intent),
+                                    applied, failed=refused, cancellable=False),
+                            hint="Esc: drop it before it starts")
+
+        def applied(result: Any) -> None:
             if result is not None:
                 self.notify(f"applied: revision {result.revision}", markup=False)
                 self._watch()
 
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), lambda path: service.save_plan(plan, path),
-                                          note), decided)
+        def refused(failed: GpuadminError) -> None:
+            if not isinstance(failed, Stale):
+                self.notify(error_lines(failed), title=failed.label or "error", severity="error", markup=False)
+            elif replan is None:
+                self.notify(error_lines(failed), title="conflict", severity="error", markup=False)
+            else:
+                self.foreground(Request("planning again on the new state", lambda service: _replanned(service, replan),
+                                        again, failed=self._failed))
+
+        def again(fresh: Plan) -> None:
+            self._review_plan(title, fresh, intent, replan=replan,
+                              note=f"The state moved to revision {fresh.base_revision} since this plan was made: "
+                                   "planned again on it. Review it again.")
+
+        def save(typed: str, saved: Callable[[], None]) -> None:
+            path = Path(typed).expanduser()
+
+            def done(_: None) -> None:
+                self.notify(f"plan saved to {typed} (gpuadmin apply --plan {typed})", markup=False)
+                saved()
+
+            self.session.ask(Request("saving the plan", lambda service: service.save_plan(plan, path), done,
+                                     failed=lambda failed: self.notify(" ".join(failed.lines()), severity="error",
+                                                                       markup=False)))
+
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note), decided)
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:
@@ -437,12 +531,19 @@ class GpuadminApp(App[int]):
         async def shoot() -> None:
             async with self.run_test(size=size) as pilot:
                 await pilot.pause()
+                while not self.service_worker.idle:  # the view's reads (and the reads they start) answered
+                    await pilot.pause(0.01)
                 await self.workers.wait_for_complete()
                 await pilot.pause()
                 self.save_screenshot(path.name, str(path.parent.resolve()))
 
         asyncio.run(shoot())
         return path
+
+
+def _replanned(service: Service, replan: Callable[[Service], Plan]) -> Plan:
+    service.refresh()
+    return replan(service)
 
 
 def _unknown_theme(name: str, available: dict[str, Any]) -> Diagnostic:

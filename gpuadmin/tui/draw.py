@@ -190,6 +190,11 @@ def topology_lines(board: dict[str, Any], width: int) -> list[Text]:
     return out
 
 
+def topology_line_count(board: dict[str, Any]) -> int:
+    """How many lines `topology_lines` draws for `board`, without drawing them (the topology view's height)."""
+    return 1 + len(board["domains"]) + len(board["device_groups"]) + 1
+
+
 def unwrapped(lines: list[Text]) -> Text:
     """Lines joined into one text; the views draw it without wrapping (`text-wrap: nowrap` in app.tcss)."""
     return Text("\n").join(lines)
@@ -224,4 +229,5 @@ def use_bar(counts: dict[str, int], width: int) -> Text:
     return bar
 
 
-__all__ = ["gpu_lines", "node_lines", "quota_bar", "shorten", "topology_lines", "unwrapped", "use_bar"]
+__all__ = ["gpu_lines", "node_lines", "quota_bar", "shorten", "topology_line_count", "topology_lines", "unwrapped",
+           "use_bar"]

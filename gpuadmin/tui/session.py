@@ -1,39 +1,52 @@
-"""The console's state, kept outside the widgets: the service, the role, the revision on screen.
+"""The console's state, kept outside the widgets: the role, the revision on screen, and the way to the service.
 
-Every read and write goes through `gpuadmin.service`; this object serialises those calls (the service is
-not thread-safe, and the console reads in worker threads) and tells the views when another console or a
-script has moved the state.
+Every read and write goes through `gpuadmin.service`, and only on the service worker's thread
+(`gpuadmin.tui.worker`): screens `ask` it with typed requests and get the answers as messages, so the
+event loop never waits for the service and the service, which is not thread-safe, is never called from
+two threads (no lock).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuadmin.errors import GpuadminError
 from gpuadmin.render.text import safe_lines
-from gpuadmin.service import Moved, NotPermitted, Service, Table, check_action
+from gpuadmin.service import Moved, NotPermitted, Service, check_action
+
+if TYPE_CHECKING:
+    from gpuadmin.tui.worker import Request, ServiceWorker
 
 T = TypeVar("T")
 
 
+class OffServiceThread(RuntimeError):
+    """A bug: the service was called from a thread other than its worker's (the UI's, most likely)."""
+
+
 class Session:
     def __init__(self, service: Service) -> None:
+        # read once, before the worker starts (nothing else calls the service yet): what the header shows
         self.service = service
-        self._lock = threading.RLock()
-        self.revision = self.call(service.revision)
-        self.cluster = self.call(lambda: service.state.cluster if service.store is None
-                                 else service.store.cluster())
+        self.revision = service.revision()
+        self.cluster = service.state.cluster if service.store is None else service.store.cluster()
+        self.worker: ServiceWorker | None = None  # attached by the app, which owns the thread
+
+    def ask(self, request: Request[Any]) -> Request[Any]:
+        """Send a request to the service worker; its answer comes back as a message on the UI thread."""
+        assert self.worker is not None, "the console's service worker is not started"
+        return self.worker.ask(request)
 
     def call(self, fn: Callable[[], T]) -> T:
-        """Run one service call under the console's lock (from the UI thread or a worker)."""
-        with self._lock:
-            return fn()
+        """Run one service call from code that already runs on the service worker (an edit's opener)."""
+        if self.worker is not None and not self.worker.on_service_thread():
+            raise OffServiceThread("the service is called only on its worker's thread")
+        return fn()
 
     @property
     def role(self) -> str:
-        return self.service.role
+        return self.service.role  # decided once when the service was made: a plain attribute, no call
 
     @property
     def persisted(self) -> bool:
@@ -51,21 +64,15 @@ class Session:
     def readonly(self) -> bool:
         return not self.may("apply")
 
-    def table(self, kind: str, *, reasons: bool) -> Table:
-        return self.call(lambda: self.service.get(kind, reasons=reasons))
 
-    def poll(self) -> Moved | None:
-        """Whether the state moved past the revision on screen; reloads it if so (the live watch)."""
-        with self._lock:
-            moved = self.service.changes_since(self.revision)
-            if moved.revision == self.revision:
-                return None
-            self.service.refresh()
-            self.revision = moved.revision
-            return moved
-
-    def describe(self, kind: str, name: str) -> dict[str, Any]:
-        return self.call(lambda: self.service.describe(kind, name))
+def poll_moved(service: Service, revision: int) -> Moved | None:
+    """Whether the state moved past `revision` (the one on screen); reloads it if so (the live watch).
+    Runs on the service worker."""
+    moved = service.changes_since(revision)
+    if moved.revision == revision:
+        return None
+    service.refresh()
+    return moved
 
 
 def error_lines(error: GpuadminError) -> str:
@@ -74,4 +81,4 @@ def error_lines(error: GpuadminError) -> str:
     return "\n".join(safe_lines(line.removeprefix("gpuadmin: ")) for line in error.lines())
 
 
-__all__ = ["Session", "error_lines"]
+__all__ = ["OffServiceThread", "Session", "error_lines", "poll_moved"]

@@ -3,6 +3,7 @@ pane. TERM=xterm (16 colours), and again under NO_COLOR and LANG=C, and in GNU s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,8 +90,8 @@ def test_a_mig_repartition_made_in_the_form_is_in_the_journal(state: Path, tmp_p
     pane.keys("Enter")
     pane.wait_for("gpus: 1 of 96")
     pane.type("m")
-    form = pane.wait_for("placements that still fit")
-    assert "repartition MIG: gpu-h100-12/3" in form and "1g.10gb @0" in form
+    form = pane.wait_for("1g.10gb @0")  # the placements come from the service worker, just after the form
+    assert "repartition MIG: gpu-h100-12/3" in form and "placements that still fit" in form
     pane.keys("Enter")  # adds the first placement that fits: 1g.10gb at 0
     drawn = pane.wait_for("|1g.10gb")
     assert "1g.10gb @0" not in drawn.split("placements that still fit", 1)[1], "a taken placement is not offered"
@@ -107,3 +108,30 @@ def test_a_mig_repartition_made_in_the_form_is_in_the_journal(state: Path, tmp_p
     after = Service(state_dir=state)
     gpu = after.state.nodes["gpu-h100-12"].gpu(3)
     assert gpu is not None and gpu.mode == "mig" and [(i.profile, i.start) for i in gpu.mig or ()] == [("1g.10gb", 0)]
+
+
+def test_an_apply_waiting_for_the_state_lock_shows_progress_and_keys_answer(state: Path, tmp_path: Path,
+                                                                           panes: list[Pane]) -> None:
+    """Another writer holds the state lock: the apply waits for it on the service worker (up to 5 s), the
+    pane says so at once, and the console still answers keys meanwhile — no frozen screen."""
+    from gpuadmin.store.identity import login_identity
+    from gpuadmin.store.lock import write_lock
+
+    pane = Pane(gpuadmin_argv("--state", str(state), "tui", "--view", "nodes"),
+                {**TERMINALS["xterm"], "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    panes.append(pane)
+    pane.wait_for("nodes: 12 of 12")
+    pane.type("c")  # cordon the node under the cursor
+    pane.wait_for("plan: cordon")
+    with write_lock(state, login_identity(), "another writer"):
+        pane.type("y")
+        pane.wait_for("applying (waits for the state lock", timeout=2.0)
+        pane.keys("Down")  # answered while the apply waits: the cursor moves to the second node
+        deadline = time.monotonic() + 2.0
+        while "> gpu-h100-01 " in (screen := pane.screen()):
+            assert time.monotonic() < deadline, f"the cursor did not move while the apply waited:\n{screen}"
+            time.sleep(0.05)
+        assert "applying" in screen
+    pane.wait_for("applied: revision 1")
+    pane.type("q")
+    assert pane.exit_code() == 0

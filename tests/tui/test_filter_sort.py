@@ -12,6 +12,7 @@ from tests.tui.tuikit import (
     NODES,
     command,
     cursor_row,
+    drawing_text,
     errors,
     filter_rows,
     grid,
@@ -23,7 +24,6 @@ from tests.tui.tuikit import (
     screen_text,
     settle,
     shown,
-    static_text,
     status_line,
     wait_for,
 )
@@ -122,20 +122,20 @@ async def test_filter_topology_and_a_bad_one_changes_nothing(state_dir) -> None:
     async with app.run_test(size=(100, 40)) as pilot:
         await settle(pilot)
         await filter_rows(pilot, "state=cordoned")
-        drawing = static_text(app, "#topology")
+        drawing = drawing_text(app)
         assert drawing.splitlines()[0] == "gpu-h100-11  baremetal  cordoned"
         assert "gpu-h100-01" not in drawing
         assert header(app).endswith("topology /state=cordoned")
         await filter_rows(pilot, "colour=red")
         assert errors(app)[0].startswith("unknown selector key 'colour'")
         assert app.screen.filter_text == "state=cordoned"
-        assert static_text(app, "#topology") == drawing
+        assert drawing_text(app) == drawing
         # the state moves (another console applies): the view redraws with its filter, it does not crash
         other = Service(state_dir=state_dir)
         other.submit(other.plan(other.build_changes([{"op": "cordon", "node": "gpu-h100-02"}])), confirmed=True)
         await wait_for(pilot, lambda: "rev 1" in header(app))  # the live watch polls every second
         assert app.is_running and isinstance(app.screen, TopologyScreen)
-        lines = static_text(app, "#topology").splitlines()
+        lines = drawing_text(app).splitlines()
         assert [line for line in lines if not line.startswith(" ")] == [
             "gpu-h100-02  baremetal  cordoned", "gpu-h100-11  baremetal  cordoned"]
         assert "rev 1" in header(app)

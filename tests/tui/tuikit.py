@@ -20,6 +20,7 @@ from textual.widgets._footer import FooterKey
 from gpuadmin.service import Service
 from gpuadmin.tui.app import GpuadminApp
 from gpuadmin.tui.screens.base import ViewScreen
+from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.header import HeaderBar
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
@@ -53,14 +54,19 @@ def make_app(service: Service | None = None, *, theme: str = "gpuadmin-dark", vi
 
 
 async def settle(pilot: Pilot[Any]) -> None:
-    """Wait until the views' reads (worker threads, and the reads they start) are done and drawn."""
+    """Wait until the views' reads (requests to the service worker, and the reads they start) are done and
+    drawn."""
     app = pilot.app
-    for _ in range(10):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         await pilot.pause()
         running = [w for w in app.workers if not w.is_finished]
-        if not running:
+        if running:
+            await app.workers.wait_for_complete(running)
+        elif app.service_worker.idle:  # every request to the service answered and its answer handled
             break
-        await app.workers.wait_for_complete(running)
+        else:
+            await pilot.pause(0.005)
     await pilot.pause()
 
 
@@ -140,6 +146,14 @@ def prompt(app: GpuadminApp) -> Prompt:
 def static_text(app: GpuadminApp, selector: str) -> str:
     """The plain text of a Static on the top screen (the describe body, a drawing)."""
     return str(app.screen.query_one(selector, Static).render())
+
+
+def drawing_text(app: GpuadminApp, selector: str = "#topology-scroll") -> str:
+    """The plain text of a virtualized drawing (the topology view): every line, drawn or not yet on screen."""
+    drawing = app.screen.query_one(selector, BoardsView)
+    if not drawing.line_count:
+        return drawing.message.plain
+    return "\n".join(drawing.line(i).plain for i in range(drawing.line_count))
 
 
 def notes(app: GpuadminApp) -> list[tuple[str, str, str]]:

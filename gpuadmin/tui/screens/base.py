@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 
 from gpuadmin.errors import GpuadminError
 from gpuadmin.tui.session import Session, error_lines
 from gpuadmin.tui.widgets.header import HeaderBar
 from gpuadmin.tui.widgets.prompt import Prompt
+from gpuadmin.tui.worker import Request
 
 if TYPE_CHECKING:
-    from gpuadmin.service import Moved
+    from gpuadmin.service import Moved, Service
     from gpuadmin.tui.app import GpuadminApp
 
 
 class ViewScreen(Screen[None]):
-    """A view. Subclasses compose their body, load their data (in a worker where it may take long) and
-    say what is selected, for `d` (describe) and `y` (YAML)."""
+    """A view. Subclasses compose their body, say how to read their data (`read`, on the service worker)
+    and how to show it (`show`, on the UI thread), and what is selected, for `d` (describe) and `y` (YAML)."""
 
     view_name = ""  # the `:` alias that opens it
     title_text = ""
@@ -45,6 +48,9 @@ class ViewScreen(Screen[None]):
         prompt = Prompt(self.gpuadmin.command_words(), history=self.gpuadmin.prompt_history, id="prompt")
         prompt.display = False
         yield prompt
+        working = Static("", id="working")  # long work this view waits for, and that Esc cancels
+        working.display = False
+        yield working
         yield Footer(compact=True, show_command_palette=False)
 
     def compose_body(self) -> ComposeResult:
@@ -74,22 +80,34 @@ class ViewScreen(Screen[None]):
                                        crumbs=crumbs or [self.crumb()])
 
     def load(self) -> None:
-        """(Re)read this view's data, in a worker thread: a large state never holds up a key."""
+        """(Re)read this view's data on the service worker: a large state never holds up a key. A newer
+        read supersedes one still queued or running (its answer is discarded)."""
         self.stale = False
-        self.run_worker(self._read_reporting, thread=True, exclusive=True, group="read")
+        self.ask_read(self.read)
 
-    def _read_reporting(self) -> None:
-        try:
-            self.read()
-        except GpuadminError as failed:
-            self.app.call_from_thread(self.read_failed, error_lines(failed))
+    def ask_read(self, read: Callable[[Service], Any]) -> None:
+        self.session.ask(Request(f"reading {self.view_name}", read, self.show, failed=self._read_failed,
+                                 owner=self, key=f"read:{id(self)}"))
 
-    def read(self) -> None:
-        """Read this view's data from the service (in the worker) and hand it to the screen with
-        `self.app.call_from_thread`."""
+    def read(self, service: Service) -> Any:
+        """This view's data from the service. Runs on the service worker: it must not touch a widget."""
+        raise NotImplementedError
+
+    def show(self, data: Any) -> None:
+        """Draw what `read` returned (on the UI thread)."""
+
+    def _read_failed(self, failed: GpuadminError) -> None:
+        self.read_failed(error_lines(failed))
 
     def read_failed(self, message: str) -> None:
         self.notify(message, severity="error", markup=False)
+
+    def working(self, label: str | None) -> None:
+        """Show (or, with None, hide) the line saying what long work this view waits for."""
+        line = self.query_one("#working", Static)
+        line.display = label is not None
+        if label is not None:
+            line.update(Text(label))  # Text: a name in the label is not markup
 
     def state_moved(self, moved: Moved) -> None:
         """Another console or a script applied: reload if shown, else on the next resume."""

@@ -1,12 +1,13 @@
 """The table views: nodes, gpus, slices, jobs, queues and the journal, each the service's listing.
 
-Rows are read in a worker thread, so a large state never blocks a keystroke; the jobs view shows its
+Rows are read on the service worker, so a large state never blocks a keystroke; the jobs view shows its
 rows at once and fills the why-pending REASON column when the service has it (a scheduling cycle, run
 once per revision).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -18,7 +19,7 @@ from textual.widgets import Static
 from gpuadmin.errors import InputError
 from gpuadmin.render.selector import compile_filter
 from gpuadmin.render.text import safe
-from gpuadmin.service import Moved, Table
+from gpuadmin.service import Moved, Service, Table
 from gpuadmin.tui.draw import quota_bar
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.session import error_lines
@@ -57,6 +58,16 @@ def console_rows(kind: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+@dataclass(frozen=True)
+class Listing:
+    """One read of a listing, handed from the service worker to the screen."""
+
+    table: Table
+    rows: list[dict[str, Any]]
+    labels: dict[str, dict[str, str]]
+    reasons: bool  # whether the why-pending REASON column is filled in
+
+
 class ListingScreen(ViewScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "reload", "Reload", show=False, id="view.reload"),
@@ -82,22 +93,23 @@ class ListingScreen(ViewScreen):
     def crumb(self) -> str:
         return self.kind + (f" /{self.filter_text}" if self.filter_text else "")
 
-    def read(self) -> None:
-        """The rows at once; for jobs, the REASON column follows when the service has it (a dry-run cycle,
-        run once per revision)."""
-        service = self.session.service
-        reasons = self.kind != "jobs" or self.session.call(service.reasons_ready)
-        labels = self.session.call(service.labels_by_node) if self.kind in NODE_THINGS else {}
-        for with_reasons in (reasons,) if reasons else (False, True):
-            table = self.session.table(self.kind, reasons=with_reasons)
-            self.app.call_from_thread(self._show, table, console_rows(self.kind, table.rows), labels, with_reasons)
+    def read(self, service: Service) -> Listing:
+        """The rows at once; for jobs without the REASON column unless the service has it already (a dry-run
+        cycle, run once per revision): `show` then asks for them, as a second read."""
+        reasons = self.kind != "jobs" or service.reasons_ready()
+        return self._listing(service, reasons=reasons)
 
-    def _show(self, table: Table, rows: list[dict[str, Any]], labels: dict[str, dict[str, str]],
-              reasons: bool) -> None:
-        self._table = table
-        self._reasons_shown = reasons
-        self._labels = labels
+    def _listing(self, service: Service, *, reasons: bool) -> Listing:
+        labels = service.labels_by_node() if self.kind in NODE_THINGS else {}
+        table = service.get(self.kind, reasons=reasons)
+        return Listing(table, console_rows(self.kind, table.rows), labels, reasons)
+
+    def show(self, data: Listing) -> None:
+        self._table = data.table
+        self._reasons_shown = data.reasons
+        self._labels = data.labels
         grid = self.query_one(RowTable)
+        rows = data.rows
         columns = [c for c in COLUMNS[self.kind] if not rows or c in rows[0]]
         grid.set_rows(columns, rows)
         if self.filter_text:
@@ -107,6 +119,8 @@ class ListingScreen(ViewScreen):
                 self.apply_filter("")
                 self.notify(error_lines(bad), title="filter", severity="error", markup=False)
         self._status()
+        if not data.reasons:
+            self.ask_read(lambda service: self._listing(service, reasons=True))
 
     def _status(self) -> None:
         grid = self.query_one(RowTable)

@@ -7,7 +7,6 @@ what the plan would refuse; the plan review still decides, with the running jobs
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -19,8 +18,10 @@ from textual.widgets import OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from gpuadmin.render.text import safe
+from gpuadmin.service import Service
 from gpuadmin.tui.draw import gpu_lines, unwrapped
-from gpuadmin.tui.session import Session
+from gpuadmin.tui.session import Session, error_lines
+from gpuadmin.tui.worker import Request
 
 Items = list[dict[str, Any]]
 
@@ -65,23 +66,31 @@ class MigFormScreen(ModalScreen[Items | None]):
                                "holders": []} for p, s in sorted(self.instances, key=lambda i: i[1])],
                 "holders": [], "replicas": None, "vgpus": [], "vm": None}
 
-    def fitting(self) -> list[tuple[str, int]]:
-        """Every (profile, start) that can join the layout as it stands."""
-        service = self.session.service
+    def fitting(self, service: Service) -> list[tuple[str, int]]:
+        """Every (profile, start) that can join the layout as it stands (on the service worker)."""
         out = []
         node, gpu, instances = self.form["node"], self.form["gpu"], list(self.instances)
         for profile in self.form["profiles"]:
             name = str(profile["name"])
-            starts = self.session.call(partial(service.mig_free_starts, node, gpu, instances, name))
-            out += [(name, start) for start in starts]
+            out += [(name, start) for start in service.mig_free_starts(node, gpu, instances, name)]
         return out
 
     def _redraw(self) -> None:
+        """The layout at once; the placements that still fit when the service worker has them (a newer
+        layout's question supersedes an older one's)."""
         width = max(40, self.size.width - 6)
         self.query_one("#mig-drawing", Static).update(unwrapped(gpu_lines(self._board(), width)))
         fits = self.query_one("#mig-fits", OptionList)
         fits.clear_options()
-        options = self.fitting()
+        fits.add_option(Option(Text("finding the placements that still fit..."), disabled=True))
+        self.session.ask(Request("finding the placements that fit", self.fitting, self._show_fits,
+                                 failed=lambda failed: self.notify(error_lines(failed), severity="error",
+                                                                   markup=False),
+                                 owner=self, key=f"mig-fits:{id(self)}"))
+
+    def _show_fits(self, options: list[tuple[str, int]]) -> None:
+        fits = self.query_one("#mig-fits", OptionList)
+        fits.clear_options()
         if options:
             fits.add_options([Option(Text(f"{p} @{s}  ({self._slices[p]['compute_slices']} compute, "
                                           f"{self._slices[p]['memory_slices']} memory slices)"), id=f"{p}@{s}")

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gpuadmin.service import Service
 from gpuadmin.tui.draw import node_lines, unwrapped
 from gpuadmin.tui.screens.base import ViewScreen
 
@@ -33,9 +34,11 @@ class NodeScreen(ViewScreen):
         super().on_mount()
         self.query_one("#node-scroll").focus()
 
-    def read(self) -> None:
-        board = self.session.call(lambda: self.session.service.node_board(self.node))
-        self.app.call_from_thread(self._show, board)
+    def read(self, service: Service) -> dict[str, Any]:
+        return service.node_board(self.node)
+
+    def show(self, data: dict[str, Any]) -> None:
+        self._show(data)
 
     def read_failed(self, message: str) -> None:
         """Say it in the body too: a node that is not there must not look like one still loading."""

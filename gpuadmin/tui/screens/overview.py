@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from gpuadmin.render.text import safe
+from gpuadmin.service import Service
 from gpuadmin.tui.draw import use_bar
 from gpuadmin.tui.screens.base import ViewScreen
 
@@ -73,13 +74,12 @@ class OverviewScreen(ViewScreen):
         super().on_mount()
         self.query_one("#overview-scroll").focus()
 
-    def read(self) -> None:
-        """The counts at once; the pending jobs by reason when the service has them (a dry-run cycle)."""
-        service = self.session.service
-        ready = self.session.call(service.reasons_ready)
-        self.app.call_from_thread(self._show, self.session.call(lambda: service.overview(reasons=ready)))
-        if not ready:
-            self.app.call_from_thread(self._show, self.session.call(service.overview))
+    def read(self, service: Service) -> dict[str, Any]:
+        """The counts at once; the pending jobs by reason when the service has them (a dry-run cycle): if
+        it has not, `show` asks for them as a second read."""
+        return service.overview(reasons=service.reasons_ready())
 
-    def _show(self, data: dict[str, Any]) -> None:
+    def show(self, data: dict[str, Any]) -> None:
         self.query_one("#overview", Static).update(overview_text(data, self.size.width))
+        if data["pending_by_reason"] is None:
+            self.ask_read(lambda service: service.overview())

@@ -6,7 +6,6 @@ applied. The decision (apply or not) is the service's `submit`; this screen only
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -16,7 +15,6 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from gpuadmin.errors import GpuadminError
 from gpuadmin.render.plan import plan_text
 from gpuadmin.render.text import safe
 from gpuadmin.service import Confirmation, Plan
@@ -31,7 +29,7 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         Binding("w", "save", "Save plan", id="review.save"),
     ]
 
-    def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[Path], None],
+    def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[str, Callable[[], None]], None],
                  note: str = "") -> None:
         super().__init__()
         self.title_text = title
@@ -82,16 +80,16 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         path.display = True
         self.set_focus(path)
 
+    def _saved(self) -> None:
+        if not self.is_attached:  # closed while the plan was being written
+            return
+        self.query_one("#review-path", Input).display = False
+        self.query_one("#review-scroll").focus()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         if event.input.id == "review-path":
-            try:
-                self.save(Path(event.value).expanduser())
-            except GpuadminError as failed:
-                self.notify(" ".join(failed.lines()), severity="error", markup=False)
-                return
-            self.notify(f"plan saved to {event.value} (gpuadmin apply --plan {event.value})", markup=False)
-            event.input.display = False
-            self.query_one("#review-scroll").focus()
+            # on the service worker: the app says where it went (then the path field closes), or why not
+            self.save(event.value, self._saved)
             return
         self.dismiss(event.value)

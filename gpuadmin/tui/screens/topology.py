@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
 
 from gpuadmin.render.selector import compile_filter
-from gpuadmin.tui.draw import topology_lines, unwrapped
+from gpuadmin.service import Service
+from gpuadmin.tui.draw import topology_line_count, topology_lines
 from gpuadmin.tui.screens.base import ViewScreen
+from gpuadmin.tui.widgets.boards import BoardsView
 
 COLUMNS = ["NAME", "STATE", "PLATFORM", "ORCHESTRATOR", "NVLINK"]  # what `/` can name here
+MARGIN = 2  # the hosts are drawn this much narrower than the screen (the view's padding)
 
 
 class TopologyScreen(ViewScreen):
@@ -25,18 +25,19 @@ class TopologyScreen(ViewScreen):
         self._boards: list[dict[str, Any]] = []
 
     def compose_body(self) -> ComposeResult:
-        with VerticalScroll(id="topology-scroll"):
-            yield Static("loading...", id="topology")
+        # only the hosts on screen are drawn (a PageDown at 1,024 nodes costs one screenful)
+        yield BoardsView(topology_lines, topology_line_count, margin=MARGIN, message="loading...",
+                         id="topology-scroll")
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one("#topology-scroll").focus()
+        self.query_one(BoardsView).focus()
 
-    def read(self) -> None:
-        self.app.call_from_thread(self._show, self.session.call(self.session.service.boards))
+    def read(self, service: Service) -> list[dict[str, Any]]:
+        return service.boards()
 
-    def _show(self, boards: list[dict[str, Any]]) -> None:
-        self._boards = boards
+    def show(self, data: list[dict[str, Any]]) -> None:
+        self._boards = data
         self._draw()
 
     def _draw(self) -> None:
@@ -46,11 +47,7 @@ class TopologyScreen(ViewScreen):
             boards = [b for b in boards if keep({"NAME": b["name"], "STATE": b["state"],
                                                  "PLATFORM": b["platform"], "ORCHESTRATOR": b["orchestrator"],
                                                  "NVLINK": b["nvlink"]}, {})]
-        lines: list[Text] = []
-        for board in boards:
-            lines += topology_lines(board, self.size.width - 2)
-        self.query_one("#topology", Static).update(unwrapped(lines) if lines else Text("no hosts"))
-
+        self.query_one(BoardsView).set_boards(boards, "no hosts")
     def apply_filter(self, text: str) -> None:
         if text:
             compile_filter(text, COLUMNS)  # a bad filter is refused (InputError) before it replaces the one shown
