@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_schedule.py [--runs 5] [--skip-growth]
 
 (a) Speed: one scheduling cycle (`gpuadmin.engine.scheduler.schedule`, planner included) with 10,000 pending
-    mixed jobs on 1,024 nodes x 8 GPUs, from the inventory generator (`gpuadmin/store/generate.py`):
+    mixed jobs on 1,024 nodes x 8 GPUs, from the inventory generator (`bench/generate.py`):
       - "empty":  the generated jobs with their placements removed, so all 10,000 are pending on an idle
                   cluster (the most binds a cycle can make);
       - "loaded": the generated state as is (about 85% of the GPUs busy) plus enough jobs for ~10,000 pending;
@@ -35,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.generate import generate_inventory
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import plan
 from gpuadmin.engine.scheduler import cluster_fragmentation, schedule
@@ -45,7 +46,6 @@ from gpuadmin.engine.scheduler.metrics import pool_fragmentation
 from gpuadmin.engine.scheduler.shape import Shape, shape_of
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Inventory, Job, Slot
-from gpuadmin.store.generate import generate_inventory
 
 # ------------------------------------------------------------------------------------------------ inputs
 
