@@ -36,6 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.generate import generate_inventory
+from gpuadmin.cli.main import set_gc_policy
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import plan
 from gpuadmin.engine.scheduler import cluster_fragmentation, schedule
@@ -560,6 +561,7 @@ def main() -> int:
         help="(b) on static pools (time-sliced + full), on one dynamic-sharing pool, or both",
     )
     args = ap.parse_args()
+    set_gc_policy()  # the process-wide GC policy a gpuadmin command runs under
     if not args.skip_speed:
         speed(args.runs, not args.skip_growth)
     if not args.skip_quality:

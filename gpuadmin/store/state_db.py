@@ -12,7 +12,6 @@ Rows hold each model's JSON; loading validates a whole table in one pydantic cal
 from __future__ import annotations
 
 import contextlib
-import gc
 import itertools
 import json
 import os
@@ -329,32 +328,30 @@ class Store:
 
     def _load(self, jobs_where: str = "") -> ClusterState:
         """The state at the current revision, with the jobs `jobs_where` (an SQL condition) keeps, or all."""
-        with _no_gc():
-            with self._read() as conn:
-                meta = conn.execute("SELECT cluster, revision FROM meta WHERE id = 1").fetchone()
-                if meta is None:
-                    raise StateCorrupt(f"{self.path}: the meta row is missing")
-                queues = _fetch(conn, "queues")
-                nodes = _fetch(conn, "nodes")
-                jobs = _fetch(conn, "jobs", jobs_where)
-            inv = Inventory.model_construct(
-                version=1,
-                cluster=str(meta[0]),
-                queues=self._validate("queues", _QUEUES, queues),
-                nodes=self._validate("nodes", _NODES, nodes),
-                jobs=self._validate("jobs", _JOBS, jobs, _share_requests(SharedRequests())),
-            )
-            state = ClusterState.from_inventory(inv, revision=int(meta[1]))
-            # the rows' own positions (with the gaps removals leave), so undo restores into the same seq
-            for kind, rows in (("queue", queues), ("node", nodes), ("job", jobs)):
-                state.seqs[kind] = dict(zip(rows.names, rows.seqs, strict=True))  # type: ignore[index]
-            return state
+        with self._read() as conn:
+            meta = conn.execute("SELECT cluster, revision FROM meta WHERE id = 1").fetchone()
+            if meta is None:
+                raise StateCorrupt(f"{self.path}: the meta row is missing")
+            queues = _fetch(conn, "queues")
+            nodes = _fetch(conn, "nodes")
+            jobs = _fetch(conn, "jobs", jobs_where)
+        inv = Inventory.model_construct(
+            version=1,
+            cluster=str(meta[0]),
+            queues=self._validate("queues", _QUEUES, queues),
+            nodes=self._validate("nodes", _NODES, nodes),
+            jobs=self._validate("jobs", _JOBS, jobs, _share_requests(SharedRequests())),
+        )
+        state = ClusterState.from_inventory(inv, revision=int(meta[1]))
+        # the rows' own positions (with the gaps removals leave), so undo restores into the same seq
+        for kind, rows in (("queue", queues), ("node", nodes), ("job", jobs)):
+            state.seqs[kind] = dict(zip(rows.names, rows.seqs, strict=True))  # type: ignore[index]
+        return state
 
     def load_nodes(self) -> list[Node]:
         with self._read() as conn:
             rows = _fetch(conn, "nodes")
-        with _no_gc():
-            return self._validate("nodes", _NODES, rows)
+        return self._validate("nodes", _NODES, rows)
 
     def load_queues(self) -> list[Queue]:
         with self._read() as conn:
@@ -645,26 +642,6 @@ def _share_requests(shared: SharedRequests) -> Callable[[list[Job]], list[Job]]:
         return jobs
 
     return share
-
-
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cyclic GC while building many long-lived objects that form no cycles, then freeze them.
-
-    With the GC on, 100,000 jobs trigger collections that rescan the growing heap again and again (about
-    3x the time of the validation); merely re-enabling it afterwards makes the next allocation pay one
-    full collection (~0.3 s). `gc.freeze()` moves what exists into the permanent generation instead:
-    reference counting still frees those objects when the state is dropped; only cyclic garbage made
-    before the load waits for `gc.unfreeze()`.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.freeze()
-            gc.enable()
 
 
 def _connect(

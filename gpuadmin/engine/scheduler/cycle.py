@@ -10,7 +10,6 @@ made again, so the result is always allowed; those jobs are explained as refused
 
 from __future__ import annotations
 
-import gc
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -680,17 +679,8 @@ def schedule(
 ) -> SchedulePlan:
     """Plan one scheduling cycle over `state`'s pending jobs. Pure: the state is not changed.
 
-    `workload` is the FGD target workload; by default it is learned from the pending and running jobs.
-
-    The cyclic garbage collector is paused meanwhile: a cycle allocates many short-lived tuples and no
-    cycles, and a full collection over a large state costs more than the cycle itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return Cycle(state, policy, workload=workload).run()
-    finally:
-        if enabled:
-            gc.enable()
+    `workload` is the FGD target workload; by default it is learned from the pending and running jobs."""
+    return Cycle(state, policy, workload=workload).run()
 
 
 def shape_counts(state: ClusterState) -> Counter[Shape]:
