@@ -39,6 +39,7 @@ from gpuadmin.store.errors import (
     StateExists,
     StateMissing,
     StateReadOnly,
+    StateTooNew,
     StoreError,
     UnsafeStateFile,
     from_os_error,
@@ -50,7 +51,15 @@ from gpuadmin.store.lock import utc_now
 from gpuadmin.store.lock import write_lock as _write_lock
 from gpuadmin.store.shared import check_state_file, file_mode, keep_wal_files, wal_files_missing
 
-SCHEMA_VERSION = 1
+# The schema's versions, kept in SQLite's `PRAGMA user_version`. `_SCHEMA` is the newest, what a new state gets;
+# an older state is brought up by the steps in order when it is opened: MIGRATIONS[i] takes version
+# FIRST_SCHEMA_VERSION + i to the next, in one transaction with the version's bump, so a crash leaves one version
+# or the next. A schema change appends a step here and changes `_SCHEMA` to match; a step is never edited once
+# released (states out there were migrated by it). None yet: version 1 is the first schema.
+Migration = Callable[[sqlite3.Connection], None]
+FIRST_SCHEMA_VERSION = 1
+MIGRATIONS: tuple[Migration, ...] = ()
+SCHEMA_VERSION = FIRST_SCHEMA_VERSION + len(MIGRATIONS)
 DB_NAME = "state.db"
 BUSY_TIMEOUT_S = 2.0
 _CHUNK = 5_000  # rows validated per pydantic call
@@ -225,7 +234,7 @@ class Store:
             if (now.st_dev, now.st_ino, stat.S_ISLNK(now.st_mode)) != (checked.st_dev, checked.st_ino, False):
                 raise UnsafeStateFile(f"{path}: replaced while it was being opened; look at it, then run the "
                                       "command again")
-            _check_schema(conn, path)
+            _check_schema(conn, path, writable=writable)
         except BaseException:
             conn.close()
             raise
@@ -687,22 +696,52 @@ def _connect(
     return conn
 
 
-def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
+def _check_schema(conn: sqlite3.Connection, path: Path, *, writable: bool) -> None:
+    """Refuse what is not a gpuadmin state or is newer than this code; migrate an older one (`MIGRATIONS`)."""
     try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        version = _schema_version(conn)
         if version == 0:
             raise StateCorrupt(f"{path}: not a gpuadmin state (no schema version)")
         if version > SCHEMA_VERSION:
-            raise StateCorrupt(
-                f"{path}: schema version {version} was written by a newer gpuadmin "
-                f"(this one reads {SCHEMA_VERSION})"
+            raise StateTooNew(
+                f"{path}: schema version {version} was written by a newer gpuadmin; this one reads versions up to "
+                f"{SCHEMA_VERSION}: upgrade gpuadmin (the state is left as it is)"
             )
-        if version < SCHEMA_VERSION:  # no older schema exists yet; a migration would go here
+        if version < FIRST_SCHEMA_VERSION:
             raise StateCorrupt(f"{path}: unknown old schema version {version}")
+        if version < SCHEMA_VERSION:
+            if not writable:
+                raise StateReadOnly(f"{path}: schema version {version} must be migrated to {SCHEMA_VERSION}, "
+                                    "and you may not write this state: run any gpuadmin command on it as one "
+                                    "who may")
+            _migrate(conn)
         if conn.execute("SELECT 1 FROM meta WHERE id = 1").fetchone() is None:
             raise StateCorrupt(f"{path}: the meta row is missing")
     except sqlite3.Error as exc:
         raise from_sqlite_error(path, exc) from exc
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Apply the steps the state lacks, each in its own write transaction with its version bump. The version is
+    read again under the write lock: another process may have migrated the state meanwhile."""
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = _schema_version(conn)
+            if version >= SCHEMA_VERSION:
+                conn.execute("ROLLBACK")
+                return
+            MIGRATIONS[version - FIRST_SCHEMA_VERSION](conn)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
 
 def _fetch(conn: sqlite3.Connection, table: str, where: str = "") -> _Rows:
