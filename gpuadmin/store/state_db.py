@@ -357,16 +357,6 @@ class Store:
             state.seqs[kind] = dict(zip(rows.names, rows.seqs, strict=True))  # type: ignore[index]
         return state
 
-    def load_nodes(self) -> list[Node]:
-        with self._read() as conn:
-            rows = _fetch(conn, "nodes")
-        return self._validate("nodes", _NODES, rows)
-
-    def load_queues(self) -> list[Queue]:
-        with self._read() as conn:
-            rows = _fetch(conn, "queues")
-        return self._validate("queues", _QUEUES, rows)
-
     def load_holders(self) -> dict[GpuKey, set[str]]:
         """Who holds which GPU, from the `slots` table (no job is parsed)."""
         holders: dict[GpuKey, set[str]] = {}
@@ -432,14 +422,6 @@ class Store:
     def entry(self, id: int) -> JournalEntry | None:
         with self._db() as conn:
             row = conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE id = ?", (id,)).fetchone()
-        return None if row is None else self._entry_from_row(row)
-
-    def entry_for_revision(self, revision: int) -> JournalEntry | None:
-        """The applied entry that produced `revision`."""
-        with self._db() as conn:
-            row = conn.execute(
-                f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE revision = ?", (revision,)
-            ).fetchone()
         return None if row is None else self._entry_from_row(row)
 
     def last_applied(self) -> JournalEntry | None:

@@ -54,12 +54,6 @@ def queue_target(queue: str) -> str:
     return f"queue/{queue}"
 
 
-NodeCheck = Callable[[View, str], Iterable[Violation]]
-GpuCheck = Callable[[View, GpuKey], Iterable[Violation]]
-JobCheck = Callable[[View, str], Iterable[Violation]]
-QueueCheck = Callable[[View, str], Iterable[Violation]]
-
-
 @dataclass(frozen=True, slots=True)
 class Rule:
     id: str

@@ -11,7 +11,6 @@ made again, so the result is always allowed; those jobs are explained as refused
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
@@ -681,7 +680,3 @@ def schedule(
 
     `workload` is the FGD target workload; by default it is learned from the pending and running jobs."""
     return Cycle(state, policy, workload=workload).run()
-
-
-def shape_counts(state: ClusterState) -> Counter[Shape]:
-    return Counter(shape_of(j) for j in state.jobs.values() if j.status in PENDING)
