@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.scheduler.fgd import UnitState, WholePart, unit_fits
-from gpuadmin.engine.scheduler.index import NodeCap, Policy, TsUnit
+from gpuadmin.engine.scheduler.index import NodeCap, Policy
 from gpuadmin.engine.scheduler.shape import Shape
 
 # A whole-GPU plan: take `take` GPUs from a domain of (model, free count); several steps without NVLink.
@@ -99,10 +99,3 @@ def shape_unit_fits(state: UnitState, shape: Shape) -> bool:
     if shape.kind in ("gpus",):
         return False
     return unit_fits(state, "share", shape.fraction, shape.gib, shape.model)
-
-
-def unit_for_state(nc: NodeCap, state: UnitState) -> TsUnit | None:
-    for unit in nc.ts_units:
-        if unit.state() == state:
-            return unit
-    return None
