@@ -3,7 +3,8 @@
 What a process-wide setting (the GC policy `gpuadmin.cli.main` sets, issue 20 item 6) costs or saves shows only
 in whole processes, so each command is run as `python -c 'gpuadmin.cli.main.main()'` with the package imported
 from this checkout and, in turn, from the baseline tree (e.g. main's code: `git archive main | tar -x -C DIR`),
-interleaved so both get the same share of a busy machine. Every run's exit code must match between the two.
+interleaved so both get the same share of a busy machine, and timed in CPU time (user + system) of the
+process, which the machine's load disturbs less than wall time. Every run's exit code must match between the two.
 
     .venv/bin/python -m bench.bench_entry --baseline-src DIR [--nodes 1024] [--jobs 10000] [--repeat 5]
 
@@ -15,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench.common import generated_file
@@ -28,12 +29,18 @@ HERE = Path(__file__).resolve().parent.parent
 _MAIN = "import sys; from gpuadmin.cli.main import main; sys.argv[0] = 'gpuadmin'; main()"
 
 
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(src: Path, argv: list[str]) -> tuple[float, int]:
+    """The command's CPU time (user + system), which a loaded machine disturbs far less than its wall time."""
     env = {**os.environ, "PYTHONPATH": str(src), "NO_COLOR": "1"}
-    started = time.perf_counter()
+    started = _cpu_of_children()
     done = subprocess.run([sys.executable, "-c", _MAIN, *argv], env=env, cwd=src, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True, check=False)
-    took = time.perf_counter() - started
+    took = _cpu_of_children() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"{src}: gpuadmin {' '.join(argv)} exited {done.returncode}: {done.stderr[-500:]}")
     return took, done.returncode
@@ -52,7 +59,7 @@ def main() -> None:
         trees = {"this": HERE, "baseline": args.baseline_src.resolve()}
         states = {name: work / name for name in trees}
         commands = {
-            "validate": lambda name: ["validate", inventory],
+            "validate": lambda _name: ["validate", inventory],
             "init": lambda name: ["--state", str(states[name]), "init", "--from", inventory, "--force"],
             "get jobs": lambda name: ["--state", str(states[name]), "get", "jobs"],
             "schedule --dry-run": lambda name: ["--state", str(states[name]), "schedule", "--dry-run"],
@@ -66,7 +73,8 @@ def main() -> None:
                     times.setdefault((command, name), []).append(took)
                     codes.add(code)
                 assert len(codes) == 1, f"{command}: exit codes differ between the trees: {codes}"
-        print(f"{args.nodes} nodes, {args.jobs} jobs; median of {args.repeat} fresh processes each, interleaved")
+        print(f"{args.nodes} nodes, {args.jobs} jobs; CPU time (user + system), median of {args.repeat} fresh "
+              "processes each, interleaved")
         for command in commands:
             this, base = (sorted(times[(command, n)])[args.repeat // 2] for n in ("this", "baseline"))
             print(f"{command:20}: this {this:7.3f} s   baseline {base:7.3f} s   ratio {this / base:.2f}x")

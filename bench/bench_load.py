@@ -52,7 +52,7 @@ _FRESH_LOAD = """
 import gc, os, resource, sys, time
 from gpuadmin.cli.main import set_gc_policy
 from gpuadmin.store import load_inventory
-set_gc_policy()
+set_gc_policy(long_lived=False)
 started = time.perf_counter()
 inventory = load_inventory(sys.argv[1])
 took = time.perf_counter() - started
@@ -79,7 +79,7 @@ def main() -> None:
                         help="time the stages in CPU time of this process (steadier on a busy machine)")
     parser.add_argument("--rss", action="store_true", help="memory of one load in a fresh process per reading")
     args = parser.parse_args()
-    set_gc_policy()  # the process-wide GC policy a gpuadmin command runs under
+    set_gc_policy(long_lived=False)  # the process-wide GC policy a headless gpuadmin command runs under
     path = generated_file(args.nodes, args.jobs)
     if args.rss:
         _rss(str(path))

@@ -561,7 +561,7 @@ def main() -> int:
         help="(b) on static pools (time-sliced + full), on one dynamic-sharing pool, or both",
     )
     args = ap.parse_args()
-    set_gc_policy()  # the process-wide GC policy a gpuadmin command runs under
+    set_gc_policy(long_lived=False)  # the process-wide GC policy a headless gpuadmin command runs under
     if not args.skip_speed:
         speed(args.runs, not args.skip_growth)
     if not args.skip_quality:

@@ -204,12 +204,22 @@ print(json.dumps({"modules": len(names), "changed": changed}))
     assert report["modules"] > 50 and report["changed"] == [], report
 
 
-def test_the_entry_point_sets_the_gc_policy() -> None:
-    code = ("import gc\nfrom gpuadmin.cli import main as entry\ntry:\n    entry.sys.argv = ['gpuadmin', '--version']\n"
-            "    entry.main()\nexcept SystemExit:\n    pass\nprint(gc.get_threshold() == entry.GC_THRESHOLDS, "
-            "gc.isenabled(), gc.get_freeze_count() > 0)")
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--inventory", "sample-inventories/oci-h100.yaml", "get", "nodes"], "False True"),  # headless: GC off
+    (["--version"], "True False"),  # no command ran: nothing set
+])
+def test_the_entry_point_sets_the_gc_policy_once_the_command_is_known(argv: list[str], expected: str) -> None:
+    code = (f"import gc, sys\nfrom gpuadmin.cli import main as entry\nsys.argv = ['gpuadmin', *{argv!r}]\ntry:\n"
+            "    entry.main()\nexcept SystemExit:\n    pass\nprint(gc.isenabled(), gc.get_freeze_count() > 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent, check=True)
-    assert result.stdout.strip().splitlines()[-1] == "True True True"
+    assert result.stdout.strip().splitlines()[-1] == expected
+
+
+def test_the_console_keeps_a_rare_collector() -> None:
+    code = ("import gc\nfrom gpuadmin.cli.main import CONSOLE_GC_THRESHOLDS, set_gc_policy\n"
+            "set_gc_policy(long_lived=True)\nprint(gc.isenabled(), gc.get_threshold() == CONSOLE_GC_THRESHOLDS)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent, check=True)
+    assert result.stdout.strip() == "True True"
 
 
 def test_the_package_ships_no_test_data_generator() -> None:
