@@ -49,7 +49,13 @@ from gpuadmin.store.errors import (
 from gpuadmin.store.identity import Identity, login_identity, origin
 from gpuadmin.store.lock import utc_now
 from gpuadmin.store.lock import write_lock as _write_lock
-from gpuadmin.store.shared import check_state_file, file_mode, keep_wal_files, wal_files_missing
+from gpuadmin.store.shared import (
+    PERSONAL_DIR_MODE,
+    check_state_file,
+    file_mode,
+    keep_wal_files,
+    wal_files_missing,
+)
 
 # The schema's versions, kept in SQLite's `PRAGMA user_version`. `_SCHEMA` is the newest, what a new state gets;
 # an older state is brought up by the steps in order when it is opened: MIGRATIONS[i] takes version
@@ -261,7 +267,8 @@ class Store:
         """
         state_dir = Path(state_dir)
         try:
-            state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # a shared one was made by `init --shared`
+            # a personal state's directory; a shared one was made by `init --shared`
+            state_dir.mkdir(parents=True, exist_ok=True, mode=PERSONAL_DIR_MODE)
         except PermissionError as exc:
             raise StateReadOnly(f"{state_dir}: you may not create a state here ({exc.strerror})") from None
         except OSError as exc:
