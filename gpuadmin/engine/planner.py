@@ -52,7 +52,8 @@ CHANGE_CHECKS: dict[str, str] = {
 
 
 class ChangeRefused(Exception):
-    """A change that cannot even be applied to the view (its target is missing, say)."""
+    """A change the planner refuses itself: one that cannot even be applied to the view (its target is missing,
+    say), or a removal in use, which its handler applies to the view first so that the rules judge it too."""
 
     def __init__(self, rule: str, target: str, message: str, hint: str | None = None) -> None:
         super().__init__(message)
