@@ -15,7 +15,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,7 @@ class Context:
     requested_role: Role | None  # --as-role (or --readonly): only ever lowers the role
     color: bool
     argv: list[str]
+    opened: list[Service] = field(default_factory=list)  # the services (and their states) this command opened
 
     @property
     def command(self) -> str:
@@ -76,7 +77,18 @@ class Context:
 
         if self.inventory is not None:
             return Service(inventory=self.inventory, role=self.requested_role, command=self.command)
-        return Service(state_dir=self.resolved_state_dir(), role=self.requested_role, command=self.command)
+        service = Service(state_dir=self.resolved_state_dir(), role=self.requested_role, command=self.command)
+        self.opened.append(service)
+        return service
+
+    def close(self) -> None:
+        """Close the states this command opened, when it ends. Left to the garbage collector, a state's SQLite
+        connection would close at whatever moment a collection runs, even inside another connection's write
+        (tests/cli/test_cli_process.py saw 'disk I/O error' from four processes applying in a loop)."""
+        for service in self.opened:
+            if service.store is not None:
+                service.store.close()
+        self.opened.clear()
 
     def resolved_state_dir(self) -> Path:
         from gpuadmin.store import default_state_dir
@@ -141,6 +153,8 @@ def run(argv: Sequence[str], before_command: Callable[[str], None] | None = None
         return code
     except GpuadminError as failed:
         return report(failed)
+    finally:
+        ctx.close()
 
 
 # The cyclic GC's policy for the whole process, set here once and nowhere else (issue 20 item 6). gpuadmin builds
