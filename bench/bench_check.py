@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from bench.common import median_seconds
+from bench.generate import generate_inventory
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import plan
@@ -21,7 +22,6 @@ from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Inventory
 from gpuadmin.service import Service
 from gpuadmin.store import Store
-from gpuadmin.store.generate import generate_inventory
 
 
 def _idle_full_gpu(state: ClusterState) -> tuple[str, int, str]:

@@ -18,7 +18,6 @@ its RSS with the inventory kept and the YAML data freed.
 from __future__ import annotations
 
 import argparse
-import gc
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from functools import partial
 import yaml
 
 from bench.common import generated_file, interleaved_medians, median_seconds
+from gpuadmin.cli.main import set_gc_policy
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.service import check_state
 from gpuadmin.store import load_inventory, load_yaml_file, yamlsafe
@@ -44,17 +44,15 @@ def _events_only(text: str) -> None:
 
 
 def _load_composed(text: str, file: str) -> None:
-    """`load_inventory` with the YAML read by the composer path alone (GC paused alike)."""
-    gc.disable()
-    try:
-        validate_inventory(yamlsafe._parse_composed(text, file))
-    finally:
-        gc.enable()
+    """`load_inventory` with the YAML read by the composer path alone."""
+    validate_inventory(yamlsafe._parse_composed(text, file))
 
 
 _FRESH_LOAD = """
 import gc, os, resource, sys, time
+from gpuadmin.cli.main import set_gc_policy
 from gpuadmin.store import load_inventory
+set_gc_policy(long_lived=False)
 started = time.perf_counter()
 inventory = load_inventory(sys.argv[1])
 took = time.perf_counter() - started
@@ -81,6 +79,7 @@ def main() -> None:
                         help="time the stages and the rules in CPU time of this process (steadier on a busy machine)")
     parser.add_argument("--rss", action="store_true", help="memory of one load in a fresh process per reading")
     args = parser.parse_args()
+    set_gc_policy(long_lived=False)  # the process-wide GC policy a headless gpuadmin command runs under
     path = generated_file(args.nodes, args.jobs)
     if args.rss:
         _rss(str(path))

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_schedule.py [--runs 5] [--skip-growth] [--baseline-rev REV]
 
 (a) Speed: one scheduling cycle (`gpuadmin.engine.scheduler.schedule`, planner included) with 10,000 pending
-    mixed jobs on 1,024 nodes x 8 GPUs, from the inventory generator (`gpuadmin/store/generate.py`):
+    mixed jobs on 1,024 nodes x 8 GPUs, from the inventory generator (`bench/generate.py`):
       - "empty":  the generated jobs with their placements removed, so all 10,000 are pending on an idle
                   cluster (the most binds a cycle can make);
       - "loaded": the generated state as is (about 85% of the GPUs busy) plus enough jobs for ~10,000 pending;
@@ -41,6 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import baseline_checkout
+from gpuadmin.cli.main import set_gc_policy
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import plan
 from gpuadmin.engine.scheduler import cluster_fragmentation
@@ -572,6 +573,7 @@ def main() -> int:
         help="(b) on static pools (time-sliced + full), on one dynamic-sharing pool, or both",
     )
     args = ap.parse_args()
+    set_gc_policy(long_lived=False)  # the process-wide GC policy a headless gpuadmin command runs under
     if not args.skip_speed:
         speed(args.runs, not args.skip_growth, args.baseline_rev)
     if not args.skip_quality:

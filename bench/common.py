@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from gpuadmin.store.generate import dump_inventory, generate_inventory
+from bench.generate import dump_inventory, generate_inventory
 
 
 def median_seconds(fn: Callable[[], object], repeat: int, clock: Callable[[], float] = time.perf_counter) -> float:

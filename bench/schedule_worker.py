@@ -23,9 +23,9 @@ from typing import Any
 def build(spec: Sequence[Any]) -> Any:
     """The case's ClusterState: "empty" drops the generated placements (every job pending on an idle cluster);
     otherwise the generated state (about 85% of the GPUs busy) with about `jobs` pending jobs."""
+    from bench.generate import generate_inventory
     from gpuadmin.engine.state import ClusterState
     from gpuadmin.model import Inventory
-    from gpuadmin.store.generate import generate_inventory
 
     _, nodes, jobs, seed, empty, sharing = spec  # label, nodes, jobs, seed, empty, sharing
 

@@ -8,6 +8,7 @@ Textual, so it starts fast. Imports are read from the source (AST), including on
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 import tomllib
@@ -134,3 +135,101 @@ def test_yaml_is_read_by_pyyaml_alone() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=ROOT.parent, check=True)
     assert result.stdout.strip().splitlines()[-1] == "False False"
+
+
+# Issue 20 item 6: the process-wide settings (the cyclic GC's policy, the environment) are the entry point's. A
+# library module that pauses or tunes the GC, or writes os.environ, changes them for every caller: the console, a
+# test, a future service embedding the engine.
+ENTRY_POINT = "cli/main.py"
+GC_POLICY_CALLS = {"disable", "enable", "freeze", "unfreeze", "set_threshold", "set_debug"}
+ENVIRON_WRITERS = {"setdefault", "update", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+
+
+def _process_settings_changed(path: Path) -> list[str]:
+    """`gc.<policy>(...)` calls and writes to `os.environ` (item assignment or deletion, a mutating method,
+    os.putenv/unsetenv), each as 'line: what'."""
+    out: list[str] = []
+
+    def is_environ(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name)
+                and node.value.id == "os")
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner, name = node.func.value, node.func.attr
+            if isinstance(owner, ast.Name) and owner.id == "gc" and name in GC_POLICY_CALLS:
+                out.append(f"{node.lineno}: gc.{name}")
+            if isinstance(owner, ast.Name) and owner.id == "os" and name in ("putenv", "unsetenv"):
+                out.append(f"{node.lineno}: os.{name}")
+            if is_environ(owner) and name in ENVIRON_WRITERS:
+                out.append(f"{node.lineno}: os.environ.{name}")
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store | ast.Del) and is_environ(node.value):
+            out.append(f"{node.lineno}: os.environ[...] written")
+        if isinstance(node, ast.ImportFrom) and node.module in ("gc", "os") and any(
+                alias.name in GC_POLICY_CALLS | {"environ", "putenv", "unsetenv"} for alias in node.names):
+            out.append(f"{node.lineno}: from {node.module} import {', '.join(a.name for a in node.names)}")
+    return out
+
+
+LIBRARY_MODULES = [p for p in sorted(ROOT.rglob("*.py")) if p.relative_to(ROOT).as_posix() != ENTRY_POINT]
+
+
+@pytest.mark.parametrize("path", LIBRARY_MODULES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_library_module_sets_the_gc_or_the_environment(path: Path) -> None:
+    assert _process_settings_changed(path) == [], f"only gpuadmin/{ENTRY_POINT} sets the GC policy or the environment"
+
+
+def test_the_settings_checker_sees_them(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import gc, os\ngc.disable()\ngc.set_threshold(1)\nos.environ['A'] = '1'\n"
+                      "os.environ.setdefault('B', '2')\ndel os.environ['A']\ngc.collect()\nos.environ.get('C')\n",
+                      encoding="utf-8")
+    assert _process_settings_changed(module) == ["2: gc.disable", "3: gc.set_threshold", "4: os.environ[...] written",
+                                                 "5: os.environ.setdefault", "6: os.environ[...] written"]
+
+
+def test_importing_every_module_leaves_the_gc_and_the_environment_alone() -> None:
+    """In a fresh interpreter, importing all of gpuadmin (the console included) changes no GC setting and no
+    environment variable; only `main()` sets the policy."""
+    code = """
+import gc, importlib, json, os, pkgutil, sys
+import gpuadmin
+before = (dict(os.environ), gc.get_threshold(), gc.isenabled(), gc.get_freeze_count())
+names = sorted(m.name for m in pkgutil.walk_packages(gpuadmin.__path__, "gpuadmin."))
+for name in names:
+    importlib.import_module(name)
+after = (dict(os.environ), gc.get_threshold(), gc.isenabled(), gc.get_freeze_count())
+changed = [what for what, b, a in zip(("environ", "threshold", "enabled", "frozen"), before, after) if b != a]
+print(json.dumps({"modules": len(names), "changed": changed}))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent, check=True)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["modules"] > 50 and report["changed"] == [], report
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--inventory", "sample-inventories/oci-h100.yaml", "get", "nodes"], "False True"),  # headless: GC off
+    (["--version"], "True False"),  # no command ran: nothing set
+])
+def test_the_entry_point_sets_the_gc_policy_once_the_command_is_known(argv: list[str], expected: str) -> None:
+    code = (f"import gc, sys\nfrom gpuadmin.cli import main as entry\nsys.argv = ['gpuadmin', *{argv!r}]\ntry:\n"
+            "    entry.main()\nexcept SystemExit:\n    pass\nprint(gc.isenabled(), gc.get_freeze_count() > 0)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent, check=True)
+    assert result.stdout.strip().splitlines()[-1] == expected
+
+
+def test_the_console_keeps_a_rare_collector() -> None:
+    code = ("import gc\nfrom gpuadmin.cli.main import CONSOLE_GC_THRESHOLDS, set_gc_policy\n"
+            "set_gc_policy(long_lived=True)\nprint(gc.isenabled(), gc.get_threshold() == CONSOLE_GC_THRESHOLDS)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent, check=True)
+    assert result.stdout.strip() == "True True"
+
+
+def test_the_package_ships_no_test_data_generator() -> None:
+    """Issue 20 item 6: the inventory generator feeds benchmarks and scale tests; it lives in bench/, not in the
+    package (nothing in gpuadmin uses it)."""
+    definers = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py")
+                if any(isinstance(n, ast.FunctionDef) and n.name == "generate_inventory"
+                       for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    assert definers == []
+    assert (ROOT.parent / "bench" / "generate.py").is_file()

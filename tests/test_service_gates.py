@@ -12,8 +12,8 @@ from gpuadmin.service import Service
 # Judged by what their plan does (its ops' roles and its diff), inside, before the lock.
 JUDGE_THEIR_PLAN = {"apply", "submit"}
 # Not use cases: creating a state (it resolves its own caller and gates `init`), parsing change items (pure),
-# and the revision number a live view polls.
-NOT_USE_CASES = {"init", "build_changes", "revision", "refresh"}
+# the revision number a live view polls, and closing the state this service opened.
+NOT_USE_CASES = {"init", "build_changes", "revision", "refresh", "close"}
 
 
 def _public_methods() -> list[str]:

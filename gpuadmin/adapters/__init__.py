@@ -1,14 +1,11 @@
 """Importers and exporters between gpuadmin and the formats NVIDIA's and Kubernetes' tools read and write.
 
 Importers return `Node`s (with warnings); exporters return plain data (dicts and lists) that the CLI dumps
-as YAML or JSON. No function here prints, and none writes a file. `IMPORTERS` / `EXPORTERS` name them for
-`gpuadmin import <kind>` / `gpuadmin export <kind>`. See docs/adapters.md.
+as YAML or JSON. No function here prints, and none writes a file. `gpuadmin import <kind>` picks its reader in
+`gpuadmin/cli/cmd_io.py`, `gpuadmin export <kind>` its writer in the service. See docs/adapters.md.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 from gpuadmin.adapters._common import ConsumerRefusal, ImportResult, NoDriverError, PlainDiagnostic
 from gpuadmin.adapters.device_plugin import (
@@ -35,27 +32,7 @@ from gpuadmin.adapters.nvidia_topo import Topology, apply_topology, parse_topolo
 from gpuadmin.adapters.pods import export_pods, job_manifests, shared_pvc
 from gpuadmin.adapters.queues import export_queues, kai_queues, kueue_queues
 
-#: `gpuadmin import <kind>` → the function that reads it.
-IMPORTERS: dict[str, Callable[..., Any]] = {
-    "nvidia-smi": import_nvidia_smi,
-    "kube-nodes": import_kube_nodes,
-    "local": import_local,
-    "topo": read_topology,
-    "mig-parted": read_mig_parted,
-}
-
-#: `gpuadmin export <kind>` → the function that writes it (inventory export is the store's dump_inventory).
-EXPORTERS: dict[str, Callable[..., Any]] = {
-    "mig-parted": export_mig_parted,
-    "device-plugin": export_device_plugin,
-    "labels": export_labels,
-    "pods": export_pods,
-    "queues": export_queues,
-}
-
 __all__ = [
-    "EXPORTERS",
-    "IMPORTERS",
     "ConsumerRefusal",
     "ImportResult",
     "NoDriverError",

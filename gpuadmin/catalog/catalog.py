@@ -31,10 +31,6 @@ class PassthroughRow:
     limit: int
     provenance: Provenance
 
-    @property
-    def min_esxi_version(self) -> EsxiVersion:
-        return parse_esxi_version(self.min_esxi)
-
 
 @dataclass(frozen=True, slots=True)
 class HardwareVersionRow:

@@ -405,25 +405,6 @@ def valid_layouts(model: GpuModel) -> tuple[Layout, ...]:
     return result
 
 
-_BY_PROFILES: dict[str, dict[tuple[str, ...], tuple[Layout, ...]]] = {}
-
-
-def _index(model: GpuModel) -> dict[tuple[str, ...], tuple[Layout, ...]]:
-    index = _BY_PROFILES.get(model.name)
-    if index is None:
-        groups: dict[tuple[str, ...], list[Layout]] = {}
-        for layout in valid_layouts(model):
-            groups.setdefault(tuple(sorted(p for p, _ in layout)), []).append(layout)
-        index = {k: tuple(v) for k, v in groups.items()}
-        _BY_PROFILES[model.name] = index
-    return index
-
-
-def layouts_of_profiles(model: GpuModel, profiles: Iterable[str]) -> tuple[Layout, ...]:
-    """The valid layouts made of exactly this multiset of profiles."""
-    return _index(model).get(tuple(sorted(profiles)), ())
-
-
 def layouts_with(model: GpuModel, profiles: Iterable[str], keep: Iterable[Instance] = ()) -> list[Layout]:
     """Valid layouts that keep every instance of `keep` (same profile, same start) and add at least
     `profiles` (a multiset) — what "repartition GPU to <layout>" may offer. Fewest extra instances first,
@@ -451,12 +432,6 @@ def layouts_with(model: GpuModel, profiles: Iterable[str], keep: Iterable[Instan
     scored = [(len(layout), room(layout), layout) for layout in out]
     scored.sort(key=lambda t: (t[0], tuple(-x for x in t[1][:2]), tuple(-r for r in t[1][2]), t[2]))
     return [layout for _, _, layout in scored]
-
-
-def layouts_containing(model: GpuModel, profile: str, keep: Iterable[Instance] = ()) -> list[Layout]:
-    """Valid layouts that are exactly `keep` plus one instance of `profile` (one per free placement)."""
-    kept = canonical(keep)
-    return [layout for layout in layouts_with(model, [profile], kept) if len(layout) == len(kept) + 1]
 
 
 def free_starts(model: GpuModel, layout: Iterable[Instance], profile: str) -> list[int]:

@@ -52,7 +52,8 @@ CHANGE_CHECKS: dict[str, str] = {
 
 
 class ChangeRefused(Exception):
-    """A change that cannot even be applied to the view (its target is missing, say)."""
+    """A change the planner refuses itself: one that cannot even be applied to the view (its target is missing,
+    say), or a removal in use, which its handler applies to the view first so that the rules judge it too."""
 
     def __init__(self, rule: str, target: str, message: str, hint: str | None = None) -> None:
         super().__init__(message)
@@ -518,13 +519,17 @@ def _add_queue(view: View, c: ch.AddQueue, touched: Touched) -> None:
 
 
 def _remove_queue(view: View, c: ch.RemoveQueue, touched: Touched) -> None:
+    """The queue goes from the view and is touched, so `expand` checks the jobs that still name it
+    (quota.queue-exists); if any does, `change.in-use` is the one summary their violations follow from."""
     _queue(view, c.name)
     users = [j.name for j in view.jobs() if j.queue == c.name]
+    view.put_queue(c.name, None)
+    touched.queues.add(c.name)
     if users:
         raise ChangeRefused("change.in-use", queue_target(c.name),
                             f"queue {c.name!r} still has {len(users)} job(s), e.g. {users[0]!r}",
-                            "cancel or move its jobs first")
-    view.put_queue(c.name, None)
+                            "cancel its jobs first (cancel-job; it removes a job, and stops it if it runs), in "
+                            "the same plan or before; no op moves a job to another queue")
 
 
 def _add_node(view: View, c: ch.AddNode, touched: Touched) -> None:
@@ -536,13 +541,32 @@ def _add_node(view: View, c: ch.AddNode, touched: Touched) -> None:
 
 
 def _remove_node(view: View, c: ch.RemoveNode, touched: Touched) -> None:
+    """The node goes from the view and it and its GPUs are touched, so `expand` checks the jobs still holding
+    them (placement.slot-exists); if any runs there, `change.in-use` is the one summary those follow from, with
+    the remedy that works for this node."""
     node = _node(view, c.name)
     running = _running_on(view, node)
+    view.put_node(c.name, None)
+    touched.nodes.add(c.name)
+    touched.gpus |= {(c.name, g.index) for g in node.gpus}
     if running:
         raise ChangeRefused("change.in-use", node_target(c.name),
                             f"node {c.name!r} runs {len(running)} job(s), e.g. {running[0].name!r}",
-                            "drain it first")
-    view.put_node(c.name, None)
+                            _emptying_hint(node, running))
+
+
+def _emptying_hint(node: Node, running: Sequence[Job]) -> str:
+    """How to stop what runs on a node before it is removed. drain does it, but not on a down node (repair-node
+    is the only way out of down), and not past a non-preemptible job (node.drain-blocked)."""
+    kept = [j.name for j in running if not j.preemptible]
+    if kept:
+        others = f" and {len(kept) - 1} other(s)" if len(kept) > 1 else ""
+        return (f"non-preemptible {kept[0]!r}{others} must complete first, or an admin preempts them (preempt-job, "
+                f"override: true, a reason); then " + ("preempt the rest (preempt-job): the node is down"
+                                                        if node.state == "down" else f"drain {node.name}"))
+    if node.state == "down":
+        return "preempt its jobs first (preempt-job), in the same plan or before: drain does not apply to a down node"
+    return f"drain it first (op: drain, node: {node.name}), in the same plan or before: drain preempts its jobs"
 
 
 def _restore(view: View, c: ch.Restore, touched: Touched) -> None:
@@ -769,11 +793,25 @@ def follow_ons(state: ClusterState, violations: Sequence[Violation]) -> dict[int
             continue
         if v.rule.startswith(_ROOT_RULES):
             roots[v.target] = i
-            kind, node, gpu = target_of(v.target)
-            if kind == "gpu" and gpu is not None:
-                for holder in state.holders.get((node, gpu), ()):
-                    roots.setdefault(job_target(holder), i)
+            for dependent in _dependents(state, v):
+                roots.setdefault(job_target(dependent), i)
     return out
+
+
+def _dependents(state: ClusterState, root: Violation) -> set[str]:
+    """The jobs a root violation breaks besides its own target: those that held the GPU it hits; for a removal
+    refused as in use (`change.in-use`), the jobs running on the node or naming the queue."""
+    kind, name, gpu = target_of(root.target)
+    if kind == "gpu" and gpu is not None:
+        return set(state.holders.get((name, gpu), ()))
+    if root.rule != "change.in-use":
+        return set()
+    node = state.nodes.get(name) if kind == "node" else None
+    if node is not None:
+        return set().union(*(state.holders.get((name, g.index), ()) for g in node.gpus))
+    if kind == "queue":
+        return {job.name for job in state.jobs.values() if job.queue == name}
+    return set()
 
 
 def released_slots(diffs: Iterable[EntityDiff]) -> dict[str, frozenset[SlotKey]]:

@@ -33,6 +33,11 @@ class StateCorrupt(StoreError):
     """The state database is unreadable, of an unknown schema, or holds rows that do not validate."""
 
 
+class StateTooNew(StateCorrupt):
+    """The state's schema is newer than this gpuadmin reads (a newer gpuadmin wrote it): exit 2, nothing touched.
+    A `StateCorrupt` to whoever catches that, though the file is whole: this code cannot read it."""
+
+
 class StateReadOnly(StoreError):
     """The OS does not let this user write (or read) the state — file modes, not roles: exit 4."""
 

@@ -12,7 +12,6 @@ Rows hold each model's JSON; loading validates a whole table in one pydantic cal
 from __future__ import annotations
 
 import contextlib
-import gc
 import itertools
 import json
 import os
@@ -40,6 +39,7 @@ from gpuadmin.store.errors import (
     StateExists,
     StateMissing,
     StateReadOnly,
+    StateTooNew,
     StoreError,
     UnsafeStateFile,
     from_os_error,
@@ -49,9 +49,23 @@ from gpuadmin.store.errors import (
 from gpuadmin.store.identity import Identity, login_identity, origin
 from gpuadmin.store.lock import utc_now
 from gpuadmin.store.lock import write_lock as _write_lock
-from gpuadmin.store.shared import check_state_file, file_mode, keep_wal_files, wal_files_missing
+from gpuadmin.store.shared import (
+    PERSONAL_DIR_MODE,
+    check_state_file,
+    file_mode,
+    keep_wal_files,
+    wal_files_missing,
+)
 
-SCHEMA_VERSION = 1
+# The schema's versions, kept in SQLite's `PRAGMA user_version`. `_SCHEMA` is the newest, what a new state gets;
+# an older state is brought up by the steps in order when it is opened: MIGRATIONS[i] takes version
+# FIRST_SCHEMA_VERSION + i to the next, in one transaction with the version's bump, so a crash leaves one version
+# or the next. A schema change appends a step here and changes `_SCHEMA` to match; a step is never edited once
+# released (states out there were migrated by it). None yet: version 1 is the first schema.
+Migration = Callable[[sqlite3.Connection], None]
+FIRST_SCHEMA_VERSION = 1
+MIGRATIONS: tuple[Migration, ...] = ()
+SCHEMA_VERSION = FIRST_SCHEMA_VERSION + len(MIGRATIONS)
 DB_NAME = "state.db"
 BUSY_TIMEOUT_S = 2.0
 _CHUNK = 5_000  # rows validated per pydantic call
@@ -226,7 +240,7 @@ class Store:
             if (now.st_dev, now.st_ino, stat.S_ISLNK(now.st_mode)) != (checked.st_dev, checked.st_ino, False):
                 raise UnsafeStateFile(f"{path}: replaced while it was being opened; look at it, then run the "
                                       "command again")
-            _check_schema(conn, path)
+            _check_schema(conn, path, writable=writable)
         except BaseException:
             conn.close()
             raise
@@ -253,7 +267,8 @@ class Store:
         """
         state_dir = Path(state_dir)
         try:
-            state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # a shared one was made by `init --shared`
+            # a personal state's directory; a shared one was made by `init --shared`
+            state_dir.mkdir(parents=True, exist_ok=True, mode=PERSONAL_DIR_MODE)
         except PermissionError as exc:
             raise StateReadOnly(f"{state_dir}: you may not create a state here ({exc.strerror})") from None
         except OSError as exc:
@@ -329,37 +344,25 @@ class Store:
 
     def _load(self, jobs_where: str = "") -> ClusterState:
         """The state at the current revision, with the jobs `jobs_where` (an SQL condition) keeps, or all."""
-        with _no_gc():
-            with self._read() as conn:
-                meta = conn.execute("SELECT cluster, revision FROM meta WHERE id = 1").fetchone()
-                if meta is None:
-                    raise StateCorrupt(f"{self.path}: the meta row is missing")
-                queues = _fetch(conn, "queues")
-                nodes = _fetch(conn, "nodes")
-                jobs = _fetch(conn, "jobs", jobs_where)
-            inv = Inventory.model_construct(
-                version=1,
-                cluster=str(meta[0]),
-                queues=self._validate("queues", _QUEUES, queues),
-                nodes=self._validate("nodes", _NODES, nodes),
-                jobs=self._validate("jobs", _JOBS, jobs, _share_requests(SharedRequests())),
-            )
-            state = ClusterState.from_inventory(inv, revision=int(meta[1]))
-            # the rows' own positions (with the gaps removals leave), so undo restores into the same seq
-            for kind, rows in (("queue", queues), ("node", nodes), ("job", jobs)):
-                state.seqs[kind] = dict(zip(rows.names, rows.seqs, strict=True))  # type: ignore[index]
-            return state
-
-    def load_nodes(self) -> list[Node]:
         with self._read() as conn:
-            rows = _fetch(conn, "nodes")
-        with _no_gc():
-            return self._validate("nodes", _NODES, rows)
-
-    def load_queues(self) -> list[Queue]:
-        with self._read() as conn:
-            rows = _fetch(conn, "queues")
-        return self._validate("queues", _QUEUES, rows)
+            meta = conn.execute("SELECT cluster, revision FROM meta WHERE id = 1").fetchone()
+            if meta is None:
+                raise StateCorrupt(f"{self.path}: the meta row is missing")
+            queues = _fetch(conn, "queues")
+            nodes = _fetch(conn, "nodes")
+            jobs = _fetch(conn, "jobs", jobs_where)
+        inv = Inventory.model_construct(
+            version=1,
+            cluster=str(meta[0]),
+            queues=self._validate("queues", _QUEUES, queues),
+            nodes=self._validate("nodes", _NODES, nodes),
+            jobs=self._validate("jobs", _JOBS, jobs, _share_requests(SharedRequests())),
+        )
+        state = ClusterState.from_inventory(inv, revision=int(meta[1]))
+        # the rows' own positions (with the gaps removals leave), so undo restores into the same seq
+        for kind, rows in (("queue", queues), ("node", nodes), ("job", jobs)):
+            state.seqs[kind] = dict(zip(rows.names, rows.seqs, strict=True))  # type: ignore[index]
+        return state
 
     def load_holders(self) -> dict[GpuKey, set[str]]:
         """Who holds which GPU, from the `slots` table (no job is parsed)."""
@@ -426,14 +429,6 @@ class Store:
     def entry(self, id: int) -> JournalEntry | None:
         with self._db() as conn:
             row = conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE id = ?", (id,)).fetchone()
-        return None if row is None else self._entry_from_row(row)
-
-    def entry_for_revision(self, revision: int) -> JournalEntry | None:
-        """The applied entry that produced `revision`."""
-        with self._db() as conn:
-            row = conn.execute(
-                f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE revision = ?", (revision,)
-            ).fetchone()
         return None if row is None else self._entry_from_row(row)
 
     def last_applied(self) -> JournalEntry | None:
@@ -647,26 +642,6 @@ def _share_requests(shared: SharedRequests) -> Callable[[list[Job]], list[Job]]:
     return share
 
 
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cyclic GC while building many long-lived objects that form no cycles, then freeze them.
-
-    With the GC on, 100,000 jobs trigger collections that rescan the growing heap again and again (about
-    3x the time of the validation); merely re-enabling it afterwards makes the next allocation pay one
-    full collection (~0.3 s). `gc.freeze()` moves what exists into the permanent generation instead:
-    reference counting still frees those objects when the state is dropped; only cyclic garbage made
-    before the load waits for `gc.unfreeze()`.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.freeze()
-            gc.enable()
-
-
 def _connect(
     path: Path, busy_timeout: float, *, create: bool, readonly: bool = False
 ) -> sqlite3.Connection:
@@ -710,22 +685,52 @@ def _connect(
     return conn
 
 
-def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
+def _check_schema(conn: sqlite3.Connection, path: Path, *, writable: bool) -> None:
+    """Refuse what is not a gpuadmin state or is newer than this code; migrate an older one (`MIGRATIONS`)."""
     try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        version = _schema_version(conn)
         if version == 0:
             raise StateCorrupt(f"{path}: not a gpuadmin state (no schema version)")
         if version > SCHEMA_VERSION:
-            raise StateCorrupt(
-                f"{path}: schema version {version} was written by a newer gpuadmin "
-                f"(this one reads {SCHEMA_VERSION})"
+            raise StateTooNew(
+                f"{path}: schema version {version} was written by a newer gpuadmin; this one reads versions up to "
+                f"{SCHEMA_VERSION}: upgrade gpuadmin (the state is left as it is)"
             )
-        if version < SCHEMA_VERSION:  # no older schema exists yet; a migration would go here
+        if version < FIRST_SCHEMA_VERSION:
             raise StateCorrupt(f"{path}: unknown old schema version {version}")
+        if version < SCHEMA_VERSION:
+            if not writable:
+                raise StateReadOnly(f"{path}: schema version {version} must be migrated to {SCHEMA_VERSION}, "
+                                    "and you may not write this state: run any gpuadmin command on it as one "
+                                    "who may")
+            _migrate(conn)
         if conn.execute("SELECT 1 FROM meta WHERE id = 1").fetchone() is None:
             raise StateCorrupt(f"{path}: the meta row is missing")
     except sqlite3.Error as exc:
         raise from_sqlite_error(path, exc) from exc
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Apply the steps the state lacks, each in its own write transaction with its version bump. The version is
+    read again under the write lock: another process may have migrated the state meanwhile."""
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = _schema_version(conn)
+            if version >= SCHEMA_VERSION:
+                conn.execute("ROLLBACK")
+                return
+            MIGRATIONS[version - FIRST_SCHEMA_VERSION](conn)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
 
 def _fetch(conn: sqlite3.Connection, table: str, where: str = "") -> _Rows:

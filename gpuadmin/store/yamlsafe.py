@@ -34,14 +34,12 @@ at the right path), `1e3` is a float, `2024-01-01` is a string, `null`/`~`/empty
 
 from __future__ import annotations
 
-import gc
 import math
 import operator
 import os
 import re
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -333,8 +331,7 @@ class LoadedYaml:
     def root(self) -> MappingNode:
         """The composed node tree of `text` (composed now if the fast path read the data)."""
         if self._root is None:
-            with _gc_paused():
-                self._root = _compose(self.text, self.file)
+            self._root = _compose(self.text, self.file)
         return self._root
 
     def node_at(self, path: tuple[PathPart, ...]) -> tuple[Node, int, Node | None]:
@@ -562,19 +559,7 @@ def load_yaml(text: str | bytes, file: str, *, max_bytes: int | None = None) -> 
             _check_size(len(text.encode("utf-8", "surrogatepass")), file, limit)
         if text.startswith("\ufeff"):
             text = text[1:]
-    with _gc_paused():  # reading allocates an object or more per YAML value; the cyclic GC would rescan them all
-        return _parse(text, file)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    return _parse(text, file)
 
 
 def _parse(text: str, file: str) -> LoadedYaml:

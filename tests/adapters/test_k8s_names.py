@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bench.generate import dump_inventory, generate_inventory
 from gpuadmin.adapters import export_mig_parted_configmap
 from gpuadmin.adapters.device_plugin import plugin_resource_name
 from gpuadmin.catalog import get_catalog, mig_device_resource_name
@@ -27,7 +28,6 @@ from gpuadmin.model.k8s_names import (
     label_value_problems,
 )
 from gpuadmin.service import Service
-from gpuadmin.store.generate import dump_inventory, generate_inventory
 
 # The rest of Kubernetes' name rules, which only this test needs (the exports must pass them; gpuadmin's own
 # checks use the two above): kubernetes/apimachinery pkg/util/validation/validation.go `IsDNS1123Label`,

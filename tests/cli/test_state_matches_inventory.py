@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from bench.generate import dump_inventory, generate_inventory
 from gpuadmin.cli.main import run
 from gpuadmin.render.rows import LISTINGS
-from gpuadmin.store.generate import dump_inventory, generate_inventory
 from tests.cli.clikit import SAMPLES
 
 SAMPLE_FILES = sorted(p.name for p in SAMPLES.glob("*.yaml"))

@@ -197,7 +197,7 @@ def test_a_refused_confirmation_names_the_plan_escaped(hostile: tuple[Path, Path
 def test_stderr_escapes_a_line_whoever_writes_it() -> None:
     """The CLI's stderr escapes what a writer forgot to (here a print straight to sys.stderr), in a real process,
     chunk by chunk: an escape split over two writes is still escaped, the line breaks are kept."""
-    code = ("import sys; from gpuadmin.cli import main; main.run = lambda argv: ("
+    code = ("import sys; from gpuadmin.cli import main; main.run = lambda argv, before_command=None: ("
             f"sys.stderr.write({CLEAR[:2]!r}), sys.stderr.write({CLEAR[2:] + chr(10) + CLIPBOARD!r}), "
             "print('x\\u202e', file=sys.stderr), 0)[-1]; main.main()")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)

@@ -328,3 +328,70 @@ def test_a_refused_layout_without_starts_names_its_instances_without_a_none_star
     texts = [f"{v.message} {v.hint}" for v in result.violations]
     assert any("instances there: 4g.40gb, 3g.40gb, 2g.20gb" in t for t in texts), texts
     assert not any("@None" in t for t in texts)
+
+
+# Issue 20 item 9: remove-queue and remove-node left `touched` empty, so no rule ever judged a removal; only the
+# handler's own change.in-use did. Now the removal is applied to the view and touched: the rules that check what
+# references the entity (placement.slot-exists for the jobs on a node, quota.queue-exists for the jobs in a
+# queue) run, and their violations follow from the one change.in-use summary, whose hint is a remedy that works.
+def _follow_ons(result: Any, rule: str) -> set[str]:
+    [summary] = [i for i, v in enumerate(result.violations) if v.rule == "change.in-use"]
+    return {v.target for i, v in enumerate(result.violations) if v.rule == rule and result.caused_by.get(i) == summary}
+
+
+def test_removing_a_node_with_running_jobs_runs_the_placement_rules_under_one_summary() -> None:
+    state = oci()
+    runners = {f"job/{j.name}" for j in state.jobs.values() if any(s.node == "gpu-h100-04" for s in j.placement)}
+    result = plan(state, changes({"op": "remove-node", "name": "gpu-h100-04"}))
+    summary = next(v for v in result.violations if v.rule == "change.in-use")
+    assert summary.target == "node/gpu-h100-04" and "drain" in (summary.hint or "")
+    assert len(runners) == 3 and _follow_ons(result, "placement.slot-exists") == runners
+    assert all("this plan removes node gpu-h100-04" in v.message and "preempt" in (v.hint or "")
+               for v in result.violations if v.rule == "placement.slot-exists")
+    # the remedy the hint gives works, in the same plan
+    assert plan(state, changes({"op": "drain", "node": "gpu-h100-04"},
+                               {"op": "remove-node", "name": "gpu-h100-04"})).allowed
+
+
+def test_removing_a_queue_with_jobs_runs_the_queue_rule_under_one_summary() -> None:
+    state = oci()
+    members = sorted(j.name for j in state.jobs.values() if j.queue == "interns")
+    result = plan(state, changes({"op": "remove-queue", "name": "interns"}))
+    summary = next(v for v in result.violations if v.rule == "change.in-use")
+    assert summary.target == "queue/interns" and "cancel" in (summary.hint or "")
+    assert "move its jobs" not in (summary.hint or "")  # main said "cancel or move": no op moves a job
+    assert _follow_ons(result, "quota.queue-exists") == {f"job/{name}" for name in members}
+    assert plan(state, changes(*({"op": "cancel-job", "name": name} for name in members),
+                               {"op": "remove-queue", "name": "interns"})).allowed
+
+
+def test_a_down_node_is_emptied_by_preempting_not_draining() -> None:
+    """drain does not apply to a down node (change.node-down): the hint says to preempt its jobs instead."""
+    down = OCI.model_copy(update={"nodes": [n.model_copy(update={"state": "down"}) if n.name == "gpu-h100-04" else n
+                                            for n in OCI.nodes]})
+    state = ClusterState.from_inventory(down)
+    summary = next(v for v in plan(state, changes({"op": "remove-node", "name": "gpu-h100-04"})).violations
+                   if v.rule == "change.in-use")
+    assert "preempt its jobs" in (summary.hint or "") and "drain does not apply" in (summary.hint or "")
+    assert not plan(state, changes({"op": "drain", "node": "gpu-h100-04"})).allowed
+    runners = sorted({j.name for j in state.jobs.values() if any(s.node == "gpu-h100-04" for s in j.placement)})
+    assert plan(state, changes(*({"op": "preempt-job", "name": name} for name in runners),
+                               {"op": "remove-node", "name": "gpu-h100-04"})).allowed
+
+
+def test_a_node_with_non_preemptible_jobs_needs_them_stopped_first() -> None:
+    state = oci()
+    result = plan(state, changes({"op": "remove-node", "name": "gpu-h100-05"}))
+    summary = next(v for v in result.violations if v.rule == "change.in-use")
+    assert "non-preemptible" in (summary.hint or "") and "override: true" in (summary.hint or "")
+    assert not plan(state, changes({"op": "drain", "node": "gpu-h100-05"})).allowed  # drain alone does not do it
+    runners = sorted({j.name for j in state.jobs.values() if any(s.node == "gpu-h100-05" for s in j.placement)})
+    assert plan(state, changes(*({"op": "preempt-job", "name": n, "override": True, "reason": "decommission"}
+                                 for n in runners), {"op": "remove-node", "name": "gpu-h100-05"})).allowed
+
+
+def test_removing_what_nothing_references_is_allowed() -> None:
+    state = oci()
+    result = plan(state, changes({"op": "add-queue", "queue": {"name": "spare"}},
+                                 {"op": "remove-queue", "name": "spare"}, {"op": "remove-node", "name": "gpu-h100-12"}))
+    assert result.allowed, result.violations

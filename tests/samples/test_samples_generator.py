@@ -11,12 +11,12 @@ import pytest
 import yaml
 from samples_physical import check_all
 
+from bench.generate import dump_inventory, generate_inventory, main
 from gpuadmin.engine.rules import Touched, check
 from gpuadmin.engine.state import ClusterState, View
 from gpuadmin.model import Inventory
 from gpuadmin.model.references import check_references
 from gpuadmin.store import load_inventory
-from gpuadmin.store.generate import dump_inventory, generate_inventory, main
 
 NODES, JOBS = 64, 2000
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bench.generate import dump_inventory as dump_generated
+from bench.generate import generate_inventory
 from gpuadmin.model.diagnostics import InputError
 from gpuadmin.model.inventory import Inventory
 from gpuadmin.store import dump_inventory, load_inventory, parse_inventory
-from gpuadmin.store.generate import dump_inventory as dump_generated
-from gpuadmin.store.generate import generate_inventory
 
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent

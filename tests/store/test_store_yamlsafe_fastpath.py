@@ -18,9 +18,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from bench.generate import dump_inventory, generate_inventory
 from gpuadmin.model.diagnostics import InputError
 from gpuadmin.store import load_yaml, yamlsafe
-from gpuadmin.store.generate import dump_inventory, generate_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = Path("/work/shared/data")

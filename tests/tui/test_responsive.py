@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from bench.generate import dump_inventory, generate_inventory
 from gpuadmin.service import Service
-from gpuadmin.store.generate import dump_inventory, generate_inventory
 from gpuadmin.store.identity import login_identity
 from gpuadmin.tui.draw import topology_line_count, topology_lines
 from gpuadmin.tui.screens.describe import DescribeScreen

@@ -83,12 +83,6 @@ class GpuSite:
         )
 
 
-NodeCheck = Callable[[View, str], Iterable[Violation]]
-GpuCheck = Callable[[View, GpuSite], Iterable[Violation]]
-JobCheck = Callable[[View, str], Iterable[Violation]]
-QueueCheck = Callable[[View, str], Iterable[Violation]]
-
-
 @dataclass(frozen=True, slots=True)
 class Rule:
     id: str

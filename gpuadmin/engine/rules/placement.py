@@ -130,7 +130,9 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
         node = view.node(slot.node)
         found = view.gpu_at((slot.node, slot.gpu))
         gpu = found[1] if found is not None else None
-        if node is None:
+        if node is None and slot.node in view.base.nodes:  # a remove-node (or a restore) in this plan
+            problem, hint = f"this plan removes node {slot.node}", _stop_first(job)
+        elif node is None:
             problem, hint = f"node {slot.node} does not exist", "bind the job to an existing node"
         elif gpu is None:
             problem, hint = (
@@ -152,6 +154,13 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
             f"job {name} holds {_slot_text(slot, view)}, but {problem}",
             hint,
         )
+
+
+def _stop_first(job: Job) -> str:
+    """How a job stops before the node it runs on is removed."""
+    if job.preemptible:
+        return "preempt the job first (preempt-job), or drain the node"
+    return "it is non-preemptible: it completes first, or an admin preempts it (preempt-job, override: true, a reason)"
 
 
 def _overlap(a: Slot, b: Slot) -> bool:

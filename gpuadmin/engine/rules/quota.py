@@ -77,9 +77,11 @@ def limit_not_below_quota(view: View, name: str) -> Iterable[Violation]:
 def queue_exists(view: View, name: str) -> Iterable[Violation]:
     job = view.job(name)
     if job is not None and view.queue(job.queue) is None:
+        removed = job.queue in view.base.queues  # a remove-queue (or a restore) in this plan: the job is there
         yield Violation(
             "quota.queue-exists",
             job_target(name),
-            f"job {name} names queue {job.queue}, which does not exist",
-            "create the queue with add-queue, or submit the job to an existing queue",
+            f"job {name} names queue {job.queue}, which {'this plan removes' if removed else 'does not exist'}",
+            "cancel the job first (cancel-job), or keep the queue" if removed
+            else "create the queue with add-queue, or submit the job to an existing queue",
         )

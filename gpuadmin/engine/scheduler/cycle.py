@@ -10,9 +10,7 @@ made again, so the result is always allowed; those jobs are explained as refused
 
 from __future__ import annotations
 
-import gc
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
@@ -693,18 +691,5 @@ def schedule(
 ) -> SchedulePlan:
     """Plan one scheduling cycle over `state`'s pending jobs. Pure: the state is not changed.
 
-    `workload` is the FGD target workload; by default it is learned from the pending and running jobs.
-
-    The cyclic garbage collector is paused meanwhile: a cycle allocates many short-lived tuples and no
-    cycles, and a full collection over a large state costs more than the cycle itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return Cycle(state, policy, workload=workload).run()
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def shape_counts(state: ClusterState) -> Counter[Shape]:
-    return Counter(shape_of(j) for j in state.jobs.values() if j.status in PENDING)
+    `workload` is the FGD target workload; by default it is learned from the pending and running jobs."""
+    return Cycle(state, policy, workload=workload).run()

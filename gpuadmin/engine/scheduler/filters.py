@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.scheduler.fgd import EPS_SHARE, UnitState, WholePart, unit_fits, unit_need, usable_memory
-from gpuadmin.engine.scheduler.index import GpuInfo, NodeCap, Policy, TsUnit
+from gpuadmin.engine.scheduler.index import GpuInfo, NodeCap, Policy
 from gpuadmin.engine.scheduler.shape import Shape
 
 
@@ -119,13 +119,6 @@ def shape_unit_fits(state: UnitState, shape: Shape) -> bool:
     if shape.kind in ("gpus",):
         return False
     return unit_fits(state, "share", shape.fraction, shape.gib, shape.model)
-
-
-def unit_for_state(nc: NodeCap, state: UnitState) -> TsUnit | None:
-    for unit in nc.ts_units:
-        if unit.state() == state:
-            return unit
-    return None
 
 
 def open_gpu_fits(nc: NodeCap, shape: Shape) -> bool:

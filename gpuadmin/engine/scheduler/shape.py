@@ -36,10 +36,6 @@ class Shape:
         """Never shares a slice: isolation: exclusive, or the default of a whole-GPU or MIG request."""
         return not self.shared
 
-    @property
-    def gang(self) -> bool:
-        return self.nodes > 1
-
     def describe(self) -> str:
         on = f" {self.model}" if self.model else ""
         if self.kind == "gpus":

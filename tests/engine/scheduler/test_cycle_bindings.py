@@ -13,10 +13,10 @@ import os
 import sys
 from pathlib import Path
 
+from bench.generate import generate_inventory
 from gpuadmin.engine.scheduler import schedule
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Inventory
-from gpuadmin.store.generate import generate_inventory
 
 GOLDEN = Path(__file__).parent / "golden" / "cycle_bindings.txt"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from bench.generate import generate_inventory
 from gpuadmin.engine.scheduler import schedule
 from gpuadmin.engine.scheduler.filters import mig_profile_name, node_ok
 from gpuadmin.engine.scheduler.repartition import SEARCH_CAP, repartition_remedy, scan_first_layout
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Inventory
-from gpuadmin.store.generate import generate_inventory
 
 
 @pytest.mark.parametrize(("nodes", "jobs", "seed"), [(48, 900, 0), (96, 2500, 4), (64, 1500, 7)])

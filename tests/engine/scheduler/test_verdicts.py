@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.generate import generate_inventory
 from gpuadmin.engine.scheduler import schedule
 from gpuadmin.engine.scheduler.cycle import SchedulePlan
 from gpuadmin.engine.scheduler.node_filters import NO_NEEDS, filter_node
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Inventory
 from gpuadmin.store import load_inventory
-from gpuadmin.store.generate import generate_inventory
 
 SAMPLES = sorted((Path(__file__).resolve().parents[3] / "sample-inventories").glob("*.yaml"))
 GENERATED = [(24, 300, 0, False), (40, 800, 1, False), (32, 600, 2, True), (64, 2000, 3, True)]

@@ -1,6 +1,6 @@
 """Deterministic generator of large, physically valid inventories (for benchmarks and scale tests).
 
-    python -m gpuadmin.store.generate --nodes 1024 --jobs 100000 [--seed N] [-o FILE]
+    python -m bench.generate --nodes 1024 --jobs 100000 [--seed N] [-o FILE]
 
 The cluster looks like a large OCI estate: blocks of bare-metal 8-GPU shapes (BM.GPU.H100.8,
 BM.GPU.H200.8, BM.GPU.A100-v2.8, BM.GPU.B200.8), each block on its own RDMA cluster network, one
@@ -572,7 +572,7 @@ def dump_inventory(data: dict[str, Any], stream: IO[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m gpuadmin.store.generate", description=__doc__.splitlines()[0]
+        prog="python -m bench.generate", description=__doc__.splitlines()[0]
     )
     ap.add_argument("--nodes", type=int, default=1024, help="number of 8-GPU nodes (default 1024)")
     ap.add_argument("--jobs", type=int, default=100_000, help="number of jobs (default 100000)")
