@@ -500,6 +500,11 @@ def gang_whole(view: View, name: str) -> Iterable[Violation]:
         )
 
 
+# The modes whose slices `resolve` can make shareable (a replica, a MIG instance's replica); a full GPU shares only
+# on a dynamic-sharing node.
+_SHAREABLE_MODES = frozenset({"time-sliced", "mig"})
+
+
 @rule(
     "placement.no-oversubscription",
     "Shared slices are never oversubscribed: holders ≤ replicas, and one combined share ≤ the slice (a fraction "
@@ -511,14 +516,16 @@ def no_oversubscription(view: View, site: GpuSite) -> Iterable[Violation]:
     found_gpu = site.found
     if found_gpu is None:
         return
-    gpu = found_gpu[1]
+    node, gpu = found_gpu
+    dynamic = shares_dynamically(node, gpu)
+    if not dynamic and gpu.mode not in _SHAREABLE_MODES:
+        return  # every slot here resolves to a whole or unusable slice, or to none: nothing is shared
     model = site.model
     per_slice: dict[int | None, list[tuple[Job, Slot]]] = {}
     for job in site.holders:
         for slot in slots_on(job, *key):
             per_slice.setdefault(slot.mig_start, []).append((job, slot))
-    node = found_gpu[0]
-    if shares_dynamically(node, gpu) and per_slice.get(None):
+    if dynamic and per_slice.get(None):
         yield from _dynamic_oversubscription(node, gpu, key, [j for j, _ in per_slice[None] if is_fractional(j)])
         return
     for _, held in sorted(per_slice.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
