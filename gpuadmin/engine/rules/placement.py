@@ -188,11 +188,11 @@ def slot_free(view: View, name: str) -> Iterable[Violation]:
         for other in holder_jobs(view, slot.node, slot.gpu):
             if other.name == name or (job.vm is not None and other.vm is not None and job.vm != other.vm):
                 continue  # jobs in two VMs that share a GPU through vGPUs each hold their own VM's vGPU
-            theirs_old = base_slots(view, other.name)
+            theirs_old = None if is_new else base_slots(view, other.name)  # read only for a slot held before
             for theirs in slots_on(other, slot.node, slot.gpu):
                 if not _overlap(slot, theirs):
                     continue
-                if not is_new and (theirs.node, theirs.gpu, theirs.mig_start) not in theirs_old:
+                if theirs_old is not None and (theirs.node, theirs.gpu, theirs.mig_start) not in theirs_old:
                     continue  # the newcomer's violation names this conflict
                 if found.dynamic and (is_fractional(job) or is_fractional(other)):
                     continue  # fractions share it; a whole job among them is placement.dynamic-share's
