@@ -512,20 +512,23 @@ _SHAREABLE_MODES = frozenset({"time-sliced", "mig"})
     "gpu",
 )
 def no_oversubscription(view: View, site: GpuSite) -> Iterable[Violation]:
+    if site.found is None:
+        return ()
+    node, gpu = site.found
+    if not shares_dynamically(node, gpu) and gpu.mode not in _SHAREABLE_MODES:
+        return ()  # every slot here resolves to a whole or unusable slice, or to none: nothing is shared
+    return _oversubscription(view, site, node, gpu)
+
+
+def _oversubscription(view: View, site: GpuSite, node: Node, gpu: Gpu) -> Iterable[Violation]:
+    """no-oversubscription's judgement of a GPU that exists, on any GPU (tests call it where the rule skips)."""
     key = site.key
-    found_gpu = site.found
-    if found_gpu is None:
-        return
-    node, gpu = found_gpu
-    dynamic = shares_dynamically(node, gpu)
-    if not dynamic and gpu.mode not in _SHAREABLE_MODES:
-        return  # every slot here resolves to a whole or unusable slice, or to none: nothing is shared
     model = site.model
     per_slice: dict[int | None, list[tuple[Job, Slot]]] = {}
     for job in site.holders:
         for slot in slots_on(job, *key):
             per_slice.setdefault(slot.mig_start, []).append((job, slot))
-    if dynamic and per_slice.get(None):
+    if shares_dynamically(node, gpu) and per_slice.get(None):
         yield from _dynamic_oversubscription(node, gpu, key, [j for j, _ in per_slice[None] if is_fractional(j)])
         return
     for _, held in sorted(per_slice.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
