@@ -127,6 +127,8 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
     if job is None:
         return
     for slot in job.placement:
+        if resolve(view, slot) is not None:
+            continue  # the slice exists (the lookup the other placement rules share); below, what is missing
         node = view.node(slot.node)
         found = view.gpu_at((slot.node, slot.gpu))
         gpu = found[1] if found is not None else None
@@ -137,15 +139,13 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
                 f"node {slot.node} has no GPU {slot.gpu}",
                 f"GPUs of {slot.node}: " + names(str(g.index) for g in node.gpus),
             )
-        elif slot.mig_start is not None and resolve(view, slot) is None:
+        else:  # the GPU is there, so the slot names a MIG instance it does not have
             if gpu.mode != "mig":
                 problem = f"GPU {slot.gpu} of {slot.node} is in {gpu.mode} mode and has no MIG instances"
             else:
                 problem = f"GPU {slot.gpu} of {slot.node} has no MIG instance starting at {slot.mig_start}"
             layout = names(i.where for i in gpu.mig or ()) or "none"
             hint = f"instances there: {layout}"
-        else:
-            continue
         yield Violation(
             "placement.slot-exists",
             job_target(name),
