@@ -127,6 +127,8 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
     if job is None:
         return
     for slot in job.placement:
+        if resolve(view, slot) is not None:
+            continue  # the slice exists (the lookup the other placement rules share); below, what is missing
         node = view.node(slot.node)
         found = view.gpu_at((slot.node, slot.gpu))
         gpu = found[1] if found is not None else None
@@ -139,15 +141,13 @@ def slot_exists(view: View, name: str) -> Iterable[Violation]:
                 f"node {slot.node} has no GPU {slot.gpu}",
                 f"GPUs of {slot.node}: " + names(str(g.index) for g in node.gpus),
             )
-        elif slot.mig_start is not None and resolve(view, slot) is None:
+        else:  # the GPU is there, so the slot names a MIG instance it does not have
             if gpu.mode != "mig":
                 problem = f"GPU {slot.gpu} of {slot.node} is in {gpu.mode} mode and has no MIG instances"
             else:
                 problem = f"GPU {slot.gpu} of {slot.node} has no MIG instance starting at {slot.mig_start}"
             layout = names(i.where for i in gpu.mig or ()) or "none"
             hint = f"instances there: {layout}"
-        else:
-            continue
         yield Violation(
             "placement.slot-exists",
             job_target(name),
@@ -197,11 +197,11 @@ def slot_free(view: View, name: str) -> Iterable[Violation]:
         for other in holder_jobs(view, slot.node, slot.gpu):
             if other.name == name or (job.vm is not None and other.vm is not None and job.vm != other.vm):
                 continue  # jobs in two VMs that share a GPU through vGPUs each hold their own VM's vGPU
-            theirs_old = base_slots(view, other.name)
+            theirs_old = None if is_new else base_slots(view, other.name)  # read only for a slot held before
             for theirs in slots_on(other, slot.node, slot.gpu):
                 if not _overlap(slot, theirs):
                     continue
-                if not is_new and (theirs.node, theirs.gpu, theirs.mig_start) not in theirs_old:
+                if theirs_old is not None and (theirs.node, theirs.gpu, theirs.mig_start) not in theirs_old:
                     continue  # the newcomer's violation names this conflict
                 if found.dynamic and (is_fractional(job) or is_fractional(other)):
                     continue  # fractions share it; a whole job among them is placement.dynamic-share's
@@ -509,6 +509,11 @@ def gang_whole(view: View, name: str) -> Iterable[Violation]:
         )
 
 
+# The modes whose slices `resolve` can make shareable (a replica, a MIG instance's replica); a full GPU shares only
+# on a dynamic-sharing node.
+_SHAREABLE_MODES = frozenset({"time-sliced", "mig"})
+
+
 @rule(
     "placement.no-oversubscription",
     "Shared slices are never oversubscribed: holders ≤ replicas, and one combined share ≤ the slice (a fraction "
@@ -516,17 +521,22 @@ def gang_whole(view: View, name: str) -> Iterable[Violation]:
     "gpu",
 )
 def no_oversubscription(view: View, site: GpuSite) -> Iterable[Violation]:
+    if site.found is None:
+        return ()
+    node, gpu = site.found
+    if not shares_dynamically(node, gpu) and gpu.mode not in _SHAREABLE_MODES:
+        return ()  # every slot here resolves to a whole or unusable slice, or to none: nothing is shared
+    return _oversubscription(view, site, node, gpu)
+
+
+def _oversubscription(view: View, site: GpuSite, node: Node, gpu: Gpu) -> Iterable[Violation]:
+    """no-oversubscription's judgement of a GPU that exists, on any GPU (tests call it where the rule skips)."""
     key = site.key
-    found_gpu = site.found
-    if found_gpu is None:
-        return
-    gpu = found_gpu[1]
     model = site.model
     per_slice: dict[int | None, list[tuple[Job, Slot]]] = {}
     for job in site.holders:
         for slot in slots_on(job, *key):
             per_slice.setdefault(slot.mig_start, []).append((job, slot))
-    node = found_gpu[0]
     if shares_dynamically(node, gpu) and per_slice.get(None):
         yield from _dynamic_oversubscription(node, gpu, key, [j for j, _ in per_slice[None] if is_fractional(j)])
         return

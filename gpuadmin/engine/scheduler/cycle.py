@@ -160,11 +160,12 @@ class Cycle:
         weights: dict[Shape, float] = {}
         cost_of: dict[Shape, Cost] = {}
         books = self.books
+        shape_by_request: dict[tuple[object, ...], Shape] = {}  # jobs asking alike share one shape (and its cost)
         for i, job in enumerate(self.state.jobs.values()):
             if job.status not in PENDING:
                 continue
             self.fifo[job.name] = i
-            shape = shape_of(job)
+            shape = _memo_shape(shape_by_request, job)
             self.shapes[job.name] = shape
             needs = needs_of(job)
             if needs:
@@ -186,25 +187,10 @@ class Cycle:
         # The FGD target workload (the paper's "typical tasks", taken from history): the request shapes of the
         # pending jobs and of the running ones, a gang once per node, so that a cycle with few pending jobs
         # still scores against the cluster's task mix rather than against its own handful of requests.
-        run_shapes: dict[tuple[object, ...], Shape] = {}
         for job in self.state.jobs.values():
             if job.status != "running":
                 continue
-            req = job.request
-            key = (
-                req.gpus,
-                req.mig,
-                req.fraction,
-                req.gpu_memory_gib,
-                req.model,
-                req.nodes,
-                req.nvlink,
-                req.rdma,
-                job.isolation,
-            )
-            found = run_shapes.get(key)
-            if found is None:
-                found = run_shapes[key] = shape_of(job)
+            found = _memo_shape(shape_by_request, job)
             weights[found] = weights.get(found, 0.0) + found.nodes
         if self.target is not None:
             self.workload = self.target
@@ -693,3 +679,15 @@ def schedule(
 
     `workload` is the FGD target workload; by default it is learned from the pending and running jobs."""
     return Cycle(state, policy, workload=workload).run()
+
+
+def _memo_shape(memo: dict[tuple[object, ...], Shape], job: Job) -> Shape:
+    """`shape_of(job)`, computed once per distinct request: 10,000 pending jobs ask in ~180 ways. The key is every
+    field `shape_of` reads."""
+    req = job.request
+    key = (req.gpus, req.mig, req.fraction, req.gpu_memory_gib, req.model, req.nodes, req.nvlink, req.rdma,
+           job.isolation)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = shape_of(job)
+    return found

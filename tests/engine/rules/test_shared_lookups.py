@@ -14,6 +14,7 @@ from test_rule_cases import CASES, Case, _id
 
 from gpuadmin.engine.rules import RULES, Touched, Violation, check
 from gpuadmin.engine.rules.base import GpuSite, expand
+from gpuadmin.engine.rules.placement import _oversubscription, no_oversubscription
 from gpuadmin.engine.state import View
 from gpuadmin.model import Node
 
@@ -73,3 +74,21 @@ def test_a_view_is_not_edited_while_the_rules_read_it() -> None:
         view.put_node("bm1", None)
     view.put_node("bm1", None)  # outside, edits go through as before
     assert view.node("bm1") is None
+
+
+def oversubscription_on_every_gpu(view: View) -> list[tuple[list[Violation], list[Violation]]]:
+    """(the rule, its judgement without the skip) on every GPU of a view: the rule returns at once on a GPU with no
+    shareable slice (`_SHAREABLE_MODES`, dynamic sharing); the slow way judges every slot there."""
+    out = []
+    with view.reading():
+        for node in view.nodes():
+            for gpu in node.gpus:
+                site = GpuSite.resolve(view, (node.name, gpu.index))
+                out.append((list(no_oversubscription(view, site)), list(_oversubscription(view, site, node, gpu))))
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_no_oversubscription_skips_only_what_the_slow_way_clears(case: Case) -> None:
+    for fast, slow in oversubscription_on_every_gpu(case.build().view):
+        assert fast == slow
