@@ -58,7 +58,8 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
         from gpuadmin.cli import style
 
         style.configure(ctx.color)
-        output.table(table.rows, table.columns(wide=fmt == "wide"), width=style.terminal_width())
+        columns = [table.listing.column(name) for name in table.columns(wide=fmt == "wide")]
+        output.table(table.rows, columns, width=style.terminal_width())
     elif fmt == "name":
         output.names(kind, (str(r[table.listing.key]) for r in table.rows))
     else:
