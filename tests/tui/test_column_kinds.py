@@ -41,7 +41,7 @@ async def test_age_sorts_by_the_time_it_spells(tmp_path: Path) -> None:
         assert ages == ["3d", "1d", "2h", "10m", "45s"]
 
 
-async def test_numbers_are_drawn_to_the_right(tmp_path: Path) -> None:
+async def test_numbers_are_drawn_to_the_right() -> None:
     app = make_app(view="queues")
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
