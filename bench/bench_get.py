@@ -1,56 +1,83 @@
-"""`gpuadmin get nodes -o json` on the 1,024-node state, whole process (DESIGN §11: ≤ 0.6 s), and `get gpus -o json`.
+"""The read commands on the 1,024-node, 100,000-job state, whole process: `get nodes -o json` (DESIGN §11:
+≤ 0.6 s), `get gpus -o json`, `get jobs -o name` and `get jobs` (its REASON column from a dry-run cycle, computed
+once per revision and kept), each with its own peak RSS (target ≤ 300 MB for the whole state).
 
-The state holds 1,024 nodes × 8 GPUs and 100,000 jobs. Baseline, same run: the bare interpreter starting
-and exiting (`python -c pass`), so the ratio shows what gpuadmin adds to process start. Also the RSS of
-one process holding the whole state (target ≤ 300 MB).
+Baseline, same run: with `--baseline-rev REV`, the same commands on REV's code (a temporary `git worktree`, its
+own state made by its own `init`), alternating with this tree's run by run, so both see the same load; the ratio
+is this tree's median over REV's. Without it, the bare interpreter starting and exiting (`python -c pass`).
 
-    .venv/bin/python -m bench.bench_get [--repeat 7]
+    .venv/bin/python -m bench.bench_get [--repeat 7] [--baseline-rev main]
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
+import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from bench.common import generated_file, median_seconds
+from bench.common import ROOT, baseline_checkout, child_run, generated_file, in_tree
+
+COMMANDS = {
+    "get nodes -o json": ("get", "nodes", "-o", "json"),
+    "get gpus -o json": ("get", "gpus", "-o", "json"),
+    "get jobs -o name": ("get", "jobs", "-o", "name"),
+    "get jobs": ("get", "jobs"),  # the first run at a revision computes the REASONs: measured after `warm`
+}
+LOAD = ("-c", "import sys; from pathlib import Path; from gpuadmin.store import Store; "
+              "s = Store.open(Path(sys.argv[1])).load(); print(len(s.nodes), len(s.jobs))")
+
+
+@contextmanager
+def _side(tree: Path, source: Path, work: Path, name: str) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """The gpuadmin command line of `tree`'s code on its own state (made from `source`), and its environment."""
+    env = in_tree(tree)
+    cli = [sys.executable, "-m", "gpuadmin.cli.main", "--state", str(work / name)]
+    child_run([*cli, "init", "--from", str(source)], env, tree)
+    child_run([*cli, "get", "jobs"], env, tree)  # warm: the REASONs of this revision are computed and kept
+    yield cli, env
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--baseline-rev", metavar="REV", default=None,
+                        help="compare with the same commands on REV's code (a temporary git worktree)")
     args = parser.parse_args()
     source = generated_file(1024, args.jobs)
-    with tempfile.TemporaryDirectory() as tmp:
-        state = Path(tmp) / "state"
-        cli = [sys.executable, "-m", "gpuadmin.cli.main", "--state", str(state)]
-        subprocess.run([*cli, "init", "--from", str(source)], check=True, capture_output=True)
-        base = median_seconds(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat)
-        get = median_seconds(lambda: subprocess.run([*cli, "get", "nodes", "-o", "json"], check=True,
-                                                    stdout=subprocess.DEVNULL), args.repeat)
-        gpus = median_seconds(lambda: subprocess.run([*cli, "get", "gpus", "-o", "json"], check=True,
-                                                     stdout=subprocess.DEVNULL), args.repeat)
-        jobs = median_seconds(lambda: subprocess.run([*cli, "get", "jobs", "-o", "name"], check=True,
-                                                     stdout=subprocess.DEVNULL), 3)
-        reasons = median_seconds(lambda: subprocess.run([*cli, "get", "jobs"], check=True,
-                                                        stdout=subprocess.DEVNULL), 3)
-        rss = subprocess.run(
-            [sys.executable, "-c",
-             "import resource, sys; from pathlib import Path; from gpuadmin.store import Store;"
-             "s = Store.open(Path(sys.argv[1])).load();"
-             "print(len(s.nodes), len(s.jobs), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)",
-             str(state)], check=True, capture_output=True, text=True).stdout.split()
-    print(f"state: 1024 nodes, {args.jobs} jobs")
-    print(f"baseline python -c pass           : {base * 1000:7.1f} ms (median of {args.repeat})")
-    print(f"gpuadmin get nodes -o json        : {get * 1000:7.1f} ms   ratio {get / base:.1f}x baseline "
-          f"(target <= 600 ms)")
-    print(f"gpuadmin get gpus -o json         : {gpus * 1000:7.1f} ms   ratio {gpus / base:.1f}x baseline")
-    print(f"gpuadmin get jobs -o name (all)   : {jobs * 1000:7.1f} ms (median of 3)")
-    print(f"gpuadmin get jobs (REASON column) : {reasons * 1000:7.1f} ms (median of 3; runs a dry-run cycle)")
-    print(f"max RSS, whole state loaded ({rss[0]} nodes, {rss[1]} jobs): {rss[2]} MB (target <= 300 MB)")
+    with ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        sides = {"this": stack.enter_context(_side(ROOT, source, work, "this"))}
+        if args.baseline_rev is not None:
+            tree = stack.enter_context(baseline_checkout(args.baseline_rev))
+            sides[args.baseline_rev] = stack.enter_context(_side(tree, source, work, "base"))
+        trees = {"this": ROOT, **({args.baseline_rev: tree} if args.baseline_rev is not None else {})}
+        runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for _ in range(args.repeat):
+            for label, command in COMMANDS.items():
+                for side, (cli, env) in sides.items():  # alternating: both sides share each moment's load
+                    runs.setdefault((label, side), []).append(child_run([*cli, *command], env, trees[side]))
+        python = ([statistics.median(child_run([sys.executable, "-c", "pass"])[0] for _ in range(args.repeat))]
+                  if args.baseline_rev is None else [])
+        cli, env = sides["this"]
+        loaded = child_run([sys.executable, *LOAD, cli[-1]], env)
+    print(f"state: 1024 nodes, {args.jobs} jobs; medians of {args.repeat}; RSS: each command's own peak")
+    for label in COMMANDS:
+        took = statistics.median(t for t, _ in runs[(label, "this")])
+        rss = statistics.median(r for _, r in runs[(label, "this")])
+        line = f"gpuadmin {label:<18}: {took * 1000:8.1f} ms  {rss:6.0f} MB"
+        if args.baseline_rev is not None:
+            base = statistics.median(t for t, _ in runs[(label, args.baseline_rev)])
+            base_rss = statistics.median(r for _, r in runs[(label, args.baseline_rev)])
+            line += f"   {args.baseline_rev}: {base * 1000:8.1f} ms  {base_rss:6.0f} MB   ratio {took / base:.2f}x"
+        else:
+            line += f"   ratio {took / python[0]:.1f}x python -c pass ({python[0] * 1000:.1f} ms)"
+        print(line + ("  (target <= 600 ms)" if label == "get nodes -o json" else ""))
+    print(f"max RSS, whole state loaded in one process: {loaded[1]:.0f} MB (target <= 300 MB)")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,23 @@
-"""Shared helpers: medians of repeated timings, and generated inventories written once per run."""
+"""Shared helpers: medians of repeated timings, generated inventories written once per run, a checkout of
+another revision to compare against in the same run, and a child process's own time and peak memory."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from gpuadmin.store.generate import dump_inventory, generate_inventory
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def median_seconds(fn: Callable[[], object], repeat: int) -> float:
@@ -40,3 +49,43 @@ def generated_file(nodes: int, jobs: int, seed: int = 0) -> Path:
         with path.open("w", encoding="utf-8") as out:  # the generator's own compact writer (one line per entry)
             dump_inventory(generate_inventory(nodes, jobs, seed), out)
     return path
+
+
+@contextmanager
+def baseline_checkout(rev: str) -> Iterator[Path]:
+    """A temporary `git worktree` of `rev` (detached), removed afterwards: run the same command on its code (with
+    `PYTHONPATH` set to it, see `in_tree`) and on this tree's, alternating, for a ratio in one run."""
+    holder = Path(tempfile.mkdtemp(prefix="gpuadmin-baseline-"))
+    tree = holder / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True)
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        shutil.rmtree(holder, ignore_errors=True)
+
+
+def in_tree(tree: Path) -> dict[str, str]:
+    """The environment that makes `python -m gpuadmin...` import the code of `tree` (ahead of the installed one)."""
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
+# Run by a fresh, small interpreter: the child's peak RSS is that launcher's RUSAGE_CHILDREN. Measured from this
+# process instead, a child inherits its parent's high-water mark on Linux (exec keeps the larger of the two in
+# `ru_maxrss`): the bench's own 600 MB of generated inventory was reported as the command's.
+_LAUNCHER = """
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+took = time.perf_counter() - start
+print(json.dumps([took, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024]))
+"""
+
+
+def child_run(command: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float,
+                                                                                                          float]:
+    """Run `command` once: its wall time (without the launcher's start) and its own peak RSS in MB."""
+    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *command], check=True, capture_output=True, text=True,
+                         env=env, cwd=cwd).stdout
+    took, rss = json.loads(out)
+    return float(took), float(rss)
