@@ -348,10 +348,10 @@ JOURNAL = Listing("entry", (
 
 
 LISTINGS: dict[str, Listing] = {
-    # ORCHESTRATOR is the table's last column: a terminal of 80 drops it first and keeps what it showed before
+    # ORCHESTRATOR, added last, gives way first: a terminal of 80 keeps what it showed before it existed
     "nodes": Listing("node", (
         Column("NAME", Kind.PLACEMENT), text("PLATFORM"), text("STATE"), number("GPUS"), number("FREE"),
-        number("PARTLY_USED"), number("FULL"), text("MODES"), text("RDMA"), text("ORCHESTRATOR"),
+        number("PARTLY_USED"), number("FULL"), text("MODES"), text("RDMA"), text("ORCHESTRATOR", priority=-1),
         text("MODELS", wide=True), text("SHAPE", wide=True), number("CPUS", int | None, wide=True),
         number("MEMORY_GIB", float | None, wide=True), text("NVLINK", wide=True), text("LABELS", wide=True),
         number("USED", hidden=True),
@@ -371,10 +371,9 @@ LISTINGS: dict[str, Listing] = {
         _NODE_NAME, text("NAME"), number("SIZE"), Column("GPUS", Kind.PLACEMENT), text("VM"),
         text("NVLINK", wide=True),
     ), _group_rows),
-    # AGE gives way first on a narrow terminal: REASON and PLACEMENT say more
     "jobs": Listing("job", (
         text("NAME"), text("QUEUE"), text("STATUS"), Column("REQUEST", Kind.QUANTITY),
-        Column("PLACEMENT", Kind.PLACEMENT), Column("AGE", Kind.DURATION, priority=-1), text("REASON"),
+        Column("PLACEMENT", Kind.PLACEMENT), Column("AGE", Kind.DURATION), text("REASON"),
         number("PRIORITY", wide=True), text("PREEMPTIBLE", wide=True, json_type=bool), text("OWNER", wide=True),
         text("SUBMITTED", wide=True), text("VM", wide=True),
     ), _job_rows, names=_job_names),
