@@ -199,7 +199,7 @@ class RowTable(ScrollView, can_focus=True):
         if y == 0:
             header = self.get_component_rich_style("rowtable--header")
             text = " " * GUTTER + " ".join(
-                shorten(self._header_label(c), w) for c, w in zip(fitted.columns, fitted.widths, strict=True))
+                self._cell(self._header_label(c), c, w) for c, w in zip(fitted.columns, fitted.widths, strict=True))
             return Strip([Segment(shorten(text, width), base + header)], width)
         position = self.scroll_offset.y + y - 1
         if position >= len(self.shown):
@@ -231,7 +231,8 @@ class RowTable(ScrollView, can_focus=True):
         return texts
 
     def _cell(self, text: str, column: str, width: int) -> str:
-        """A cell in exactly `width` cells: a number that fits to the right, anything else as `shorten` puts it."""
+        """A cell (or a header) in exactly `width` cells: a number's column that fits to the right, anything else
+        as `shorten` puts it."""
         room = width - cell_len(text)
         if room > 0 and self._typed[column].align is Align.RIGHT:
             return aligned(text, room, Align.RIGHT)
