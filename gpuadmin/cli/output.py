@@ -25,7 +25,7 @@ def cells(text: str) -> int:
     """The terminal cells `text` takes: a CJK character or an emoji two, a combining mark none (wcwidth, as
     Harlequin measures); a character it cannot measure (a control: `safe` has escaped them all) counts one."""
     width = wcswidth(text)
-    return width if width >= 0 else sum(max(0, wcwidth(ch)) or 1 for ch in text)
+    return width if width >= 0 else sum(w if (w := wcwidth(ch)) >= 0 else 1 for ch in text)
 
 
 def fit(widths: list[int], columns: Sequence[Column], width: int) -> list[int]:

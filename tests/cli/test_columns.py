@@ -26,6 +26,11 @@ def test_wide_characters_keep_the_columns_aligned() -> None:
     assert starts == {len("é-combining-e") + 2}, out.getvalue()
 
 
+def test_cells_count_as_a_terminal_draws() -> None:
+    assert cells("gpu-h100-07/0/3g.40gb@4") == 23 and cells("训") == 2 and cells("e\u0301") == 1
+    assert cells("\x1b") == 1, "a control wcwidth cannot measure (none reaches a cell unescaped) counts one"
+
+
 def test_a_wide_character_is_never_cut_in_half() -> None:
     out = io.StringIO()
     table([{"NAME": "a", "LONG": "训练训练训练训练训练训练"}], [text("NAME"), text("LONG")], out=out, width=16)
