@@ -51,17 +51,19 @@ def fit(widths: list[int], columns: Sequence[Column], width: int) -> list[int]:
     return widths
 
 
-def _clip(text: str, w: int) -> str:
-    """`text` in at most `w` cells, cut with `…` (a wide character that would straddle the edge goes too)."""
-    if cells(text) <= w:
-        return text
+def _clip(text: str, w: int) -> tuple[str, int]:
+    """`text` in at most `w` cells, cut with `…` (a wide character that would straddle the edge goes too), and
+    the cells it then takes."""
+    used = cells(text)
+    if used <= w:
+        return text, used
     kept, used = [], 0
     for ch in text:
-        used += cells(ch)
-        if used > w - 1:
+        if used + cells(ch) > w - 1:
             break
         kept.append(ch)
-    return "".join(kept) + "…"
+        used += cells(ch)
+    return "".join(kept) + "…", used + 1
 
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], out: TextIO | None = None,
@@ -86,8 +88,8 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], out: TextIO
         parts = []
         for v, w, column in zip(values, widths, columns, strict=True):
             if w:
-                shown = _clip(v, w)
-                parts.append(aligned(style.word(shown) if colour else shown, w - cells(shown), column.align))
+                shown, used = _clip(v, w)
+                parts.append(aligned(style.word(shown) if colour else shown, w - used, column.align))
         return "  ".join(parts).rstrip() + "\n"
 
     out.write(line(names, False))
@@ -182,7 +184,15 @@ def yaml_documents(items: list[Any], out: TextIO | None = None) -> None:
     (out or sys.stdout).write(_yaml_text(yaml.dump_all, items))
 
 
+NAMES_PER_WRITE = 4096  # 100,000 names in 25 writes, not 100,000: each write is a call through the text layer
+
+
 def names(kind: str, values: Iterable[str], out: TextIO | None = None) -> None:
     out = out or sys.stdout
+    batch: list[str] = []
     for value in values:
-        out.write(f"{kind}/{safe(value)}\n")
+        batch.append(f"{kind}/{safe(value)}\n")
+        if len(batch) == NAMES_PER_WRITE:
+            out.write("".join(batch))
+            batch.clear()
+    out.write("".join(batch))

@@ -7,9 +7,10 @@ import io
 
 import pytest
 
-from gpuadmin.cli.output import cells, fit, table
+from gpuadmin.cli.output import NAMES_PER_WRITE, cells, fit, names, table
 from gpuadmin.render.columns import Column, Kind, number, text
 from gpuadmin.render.rows import LISTINGS
+from gpuadmin.render.text import safe
 from gpuadmin.service import Service
 from tests.cli.clikit import SAMPLES
 
@@ -61,3 +62,13 @@ def test_names_without_rows_equal_the_rows_names(kind: str, sample: str) -> None
     assert listing.names is not None and listing.rows is not None
     view = service.view()
     assert list(listing.names(view)) == [str(r[listing.key]) for r in listing.rows(view)]
+
+
+def test_names_written_in_batches_are_the_lines_one_by_one() -> None:
+    values = [f"job-{i}" for i in range(2 * NAMES_PER_WRITE + 3)] + ["evil\x1b]0;x\x07"]
+    out = io.StringIO()
+    names("job", values, out=out)
+    assert out.getvalue() == "".join(f"job/{safe(v)}\n" for v in values)
+    empty = io.StringIO()
+    names("job", [], out=empty)
+    assert empty.getvalue() == ""
