@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from bench.common import ROOT, baseline_checkout, child_run, generated_file, in_tree
+from bench.common import ROOT, ChildRun, baseline_checkout, child_run, generated_file, in_tree
 
 COMMANDS = {
     "get nodes -o json": ("get", "nodes", "-o", "json"),
@@ -56,29 +56,36 @@ def main() -> None:
             tree = stack.enter_context(baseline_checkout(args.baseline_rev))
             sides[args.baseline_rev] = stack.enter_context(_side(tree, source, work, "base"))
         trees = {"this": ROOT, **({args.baseline_rev: tree} if args.baseline_rev is not None else {})}
-        runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        runs: dict[tuple[str, str], list[ChildRun]] = {}
         for _ in range(args.repeat):
             for label, command in COMMANDS.items():
                 for side, (cli, env) in sides.items():  # alternating: both sides share each moment's load
                     runs.setdefault((label, side), []).append(child_run([*cli, *command], env, trees[side]))
-        python = ([statistics.median(child_run([sys.executable, "-c", "pass"])[0] for _ in range(args.repeat))]
+        python = ([statistics.median(child_run([sys.executable, "-c", "pass"]).wall for _ in range(args.repeat))]
                   if args.baseline_rev is None else [])
         cli, env = sides["this"]
         loaded = child_run([sys.executable, *LOAD, cli[-1]], env)
-    print(f"state: 1024 nodes, {args.jobs} jobs; medians of {args.repeat}; RSS: each command's own peak")
+    print(f"state: 1024 nodes, {args.jobs} jobs; medians of {args.repeat}: wall time, CPU time (user + system) and "
+          "peak RSS, each the command's own")
     for label in COMMANDS:
-        took = statistics.median(t for t, _ in runs[(label, "this")])
-        rss = statistics.median(r for _, r in runs[(label, "this")])
-        line = f"gpuadmin {label:<18}: {took * 1000:8.1f} ms  {rss:6.0f} MB"
+        this = _medians(runs[(label, "this")])
+        line = f"gpuadmin {label:<18}: {_figures(this)}"
         if args.baseline_rev is not None:
-            base = statistics.median(t for t, _ in runs[(label, args.baseline_rev)])
-            base_rss = statistics.median(r for _, r in runs[(label, args.baseline_rev)])
-            line += f"   {args.baseline_rev}: {base * 1000:8.1f} ms  {base_rss:6.0f} MB   ratio {took / base:.2f}x"
+            base = _medians(runs[(label, args.baseline_rev)])
+            line += (f"   {args.baseline_rev}: {_figures(base)}   ratio {this.wall / base.wall:.2f}x wall, "
+                     f"{this.cpu / base.cpu:.2f}x CPU")
         else:
-            line += f"   ratio {took / python[0]:.1f}x python -c pass ({python[0] * 1000:.1f} ms)"
+            line += f"   ratio {this.wall / python[0]:.1f}x python -c pass ({python[0] * 1000:.1f} ms)"
         print(line + ("  (target <= 600 ms)" if label == "get nodes -o json" else ""))
-    print(f"max RSS, whole state loaded in one process: {loaded[1]:.0f} MB (target <= 300 MB)")
+    print(f"max RSS, whole state loaded in one process: {loaded.rss_mb:.0f} MB (target <= 300 MB)")
 
+
+def _medians(runs: list[ChildRun]) -> ChildRun:
+    return ChildRun(*(statistics.median(getattr(r, f) for r in runs) for f in ("wall", "cpu", "rss_mb")))
+
+
+def _figures(run: ChildRun) -> str:
+    return f"{run.wall * 1000:7.0f} ms wall {run.cpu * 1000:7.0f} ms CPU {run.rss_mb:5.0f} MB"
 
 if __name__ == "__main__":
     main()

@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuadmin.store.generate import dump_inventory, generate_inventory
@@ -78,14 +79,24 @@ import json, resource, subprocess, sys, time
 start = time.perf_counter()
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
 took = time.perf_counter() - start
-print(json.dumps([took, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024]))
+child = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps([took, child.ru_utime + child.ru_stime, child.ru_maxrss / 1024]))
 """
 
 
-def child_run(command: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float,
-                                                                                                          float]:
-    """Run `command` once: its wall time (without the launcher's start) and its own peak RSS in MB."""
+@dataclass(frozen=True)
+class ChildRun:
+    """One command's run: wall time (without the launcher's start), CPU time (user + system: what the other
+    processes of a loaded machine disturb less) and peak RSS in MB, all its own."""
+
+    wall: float
+    cpu: float
+    rss_mb: float
+
+
+def child_run(command: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> ChildRun:
+    """Run `command` once, under the launcher (see above)."""
     out = subprocess.run([sys.executable, "-c", _LAUNCHER, *command], check=True, capture_output=True, text=True,
                          env=env, cwd=cwd).stdout
-    took, rss = json.loads(out)
-    return float(took), float(rss)
+    wall, cpu, rss = json.loads(out)
+    return ChildRun(float(wall), float(cpu), float(rss))
