@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 import yaml
-from wcwidth import wcswidth, wcwidth
 
-from gpuadmin.render.columns import Column, aligned, drop_order
+from gpuadmin.render.columns import Align, Column, drop_order
 from gpuadmin.render.text import cell_text, needs_escaping, safe
 
 MIN_WIDTH = 8  # a truncated column keeps at least this much (or its header)
@@ -24,6 +23,8 @@ MIN_WIDTH = 8  # a truncated column keeps at least this much (or its header)
 def cells(text: str) -> int:
     """The terminal cells `text` takes: a CJK character or an emoji two, a combining mark none (wcwidth, as
     Harlequin measures); a character it cannot measure (a control: `safe` has escaped them all) counts one."""
+    from wcwidth import wcswidth, wcwidth  # here: its tables take ~60 ms to import, which -o json never needs
+
     width = wcswidth(text)
     return width if width >= 0 else sum(w if (w := wcwidth(ch)) >= 0 else 1 for ch in text)
 
@@ -71,7 +72,11 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], out: TextIO
     """Aligned columns (numbers to the right), measured in terminal cells; a name is printed exactly, escapes
     made visible. On a terminal (`width`), the lowest-priority columns are truncated with `…`, then dropped,
     so that no line wraps; status words are coloured when colour is on (the word is always there: never colour
-    alone). Piped output is whole and plain."""
+    alone). Piped output is whole and plain.
+
+    A cell of ASCII text is measured by its length, without a call to `cells`: `safe` has escaped every control,
+    so each of its characters takes one cell (held equal to `cells` by tests/cli/test_columns.py); 100,000 rows
+    of seven cells would otherwise cost a second of calls."""
     from gpuadmin.cli import style
 
     out = out or sys.stdout
@@ -79,17 +84,22 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], out: TextIO
     widths = [cells(c) for c in names]
     for r in rows:  # two passes instead of holding every cell: 100,000 rows stay cheap
         for i, c in enumerate(names):
-            widths[i] = max(widths[i], cells(cell_text(r.get(c))))
+            text = cell_text(r.get(c))
+            widths[i] = max(widths[i], len(text) if text.isascii() else cells(text))
     if width is not None:
         widths = fit(widths, columns, width)
     paint = style.enabled()
+    right = [c.align is Align.RIGHT for c in columns]
 
     def line(values: Iterable[str], colour: bool) -> str:
         parts = []
-        for v, w, column in zip(values, widths, columns, strict=True):
+        for v, w, to_right in zip(values, widths, right, strict=True):
             if w:
-                shown, used = _clip(v, w)
-                parts.append(aligned(style.word(shown) if colour else shown, w - used, column.align))
+                shown, used = (v, len(v)) if v.isascii() and len(v) <= w else _clip(v, w)
+                pad = " " * (w - used)
+                if colour:
+                    shown = style.word(shown)
+                parts.append(pad + shown if to_right else shown + pad)
         return "  ".join(parts).rstrip() + "\n"
 
     out.write(line(names, False))

@@ -125,12 +125,5 @@ def drop_order(columns: Sequence[Column]) -> list[int]:
     return sorted(range(1, len(columns)), key=lambda i: (columns[i].priority, -i))
 
 
-def aligned(shown: str, room: int, align: Align) -> str:
-    """`shown` with `room` blank cells on the side `align` leaves free (`shown` may carry colour codes, so the
-    caller, who measured it before painting it, says how much room is left)."""
-    pad = " " * max(0, room)
-    return pad + shown if align is Align.RIGHT else shown + pad
-
-
-__all__ = ["Align", "Column", "Kind", "aligned", "any_key", "drop_order", "duration_key", "natural_key", "number",
+__all__ = ["Align", "Column", "Kind", "any_key", "drop_order", "duration_key", "natural_key", "number",
            "quantity_key", "text"]

@@ -32,6 +32,21 @@ def test_cells_count_as_a_terminal_draws() -> None:
     assert cells("\x1b") == 1, "a control wcwidth cannot measure (none reaches a cell unescaped) counts one"
 
 
+def test_ascii_cells_measure_as_wcwidth_does() -> None:
+    """The table's fast path measures ASCII text by its length: equal to wcwidth for every character a cell can
+    hold (`safe` escapes the controls), and a whole table so measured equals one measured by `cells` alone."""
+    printable = "".join(chr(c) for c in range(0x20, 0x7F))
+    assert all(cells(ch) == 1 for ch in printable) and cells(printable) == len(printable)
+    rows = [{"NAME": safe(f"job-{i}\x1b[2J"), "QUEUE": "research" * (i % 3), "GPUS": i} for i in range(40)]
+    rows.append({"NAME": "训练", "QUEUE": "ü", "GPUS": None})
+    out = io.StringIO()
+    table(rows, [text("NAME"), text("QUEUE"), number("GPUS")], out=out)
+    widths = [max(cells(c), *(cells(str(r[c] if r[c] is not None else "-")) for r in rows))
+              for c in ("NAME", "QUEUE", "GPUS")]
+    assert widths == [13, 16, 4]
+    assert out.getvalue().splitlines()[0] == "NAME".ljust(13) + "  " + "QUEUE".ljust(16) + "  GPUS"
+
+
 def test_a_wide_character_is_never_cut_in_half() -> None:
     out = io.StringIO()
     table([{"NAME": "a", "LONG": "训练训练训练训练训练训练"}], [text("NAME"), text("LONG")], out=out, width=16)

@@ -27,7 +27,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from gpuadmin.render.columns import Align, Column, Kind, aligned, any_key
+from gpuadmin.render.columns import Align, Column, Kind, any_key
 from gpuadmin.render.text import cell_text
 from gpuadmin.tui.draw import shorten
 
@@ -235,7 +235,7 @@ class RowTable(ScrollView, can_focus=True):
         as `shorten` puts it."""
         room = width - cell_len(text)
         if room > 0 and self._typed[column].align is Align.RIGHT:
-            return aligned(text, room, Align.RIGHT)
+            return " " * room + text
         return shorten(text, width)
 
     def _header_label(self, column: str) -> str:
