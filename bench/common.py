@@ -1,17 +1,24 @@
-"""Shared helpers: medians of repeated timings, generated inventories written once per run, and a temporary
-checkout of a baseline revision to time against in the same run."""
+"""Shared helpers: medians of repeated timings, generated inventories written once per run, a checkout of
+another revision to compare against in the same run, and a child process's own time and peak memory."""
 
 from __future__ import annotations
 
-import contextlib
+import json
+import os
+import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.generate import dump_inventory, generate_inventory
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def median_seconds(fn: Callable[[], object], repeat: int, clock: Callable[[], float] = time.perf_counter) -> float:
@@ -46,18 +53,51 @@ def generated_file(nodes: int, jobs: int, seed: int = 0) -> Path:
     return path
 
 
-@contextlib.contextmanager
+@contextmanager
 def baseline_checkout(rev: str) -> Iterator[Path]:
-    """`rev` of this repository checked out in a temporary `git worktree` (detached), removed afterwards: run
-    the same measurement there in a subprocess (`PYTHONPATH` at the returned folder) for a ratio against
-    that code in the same command."""
-    repo = Path(__file__).resolve().parents[1]
-    with tempfile.TemporaryDirectory(prefix="gpuadmin-baseline-") as tmp:
-        tree = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tree), rev],
-                       check=True, capture_output=True)
-        try:
-            yield tree
-        finally:
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
-                           check=False, capture_output=True)
+    """A temporary `git worktree` of `rev` (detached), removed afterwards: run the same command on its code (with
+    `PYTHONPATH` set to it, see `in_tree`) and on this tree's, alternating, for a ratio in one run."""
+    holder = Path(tempfile.mkdtemp(prefix="gpuadmin-baseline-"))
+    tree = holder / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True)
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        shutil.rmtree(holder, ignore_errors=True)
+
+
+def in_tree(tree: Path) -> dict[str, str]:
+    """The environment that makes `python -m gpuadmin...` import the code of `tree` (ahead of the installed one)."""
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
+# Run by a fresh, small interpreter: the child's peak RSS is that launcher's RUSAGE_CHILDREN. Measured from this
+# process instead, a child inherits its parent's high-water mark on Linux (exec keeps the larger of the two in
+# `ru_maxrss`): the bench's own 600 MB of generated inventory was reported as the command's.
+_LAUNCHER = """
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+took = time.perf_counter() - start
+child = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps([took, child.ru_utime + child.ru_stime, child.ru_maxrss / 1024]))
+"""
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    """One command's run: wall time (without the launcher's start), CPU time (user + system: what the other
+    processes of a loaded machine disturb less) and peak RSS in MB, all its own."""
+
+    wall: float
+    cpu: float
+    rss_mb: float
+
+
+def child_run(command: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> ChildRun:
+    """Run `command` once, under the launcher (see above)."""
+    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *command], check=True, capture_output=True, text=True,
+                         env=env, cwd=cwd).stdout
+    wall, cpu, rss = json.loads(out)
+    return ChildRun(float(wall), float(cpu), float(rss))

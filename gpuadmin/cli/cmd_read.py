@@ -47,10 +47,25 @@ def _json_item(kind: str, row: Row, spec: Any) -> dict[str, Any]:
     return item
 
 
+def _names_only(kind: str, ctx: Context) -> bool:
+    """`get KIND -o name` of a whole listing that can name its rows without making them (the jobs): written
+    from the service's view, the one `Service.get` reads them from; False where the listing cannot."""
+    from gpuadmin.cli import output
+    from gpuadmin.render.rows import LISTINGS
+
+    listing = LISTINGS.get(kind)
+    if listing is None or listing.names is None:
+        return False
+    output.names(listing.kind, listing.names(ctx.service().view()))
+    return True
+
+
 def _get(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
 
     fmt = args.output
+    if fmt == "name" and args.name is None and not args.selector and _names_only(args.kind, ctx):
+        return ExitCode.OK
     table = ctx.service().get(args.kind, name=args.name, selector=args.selector, reasons=fmt != "name",
                               specs=fmt in ("json", "yaml"))
     kind = table.listing.kind
@@ -58,13 +73,17 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
         from gpuadmin.cli import style
 
         style.configure(ctx.color)
-        output.table(table.rows, table.columns(wide=fmt == "wide"), width=style.terminal_width())
+        columns = [table.listing.column(name) for name in table.columns(wide=fmt == "wide")]
+        output.table(table.rows, columns, width=style.terminal_width())
     elif fmt == "name":
         output.names(kind, (str(r[table.listing.key]) for r in table.rows))
     else:
+        from gpuadmin.render.output_models import FORMAT_VERSION
+
         spec_of = table.spec_of
         items = (_json_item(kind, r, spec_of(r) if spec_of is not None else None) for r in table.rows)
-        head = {"kind": f"{kind}-list", "revision": table.revision}
+        # the shape of the document is gpuadmin.render.output_models' (docs/schemas/); FORMAT_VERSION its version
+        head = {"format_version": FORMAT_VERSION, "kind": f"{kind}-list", "revision": table.revision}
         (output.json_list if fmt == "json" else output.yaml_list)(head, "items", items)
     return ExitCode.OK
 

@@ -14,64 +14,97 @@ from typing import Any, TextIO
 
 import yaml
 
+from gpuadmin.render.columns import Align, Column, drop_order
 from gpuadmin.render.text import cell_text, needs_escaping, safe
 
 MIN_WIDTH = 8  # a truncated column keeps at least this much (or its header)
 
 
-def fit(widths: list[int], columns: Sequence[str], width: int) -> list[int]:
-    """Column widths that fit `width`: the lowest-priority columns (the rightmost) are truncated first, down to
-    MIN_WIDTH or their header; then dropped (width 0) from the right, the first column always kept."""
+def cells(text: str) -> int:
+    """The terminal cells `text` takes: a CJK character or an emoji two, a combining mark none (wcwidth, as
+    Harlequin measures); a character it cannot measure (a control: `safe` has escaped them all) counts one."""
+    from wcwidth import wcswidth, wcwidth  # here: its tables take ~60 ms to import, which -o json never needs
+
+    width = wcswidth(text)
+    return width if width >= 0 else sum(w if (w := wcwidth(ch)) >= 0 else 1 for ch in text)
+
+
+def fit(widths: list[int], columns: Sequence[Column], width: int) -> list[int]:
+    """Column widths that fit `width`: the columns of the lowest priority (`Column.priority`, the rightmost
+    first among equals) are truncated first, down to MIN_WIDTH or their header; then dropped (width 0) in the
+    same order, the first column always kept."""
     widths = list(widths)
+    order = drop_order(columns)
 
     def total() -> int:
         shown = [w for w in widths if w]
         return sum(shown) + 2 * (len(shown) - 1)
 
-    for i in range(len(widths) - 1, -1, -1):
+    for i in [*order, 0]:
         over = total() - width
         if over <= 0:
             return widths
-        widths[i] = max(min(widths[i], max(len(columns[i]), MIN_WIDTH)), widths[i] - over)
-    for i in range(len(widths) - 1, 0, -1):
+        widths[i] = max(min(widths[i], max(cells(columns[i].name), MIN_WIDTH)), widths[i] - over)
+    for i in order:
         if total() <= width:
             break
         widths[i] = 0
     return widths
 
 
-def _clip(text: str, w: int) -> str:
-    return text if len(text) <= w else text[: w - 1] + "…"
+def _clip(text: str, w: int) -> tuple[str, int]:
+    """`text` in at most `w` cells, cut with `…` (a wide character that would straddle the edge goes too), and
+    the cells it then takes."""
+    used = cells(text)
+    if used <= w:
+        return text, used
+    kept, used = [], 0
+    for ch in text:
+        if used + cells(ch) > w - 1:
+            break
+        kept.append(ch)
+        used += cells(ch)
+    return "".join(kept) + "…", used + 1
 
 
-def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], out: TextIO | None = None,
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], out: TextIO | None = None,
           width: int | None = None) -> None:
-    """Aligned columns; a name is printed exactly, escapes made visible. On a terminal (`width`), the
-    lowest-priority (rightmost) columns are truncated with `…`, then dropped, so that no line wraps; status words
-    are coloured when colour is on (the word is always there: never colour alone). Piped output is whole and
-    plain."""
+    """Aligned columns (numbers to the right), measured in terminal cells; a name is printed exactly, escapes
+    made visible. On a terminal (`width`), the lowest-priority columns are truncated with `…`, then dropped,
+    so that no line wraps; status words are coloured when colour is on (the word is always there: never colour
+    alone). Piped output is whole and plain.
+
+    A cell of ASCII text is measured by its length, without a call to `cells`: `safe` has escaped every control,
+    so each of its characters takes one cell (held equal to `cells` by tests/cli/test_columns.py); 100,000 rows
+    of seven cells would otherwise cost a second of calls."""
     from gpuadmin.cli import style
 
     out = out or sys.stdout
-    widths = [len(c) for c in columns]
+    names = [c.name for c in columns]
+    widths = [cells(c) for c in names]
     for r in rows:  # two passes instead of holding every cell: 100,000 rows stay cheap
-        for i, c in enumerate(columns):
-            widths[i] = max(widths[i], len(cell_text(r.get(c))))
+        for i, c in enumerate(names):
+            text = cell_text(r.get(c))
+            widths[i] = max(widths[i], len(text) if text.isascii() else cells(text))
     if width is not None:
         widths = fit(widths, columns, width)
     paint = style.enabled()
+    right = [c.align is Align.RIGHT for c in columns]
 
     def line(values: Iterable[str], colour: bool) -> str:
         parts = []
-        for v, w in zip(values, widths, strict=True):
+        for v, w, to_right in zip(values, widths, right, strict=True):
             if w:
-                shown = _clip(v, w)
-                parts.append((style.word(shown) if colour else shown) + " " * (w - len(shown)))
+                shown, used = (v, len(v)) if v.isascii() and len(v) <= w else _clip(v, w)
+                pad = " " * (w - used)
+                if colour:
+                    shown = style.word(shown)
+                parts.append(pad + shown if to_right else shown + pad)
         return "  ".join(parts).rstrip() + "\n"
 
-    out.write(line(columns, False))
+    out.write(line(names, False))
     for r in rows:
-        out.write(line((cell_text(r.get(c)) for c in columns), paint))
+        out.write(line((cell_text(r.get(c)) for c in names), paint))
 
 
 def as_json(data: Any, out: TextIO | None = None) -> None:
@@ -161,7 +194,15 @@ def yaml_documents(items: list[Any], out: TextIO | None = None) -> None:
     (out or sys.stdout).write(_yaml_text(yaml.dump_all, items))
 
 
+NAMES_PER_WRITE = 4096  # 100,000 names in 25 writes, not 100,000: each write is a call through the text layer
+
+
 def names(kind: str, values: Iterable[str], out: TextIO | None = None) -> None:
     out = out or sys.stdout
+    batch: list[str] = []
     for value in values:
-        out.write(f"{kind}/{safe(value)}\n")
+        batch.append(f"{kind}/{safe(value)}\n")
+        if len(batch) == NAMES_PER_WRITE:
+            out.write("".join(batch))
+            batch.clear()
+    out.write("".join(batch))

@@ -1,7 +1,8 @@
 """Rows of every listing (`get KIND`, the TUI's tables): pure functions from domain objects to columns.
 
-Each kind has its columns (the `table` set, and the `wide` set that adds to it) and a row function.
-The values are plain data; the CLI formats them as text, JSON or YAML, the TUI as cells.
+Each kind has its typed columns (`gpuadmin.render.columns`: the table's, the `wide` ones that add to it, the
+`hidden` ones only the data carries), a row function, and a name function for `-o name`. The values are plain
+data; the CLI formats them as text, JSON or YAML, the TUI as cells, both by the columns' kinds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, MigInstance, Node, Queue
 from gpuadmin.model.places import slice_place, vm_place
+from gpuadmin.render.columns import Column, Kind, number, text
 from gpuadmin.render.overview import DynamicShare, dynamic_share, gpu_use, holders_by_slice, vm_holders
 
 Row = dict[str, Any]
@@ -24,10 +26,26 @@ Row = dict[str, Any]
 @dataclass(frozen=True)
 class Listing:
     kind: str
-    columns: tuple[str, ...]
-    wide: tuple[str, ...]
+    fields: tuple[Column, ...]  # every column its rows hold, the table's in table order
     rows: Callable[[View], Iterator[Row]] | None  # None: rows come from the store (the journal)
     key: str = "NAME"  # the column `get KIND NAME` and `-o name` use
+    # each row's `key`, in row order, without making the rows, for `get KIND -o name` where making them is
+    # most of its time (100,000 jobs): held equal to `row[key] for row in rows(view)` by tests/cli/test_columns.py
+    names: Callable[[View], Iterator[str]] | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The names of the table's columns."""
+        return tuple(c.name for c in self.fields if not c.wide and not c.hidden)
+
+    @property
+    def wide(self) -> tuple[str, ...]:
+        """The names of the columns `-o wide` adds."""
+        return tuple(c.name for c in self.fields if c.wide)
+
+    def column(self, name: str) -> Column:
+        """The column named `name`; a plain text column where the listing does not declare it."""
+        return next((c for c in self.fields if c.name == name), Column(name))
 
 
 def _mode_summary(node: Node) -> str:
@@ -313,22 +331,57 @@ def journal_row(entry: Any) -> Row:
     }
 
 
-JOURNAL = Listing("entry", ("ID", "REVISION", "AT", "ACTOR", "ORIGIN", "OUTCOME", "CHANGES"),
-                  ("BASE", "VERDICT", "COMMAND", "DIFF", "MESSAGE"), None, key="ID")
+def _job_names(view: View) -> Iterator[str]:
+    return (job.name for job in view.jobs())
+
+
+_NODE_NAME = Column("NODE", Kind.PLACEMENT)
+_GPU_INDEX = number("GPU")
+
+JOURNAL = Listing("entry", (
+    number("ID"), number("REVISION", int | None), text("AT"), text("ACTOR"), text("ORIGIN"), text("OUTCOME"),
+    text("CHANGES"),
+    number("BASE", wide=True), text("VERDICT", wide=True), text("COMMAND", wide=True), text("DIFF", wide=True),
+    text("MESSAGE", wide=True),
+    text("NAME", hidden=True),
+), None, key="ID")
 
 
 LISTINGS: dict[str, Listing] = {
-    # ORCHESTRATOR is the table's last column: a terminal of 80 drops it first and keeps what it showed before
-    "nodes": Listing("node", ("NAME", "PLATFORM", "STATE", "GPUS", "FREE", "PARTLY_USED", "FULL", "MODES", "RDMA",
-                              "ORCHESTRATOR"),
-                     ("MODELS", "SHAPE", "CPUS", "MEMORY_GIB", "NVLINK", "LABELS"), _node_rows),
-    "gpus": Listing("gpu", ("NODE", "GPU", "MODEL", "MODE", "LAYOUT", "USE", "HOLDERS"),
-                    ("MEMORY_MIB", "NODE_STATE"), _gpu_rows),
-    "slices": Listing("slice", ("NODE", "GPU", "SLICE", "SIZE_GPUS", "HELD_GPUS", "REPLICAS", "HOLDERS"),
-                      ("MODEL",), _slice_rows),
-    "groups": Listing("group", ("NODE", "NAME", "SIZE", "GPUS", "VM"), ("NVLINK",), _group_rows),
-    "jobs": Listing("job", ("NAME", "QUEUE", "STATUS", "REQUEST", "PLACEMENT", "AGE", "REASON"),
-                    ("PRIORITY", "PREEMPTIBLE", "OWNER", "SUBMITTED", "VM"), _job_rows),
-    "queues": Listing("queue", ("NAME", "QUOTA_GPUS", "LIMIT_GPUS", "USED_GPUS", "BORROWED_GPUS"),
-                      ("QUOTA_GIB", "LIMIT_GIB", "USED_GIB", "WEIGHT", "PRIORITY"), _queue_rows),
+    # ORCHESTRATOR, added last, gives way first: a terminal of 80 keeps what it showed before it existed
+    "nodes": Listing("node", (
+        Column("NAME", Kind.PLACEMENT), text("PLATFORM"), text("STATE"), number("GPUS"), number("FREE"),
+        number("PARTLY_USED"), number("FULL"), text("MODES"), text("RDMA"), text("ORCHESTRATOR", priority=-1),
+        text("MODELS", wide=True), text("SHAPE", wide=True), number("CPUS", int | None, wide=True),
+        number("MEMORY_GIB", float | None, wide=True), text("NVLINK", wide=True), text("LABELS", wide=True),
+        number("USED", hidden=True),
+    ), _node_rows),
+    "gpus": Listing("gpu", (
+        _NODE_NAME, _GPU_INDEX, text("MODEL"), text("MODE"), text("LAYOUT"), text("USE"), text("HOLDERS"),
+        number("MEMORY_MIB", int | None, wide=True), text("NODE_STATE", wide=True),
+        Column("NAME", Kind.PLACEMENT, hidden=True),
+    ), _gpu_rows),
+    "slices": Listing("slice", (
+        _NODE_NAME, _GPU_INDEX, text("SLICE"), number("SIZE_GPUS", float), number("HELD_GPUS", float),
+        Column("REPLICAS", Kind.QUANTITY), text("HOLDERS"),
+        text("MODEL", wide=True),
+        Column("SHARE", Kind.QUANTITY, hidden=True), Column("NAME", Kind.PLACEMENT, hidden=True),
+    ), _slice_rows),
+    "groups": Listing("group", (
+        _NODE_NAME, text("NAME"), number("SIZE"), Column("GPUS", Kind.PLACEMENT), text("VM"),
+        text("NVLINK", wide=True),
+    ), _group_rows),
+    "jobs": Listing("job", (
+        text("NAME"), text("QUEUE"), text("STATUS"), Column("REQUEST", Kind.QUANTITY),
+        Column("PLACEMENT", Kind.PLACEMENT), Column("AGE", Kind.DURATION), text("REASON"),
+        number("PRIORITY", wide=True), text("PREEMPTIBLE", wide=True, json_type=bool), text("OWNER", wide=True),
+        text("SUBMITTED", wide=True), text("VM", wide=True),
+    ), _job_rows, names=_job_names),
+    "queues": Listing("queue", (
+        text("NAME"), number("QUOTA_GPUS", int | None), number("LIMIT_GPUS", int | None),
+        number("USED_GPUS", float), number("BORROWED_GPUS", float),
+        number("QUOTA_GIB", float | None, wide=True), number("LIMIT_GIB", float | None, wide=True),
+        number("USED_GIB", float, wide=True), number("WEIGHT", float, wide=True), number("PRIORITY", wide=True),
+        Column("QUOTA", Kind.QUANTITY, hidden=True), Column("LIMIT", Kind.QUANTITY, hidden=True),
+    ), _queue_rows),
 }

@@ -58,7 +58,8 @@ async def test_resize_a_table(view: str, keys: tuple[str, ...], state_dir) -> No
             cursor_lines = [line for line in lines if line.startswith(">")]
             if len(lines) > 4:
                 assert len(cursor_lines) == 1  # the cursor row is on screen
-                assert cursor_lines[0][2:].startswith(str(row[first])[: width - 4])
+                # lstrip: a number (the journal's ID) is drawn to the right of its column
+                assert cursor_lines[0][2:].lstrip().startswith(str(row[first])[: width - 4])
 
         await resize_through(pilot, app, check)
 

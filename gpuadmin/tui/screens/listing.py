@@ -17,6 +17,8 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from gpuadmin.errors import InputError
+from gpuadmin.render.columns import Column, Kind
+from gpuadmin.render.rows import JOURNAL, LISTINGS
 from gpuadmin.render.selector import compile_filter
 from gpuadmin.render.text import safe
 from gpuadmin.service import Moved, Service, Table
@@ -39,6 +41,19 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "queues": ("NAME", "USE", "USED_GPUS", "QUOTA", "LIMIT", "BORROWED_GPUS", "WEIGHT", "PRIORITY"),
     "journal": ("ID", "REVISION", "OUTCOME", "ACTOR", "ORIGIN", "CHANGES", "AT", "MESSAGE"),
 }
+# the columns the console adds to a listing's (`console_rows`), typed as the listing's own are
+CONSOLE_COLUMNS: dict[str, tuple[Column, ...]] = {
+    "queues": (Column("USE"),), "slices": (Column("GPU_NAME", Kind.PLACEMENT),), "jobs": (Column("DETAIL"),),
+}
+
+
+def typed_columns(kind: str, names: list[str]) -> list[Column]:
+    """The console's columns with their kinds: the listing's declaration, or the console's own."""
+    listing = JOURNAL if kind == "journal" else LISTINGS[kind]
+    extra = {c.name: c for c in CONSOLE_COLUMNS.get(kind, ())}
+    return [extra.get(name) or listing.column(name) for name in names]
+
+
 NODE_THINGS = {"nodes", "gpus", "slices"}
 BAR = 16
 
@@ -111,7 +126,7 @@ class ListingScreen(ViewScreen):
         grid = self.query_one(RowTable)
         rows = data.rows
         columns = [c for c in COLUMNS[self.kind] if not rows or c in rows[0]]
-        grid.set_rows(columns, rows)
+        grid.set_rows(typed_columns(self.kind, columns), rows)
         if self.filter_text:
             try:
                 self.apply_filter(self.filter_text)

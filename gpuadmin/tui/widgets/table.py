@@ -1,10 +1,11 @@
 """RowTable: a virtualized table over plain rows (the service's listings), k9s-style.
 
 Only the lines on screen are rendered (`render_line`), so a listing of any length costs what fits in the
-window; rows stay plain dicts, never widgets. Columns that do not fit the width are dropped by priority
-(the listing's order: the first column is the most important) and the last one shown is shortened with
-an ellipsis; nothing wraps. Cells are plain text: a name is drawn as the characters it holds, with
-control bytes made visible, never read as markup.
+window; rows stay plain dicts, never widgets. Each column is typed (`gpuadmin.render.columns.Column`): its kind
+sorts it (AGE by the time it spells, numbers numerically) and aligns it (numbers to the right). Columns that do
+not fit the width are dropped by priority (`Column.priority`, then the listing's order: the first column is the
+most important) and the last one shown is shortened with an ellipsis; nothing wraps. Cells are plain text: a
+name is drawn as the characters it holds, with control bytes made visible, never read as markup.
 
 The cursor row is marked by a `>` gutter as well as by colour, marked rows by `*`, so both read the
 same without colour.
@@ -26,6 +27,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from gpuadmin.render.columns import Align, Column, Kind, any_key
 from gpuadmin.render.text import cell_text
 from gpuadmin.tui.draw import shorten
 
@@ -44,26 +46,25 @@ class Fitted:
     widths: tuple[int, ...]
 
 
-def fit_columns(columns: Sequence[str], natural: dict[str, int], width: int) -> Fitted:
-    """Keep columns in priority order while they fit (at least 3 cells each); shorten the last kept one
-    to what is left. The first column always shows."""
-    kept: list[str] = []
-    widths: list[int] = []
+def fit_columns(columns: Sequence[str], natural: dict[str, int], width: int,
+                priorities: dict[str, int] | None = None) -> Fitted:
+    """Keep columns in priority order (`priorities`, highest first; then the order given) while they fit (at
+    least 3 cells each); shorten the last kept one to what is left. The first column always shows; the kept
+    ones show in the order given."""
+    rank = priorities or {}
+    order = sorted(range(len(columns)), key=lambda i: (i > 0, -rank.get(columns[i], 0)))
+    kept: dict[int, int] = {}  # position -> width
     room = width - GUTTER
-    for i, column in enumerate(columns):
+    for i in order:
+        column = columns[i]
         need = natural[column] + (1 if kept else 0)
         if need <= room:
-            kept.append(column)
-            widths.append(natural[column])
+            kept[i] = natural[column]
             room -= need
         elif i == 0 or room >= 4 + (1 if kept else 0):
-            take = max(3, room - (1 if kept else 0))
-            kept.append(column)
-            widths.append(take)
+            kept[i] = max(3, room - (1 if kept else 0))
             room = 0
-        else:
-            continue
-    return Fitted(tuple(kept), tuple(widths))
+    return Fitted(tuple(columns[i] for i in sorted(kept)), tuple(kept[i] for i in sorted(kept)))
 
 
 class RowTable(ScrollView, can_focus=True):
@@ -104,6 +105,7 @@ class RowTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.key = key
         self.columns: tuple[str, ...] = ()
+        self._typed: dict[str, Column] = {}  # each column's kind, alignment and priority
         self.rows: list[Row] = []
         self.shown: list[int] = []  # indexes into rows: filtered, then sorted
         self.cursor = 0
@@ -121,10 +123,13 @@ class RowTable(ScrollView, can_focus=True):
         self._sort_keys: dict[str, list[Any]] = {}
 
     # data ----------------------------------------------------------------------------------------
-    def set_rows(self, columns: Sequence[str], rows: list[Row]) -> None:
-        """Replace the data; the cursor stays on the same key where it still exists."""
+    def set_rows(self, columns: Sequence[Column | str], rows: list[Row]) -> None:
+        """Replace the data; the cursor stays on the same key where it still exists. A column given by its name
+        alone is plain text."""
         current = self.current_key()
-        self.columns = tuple(columns)
+        typed = [c if isinstance(c, Column) else Column(c) for c in columns]
+        self._typed = {c.name: c for c in typed}
+        self.columns = tuple(c.name for c in typed)
         self.rows = rows
         self._texts = {}
         self._sort_keys = {}  # a new dict, not cleared: a worker still sorting the old rows fills the old one
@@ -146,7 +151,7 @@ class RowTable(ScrollView, can_focus=True):
         a filter or sort). Above BACKGROUND_ROWS rows this runs in a worker thread, so a keystroke never waits
         for it; the rows shown until then are the previous ones."""
         rows, predicate, key, keys_cache = self.rows, self._predicate, self.key, self._sort_keys
-        column = self.sort_column if self.sort_column in self.columns else None
+        column = self._typed.get(self.sort_column) if self.sort_column is not None else None
         reverse = self.sort_reverse
 
         def order() -> tuple[list[int], int]:
@@ -189,12 +194,12 @@ class RowTable(ScrollView, can_focus=True):
     # drawing -------------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width  # less the vertical bar, so a cut cell shows its …
-        fitted = fit_columns(self.columns, self._natural, width)
+        fitted = fit_columns(self.columns, self._natural, width, {c.name: c.priority for c in self._typed.values()})
         base = self.rich_style
         if y == 0:
             header = self.get_component_rich_style("rowtable--header")
             text = " " * GUTTER + " ".join(
-                shorten(self._header_label(c), w) for c, w in zip(fitted.columns, fitted.widths, strict=True))
+                self._cell(self._header_label(c), c, w) for c, w in zip(fitted.columns, fitted.widths, strict=True))
             return Strip([Segment(shorten(text, width), base + header)], width)
         position = self.scroll_offset.y + y - 1
         if position >= len(self.shown):
@@ -214,8 +219,8 @@ class RowTable(ScrollView, can_focus=True):
             style += self.get_component_rich_style("rowtable--cursor")
             gutter = ">" + gutter[1]
         where = {c: i for i, c in enumerate(self.columns)}
-        text = gutter + " ".join(shorten(texts[where[c]], w) for c, w in zip(fitted.columns, fitted.widths,
-                                                                               strict=True))
+        text = gutter + " ".join(self._cell(texts[where[c]], c, w) for c, w in zip(fitted.columns, fitted.widths,
+                                                                                   strict=True))
         return Strip([Segment(shorten(text, width), style)], width)
 
     def _cells(self, index: int) -> list[str]:
@@ -224,6 +229,14 @@ class RowTable(ScrollView, can_focus=True):
             row = self.rows[index]
             texts = self._texts[index] = [cell_text(row.get(c)) for c in self.columns]
         return texts
+
+    def _cell(self, text: str, column: str, width: int) -> str:
+        """A cell (or a header) in exactly `width` cells: a number's column that fits to the right, anything else
+        as `shorten` puts it."""
+        room = width - cell_len(text)
+        if room > 0 and self._typed[column].align is Align.RIGHT:
+            return " " * room + text
+        return shorten(text, width)
 
     def _header_label(self, column: str) -> str:
         if column == self.sort_column:
@@ -317,13 +330,15 @@ def _position(rows: list[Row], shown: list[int], key: str, keep: str | None, kee
     return 0
 
 
-def _order(rows: list[Row], predicate: Callable[[Row], bool] | None, column: str | None,
+def _order(rows: list[Row], predicate: Callable[[Row], bool] | None, column: Column | str | None,
            reverse: bool, keys_cache: dict[str, list[Any]] | None = None) -> list[int]:
-    """The indexes of the rows to show: those the filter keeps, sorted by the column (its keys are read from
-    and added to `keys_cache`, kept for these rows)."""
+    """The indexes of the rows to show: those the filter keeps, sorted by the column's kind (a column given by
+    its name alone: numbers, then text, then none); its keys are read from and added to `keys_cache`, kept for
+    these rows."""
     shown = list(range(len(rows))) if predicate is None else [i for i, row in enumerate(rows) if predicate(row)]
     if column is not None:
-        shown.sort(key=_column_keys(rows, column, keys_cache).__getitem__, reverse=reverse)
+        typed = column if isinstance(column, Column) else Column(column)
+        shown.sort(key=_column_keys(rows, typed, keys_cache).__getitem__, reverse=reverse)
     return shown
 
 
@@ -331,45 +346,38 @@ def _order(rows: list[Row], predicate: Callable[[Row], bool] | None, column: str
 RANKED_SHARE = 4
 
 
-def _column_keys(rows: list[Row], column: str, cache: dict[str, list[Any]] | None) -> list[Any]:
+def _column_keys(rows: list[Row], column: Column, cache: dict[str, list[Any]] | None) -> list[Any]:
     """Every row's sort key in the column (`_sort_keys`), from `cache` or made and added to it.
 
     A column of few distinct values (a queue, a status) is keyed by ranks instead, equal keys sharing one:
     sorting by them gives the same order, ties included (stable alike, in both directions), but compares
     small integers rather than text or tuples.
     """
-    keys = None if cache is None else cache.get(column)
+    keys = None if cache is None else cache.get(column.name)
     if keys is None:
-        keys = _sort_keys(list(map(operator.methodcaller("get", column), rows)))
+        keys = _sort_keys(list(map(operator.methodcaller("get", column.name), rows)), column)
         distinct = set(keys)
         if len(distinct) * RANKED_SHARE <= len(keys):
             place = {key: rank for rank, key in enumerate(sorted(distinct))}
             keys = list(map(place.__getitem__, keys))
         if cache is not None:
-            cache[column] = keys
+            cache[column.name] = keys
     return keys
 
 
-def _sort_keys(values: list[Any]) -> list[Any]:
-    """Sort keys for a column: a column of all text or all whole numbers (the usual case) keys in C-speed
-    passes; a mixed one goes through `_sort_key`."""
-    kinds = set(map(type, values))
-    if kinds == {str} and "-" not in values:  # "-" (none) sorts last: the slow path places it
-        return list(map(str.casefold, values))
-    if kinds == {int}:
-        return values
-    return [_sort_key(v) for v in values]
+def _sort_keys(values: list[Any], column: Column) -> list[Any]:
+    """Sort keys for a column by its kind. A text or number column of all text or all whole numbers (the
+    usual case) keys in C-speed passes, in the order its kind's key gives; any other through the kind's key."""
+    if column.kind in (Kind.TEXT, Kind.NUMBER):
+        kinds = set(map(type, values))
+        if kinds == {str} and "-" not in values:  # "-" (none) sorts last: the slow path places it
+            return list(map(str.casefold, values))
+        if kinds == {int}:
+            return values
+    return list(map(column.sort_key, values))
 
 
-def _sort_key(value: Any) -> tuple[int, Any]:
-    """Numbers before text, numerically; `None` and "-" last."""
-    if value is None or value == "-":
-        return (2, "")
-    if isinstance(value, bool):
-        return (1, str(value))
-    if isinstance(value, int | float):
-        return (0, value)
-    return (1, str(value).casefold())
+_sort_key = any_key  # the key of a column of no declared kind
 
 
 __all__ = ["Fitted", "RowTable", "fit_columns"]
