@@ -20,17 +20,29 @@ from collections.abc import Sequence
 from typing import Any
 
 
+def _generator() -> Any:
+    """This tree's bench/generate.py, whichever tree's gpuadmin the worker times: both sides schedule the same
+    generated states (a baseline revision may keep its generator elsewhere, or none)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("bench_generate", Path(__file__).resolve().parent / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def build(spec: Sequence[Any]) -> Any:
     """The case's ClusterState: "empty" drops the generated placements (every job pending on an idle cluster);
     otherwise the generated state (about 85% of the GPUs busy) with about `jobs` pending jobs."""
-    from bench.generate import generate_inventory
     from gpuadmin.engine.state import ClusterState
     from gpuadmin.model import Inventory
 
     _, nodes, jobs, seed, empty, sharing = spec  # label, nodes, jobs, seed, empty, sharing
 
     def generated(count: int) -> Any:
-        data = generate_inventory(nodes, count, seed, sharing)
+        data = _generator().generate_inventory(nodes, count, seed, sharing)
         if empty:
             for raw in data["jobs"]:
                 raw.pop("placement", None)
