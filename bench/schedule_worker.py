@@ -29,6 +29,7 @@ def _generator() -> Any:
     spec = importlib.util.spec_from_file_location("bench_generate", Path(__file__).resolve().parent / "generate.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while it runs
     spec.loader.exec_module(module)
     return module
 
