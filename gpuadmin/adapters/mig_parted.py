@@ -263,7 +263,7 @@ def read_mig_parted(path: str | Path) -> MigPartedSpec:
 
 
 def entry_layout(
-    spec: MigPartedSpec, entry: MigConfigEntry, model: GpuModel, warnings: list[str] | None = None
+    spec: MigPartedSpec, entry: MigConfigEntry, model: GpuModel
 ) -> list[MigInstance] | None:
     """The placed MIG layout one entry gives a GPU of `model` (None: MIG disabled)."""
     if not entry.mig_enabled:
@@ -304,7 +304,7 @@ def _config_entries(spec: MigPartedSpec, config: str) -> list[MigConfigEntry]:
 
 
 def layouts_for_model(
-    spec: MigPartedSpec, config: str, model: GpuModel, gpus: int = 1, warnings: list[str] | None = None
+    spec: MigPartedSpec, config: str, model: GpuModel, gpus: int = 1
 ) -> dict[int, list[MigInstance] | None]:
     """GPU index → layout (None: MIG off) for `gpus` GPUs of one model; GPUs no entry matches are absent."""
     entries = _config_entries(spec, config)
@@ -312,7 +312,7 @@ def layouts_for_model(
     for index in range(gpus):
         matching = [e for e in entries if e.matches(index, model)]
         if matching:
-            out[index] = entry_layout(spec, matching[-1], model, warnings)
+            out[index] = entry_layout(spec, matching[-1], model)
     return out
 
 
@@ -341,7 +341,7 @@ def mig_parted_layouts(
                     "mig-parted leaves it as it is"
                 )
             continue
-        out[gpu.index] = entry_layout(spec, matching[-1], model, warnings)
+        out[gpu.index] = entry_layout(spec, matching[-1], model)
     return out
 
 

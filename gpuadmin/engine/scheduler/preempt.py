@@ -107,7 +107,7 @@ def _mig_victims(nc: NodeCap, shape: Shape, jobs: dict[str, Job], eligible: Elig
 
 
 def _unit_victims(
-    nc: NodeCap, unit: TsUnit, need: float, jobs: dict[str, Job], eligible: Eligible, usage: UsageOf
+    unit: TsUnit, need: float, jobs: dict[str, Job], eligible: Eligible, usage: UsageOf
 ) -> list[Job] | None:
     holders = {n: s for n, s in unit.holders.items() if n in jobs}
     order = sorted(holders, key=lambda n: (-holders[n], jobs[n].priority, n))
@@ -147,7 +147,7 @@ def _ts_victims(
             if shape.kind == "mig"
             else (shape.fraction if shape.kind == "fraction" else shape.gib / unit.memory_gib)
         )
-        found = _unit_victims(nc, unit, need, jobs, eligible, usage)
+        found = _unit_victims(unit, need, jobs, eligible, usage)
         if found is not None and (best is None or len(found) < len(best)):
             best = found
     return best
