@@ -312,7 +312,7 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def help_imports(entry: list[str]) -> tuple[list[str], list[tuple[int, str]]]:
+def help_imports() -> tuple[list[str], list[tuple[int, str]]]:
     """Modules of textual / rich / pydantic that `gpuadmin --help` imports, and its top-level imports
     by cumulative time (µs)."""
     code = ("import sys; sys.argv = ['gpuadmin', '--help']\n"
@@ -581,7 +581,7 @@ def starts_main(args: argparse.Namespace) -> None:
             shutil.copytree(pristine, run_dir)
             return run_dir
 
-        def bare(i: int) -> list[str]:
+        def bare(_run: int) -> list[str]:
             return [sys.executable, "-c", BASELINE_APP]
 
         def console(view: str, state: Path | None) -> Callable[[int], list[str]]:
@@ -607,7 +607,7 @@ def starts_main(args: argparse.Namespace) -> None:
         for _ in range(args.cli_repeat):
             for label, argv in cli.items():
                 times[label].append(timed(argv))
-    heavy, top = help_imports(entry)
+    heavy, top = help_imports()
 
     print(f"state: 1024 nodes, 10000 jobs (generated, seed 0); console on a {COLS}x{ROWS} pty, "
           f"TERM=xterm-256color; load average {os.getloadavg()[0]:.1f}")
