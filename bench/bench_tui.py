@@ -190,6 +190,42 @@ class Screen:
 # ------------------------------------------------------------------------------------------- one start
 
 
+class _PtyReader:
+    """Reads the console's pty into a `Screen`, answering its queries and timing each milestone (seconds
+    from `start`) the first time its check holds on a frame."""
+
+    def __init__(self, master: int, screen: Screen, checks: dict[str, Check], start: float) -> None:
+        self.master, self.screen, self.checks, self.start = master, screen, checks, start
+        self.seen: dict[str, float | None] = dict.fromkeys(checks)
+        self.read_at = 0.0
+        screen.on_frame = self.check
+
+    def check(self) -> None:
+        for name, done in self.checks.items():
+            if self.seen[name] is None and done(self.screen):
+                self.seen[name] = self.read_at
+
+    def pump(self, wait: float) -> bool:
+        """Read what is there (up to `wait` s); False once the pty is closed."""
+        ready, _, _ = select.select([self.master], [], [], wait)
+        if not ready:
+            return True
+        try:
+            data = os.read(self.master, 1 << 16)
+        except OSError:  # EIO: the child is gone
+            return False
+        if not data:
+            return False
+        self.read_at = time.perf_counter() - self.start
+        self.screen.feed(data)
+        for reply in self.screen.replies:
+            os.write(self.master, reply)
+        self.screen.replies.clear()
+        if not self.screen.asked:  # a program that will not bracket its frames: judge after every read
+            self.check()
+        return True
+
+
 def run_console(argv: list[str], checks: dict[str, Check], timeout: float) -> dict[str, float | None]:
     """Start `argv` on a fresh pty and time each milestone (seconds from spawn; None if never seen)."""
     master, slave = os.openpty()
@@ -198,66 +234,22 @@ def run_console(argv: list[str], checks: dict[str, Check], timeout: float) -> di
            if not k.startswith("TEXTUAL") and k not in ("COLUMNS", "LINES", "NO_COLOR")}
     env["TERM"] = "xterm-256color"
     screen = Screen(ROWS, COLS)
-    seen: dict[str, float | None] = dict.fromkeys(checks)
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
                             start_new_session=True,
                             preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
     os.close(slave)
-
-    read_at = 0.0
-
-    def check() -> None:
-        for name, done in checks.items():
-            if seen[name] is None and done(screen):
-                seen[name] = read_at
-
-    screen.on_frame = check
-
-    def pump(wait: float) -> bool:
-        """Read what is there (up to `wait` s); False once the pty is closed."""
-        nonlocal read_at
-        ready, _, _ = select.select([master], [], [], wait)
-        if not ready:
-            return True
-        try:
-            data = os.read(master, 1 << 16)
-        except OSError:  # EIO: the child is gone
-            return False
-        if not data:
-            return False
-        read_at = time.perf_counter() - start
-        screen.feed(data)
-        for reply in screen.replies:
-            os.write(master, reply)
-        screen.replies.clear()
-        if not screen.asked:  # a program that will not bracket its frames: judge after every read
-            check()
-        return True
-
+    reader = _PtyReader(master, screen, checks, start)
+    seen = reader.seen
     try:
         open_ = True
         while open_ and time.perf_counter() - start < timeout and None in seen.values():
-            open_ = pump(0.05)
+            open_ = reader.pump(0.05)
         if None in seen.values() and proc.poll() is not None:
             tail = screen.text().strip()[-600:]
             raise SystemExit(f"{argv[2:]!r} exited early ({proc.returncode}); screen:\n{tail}")
-        for key, after in ((b"q", 3.0), (b"\x03", 3.0)):
-            try:
-                os.write(master, key)
-            except OSError:
-                break
-            end = time.perf_counter() + after
-            while proc.poll() is None and time.perf_counter() < end:
-                pump(0.05)
-            if proc.poll() is not None:
-                break
-            print(f"  ! {' '.join(argv[-4:])} did not exit on {key!r}", file=sys.stderr)
-        if proc.poll() is None:
-            print(f"  ! {' '.join(argv[-4:])} did not exit on q or ctrl+c: killed", file=sys.stderr)
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-        while pump(0):  # drain what is left (the alt-screen exit)
+        _quit(proc, reader, argv)
+        while reader.pump(0):  # drain what is left (the alt-screen exit)
             pass
         if screen.asked and not screen.synced:
             print(f"  ! {' '.join(argv[-4:])} never bracketed a frame: milestones may be late", file=sys.stderr)
@@ -267,6 +259,25 @@ def run_console(argv: list[str], checks: dict[str, Check], timeout: float) -> di
             proc.wait()
         os.close(master)
     return seen
+
+
+def _quit(proc: subprocess.Popen[bytes], reader: _PtyReader, argv: list[str]) -> None:
+    """Ask the console to quit (q, then ctrl+c, 3 s each), reading on so it can draw; kill it past that."""
+    for key, after in ((b"q", 3.0), (b"\x03", 3.0)):
+        try:
+            os.write(reader.master, key)
+        except OSError:
+            break
+        end = time.perf_counter() + after
+        while proc.poll() is None and time.perf_counter() < end:
+            reader.pump(0.05)
+        if proc.poll() is not None:
+            break
+        print(f"  ! {' '.join(argv[-4:])} did not exit on {key!r}", file=sys.stderr)
+    if proc.poll() is None:
+        print(f"  ! {' '.join(argv[-4:])} did not exit on q or ctrl+c: killed", file=sys.stderr)
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(5)
 
 
 def header_checks(title: str, view: str) -> Check:
@@ -312,7 +323,7 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def help_imports(entry: list[str]) -> tuple[list[str], list[tuple[int, str]]]:
+def help_imports() -> tuple[list[str], list[tuple[int, str]]]:
     """Modules of textual / rich / pydantic that `gpuadmin --help` imports, and its top-level imports
     by cumulative time (µs)."""
     code = ("import sys; sys.argv = ['gpuadmin', '--help']\n"
@@ -581,7 +592,7 @@ def starts_main(args: argparse.Namespace) -> None:
             shutil.copytree(pristine, run_dir)
             return run_dir
 
-        def bare(i: int) -> list[str]:
+        def bare(_run: int) -> list[str]:
             return [sys.executable, "-c", BASELINE_APP]
 
         def console(view: str, state: Path | None) -> Callable[[int], list[str]]:
@@ -607,7 +618,7 @@ def starts_main(args: argparse.Namespace) -> None:
         for _ in range(args.cli_repeat):
             for label, argv in cli.items():
                 times[label].append(timed(argv))
-    heavy, top = help_imports(entry)
+    heavy, top = help_imports()
 
     print(f"state: 1024 nodes, 10000 jobs (generated, seed 0); console on a {COLS}x{ROWS} pty, "
           f"TERM=xterm-256color; load average {os.getloadavg()[0]:.1f}")

@@ -27,7 +27,7 @@ import gc
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 import yaml
@@ -199,23 +199,59 @@ def _pick_shape(rng: random.Random, assigned: dict[str, int], total: int) -> Sha
 _DYNAMIC_REPLICAS = 64
 
 
+@dataclass
+class _Cluster:
+    """The generated nodes and the pools placement draws free capacity from."""
+
+    node_dicts: list[dict[str, Any]] = field(default_factory=list)
+    states: list[_NodeState] = field(default_factory=list)
+    shapes_present: list[Shape] = field(default_factory=list)
+    networks_of: dict[str, list[str]] = field(default_factory=dict)  # model -> networks
+    whole_free: dict[str, _Pool] = field(default_factory=dict)  # network -> nodes with all GPUs full-mode and free
+    full_avail: dict[str, _Pool] = field(default_factory=dict)  # model -> nodes with >= 1 free full GPU
+    # (model, profile) -> (node, gpu, start)
+    mig_free: dict[tuple[str, str], list[tuple[int, int, int]]] = field(default_factory=dict)
+    shared_gpus: dict[str, list[list[int]]] = field(default_factory=dict)  # model -> [node, gpu, eighths, replicas]
+    capacity: int = 0
+
+
+@dataclass
+class _Queues:
+    names: list[str]
+    dicts: list[dict[str, Any]]
+    limit_units: dict[str, int]
+    quota_units: dict[str, int]
+
+
 def generate_inventory(nodes: int, jobs: int, seed: int = 0, sharing: bool = False) -> dict[str, Any]:
     """A plain-data inventory (ready for `yaml.dump` or `Inventory.model_validate`); `sharing`: the
     dynamic-sharing variant (module docstring)."""
     if nodes < 1 or jobs < 0:
         raise ValueError("need nodes >= 1 and jobs >= 0")
     rng = random.Random(seed)
+    cluster = _generate_nodes(rng, nodes, sharing)
+    queues = _generate_queues(rng, nodes, cluster.capacity)
+    models = [s.model for s in cluster.shapes_present]
+    model_weights = [s.weight for s in cluster.shapes_present]
+    shape_of = {s.model: s for s in cluster.shapes_present}
+    job_dicts: list[dict[str, Any]] = []
+    for j in range(jobs):
+        qname = rng.choice(queues.names)
+        shape = shape_of[rng.choices(models, weights=model_weights)[0]]
+        job_dicts.append(_generate_job(rng, j, qname, shape))
+    _place_jobs(rng, job_dicts, cluster, queues)
+    return {
+        "version": 1,
+        "cluster": f"oci-gen-{nodes}n-s{seed}",
+        "queues": queues.dicts,
+        "nodes": cluster.node_dicts,
+        "jobs": job_dicts,
+    }
 
-    # ---- nodes, in blocks: one shape and one RDMA cluster network per block
-    node_dicts: list[dict[str, Any]] = []
-    states: list[_NodeState] = []
-    shapes_present: list[Shape] = []
-    networks_of: dict[str, list[str]] = {}  # model -> networks
-    whole_free: dict[str, _Pool] = {}  # network -> nodes with all GPUs full-mode and free
-    full_avail: dict[str, _Pool] = {}  # model -> nodes with >= 1 free full GPU
-    mig_free: dict[tuple[str, str], list[tuple[int, int, int]]] = {}  # (model, profile) -> (node, gpu, start)
-    shared_gpus: dict[str, list[list[int]]] = {}  # model -> [node, gpu, eighths left, replicas left]
-    capacity = 0
+
+def _generate_nodes(rng: random.Random, nodes: int, sharing: bool) -> _Cluster:
+    """The nodes, in blocks: one shape and one RDMA cluster network per block."""
+    cluster = _Cluster()
     i = 0
     net_no = 0
     assigned = {s.name: 0 for s in SHAPES}
@@ -225,80 +261,87 @@ def generate_inventory(nodes: int, jobs: int, seed: int = 0, sharing: bool = Fal
         assigned[shape.name] += block
         net_no += 1
         network = f"cluster-net-{net_no}"
-        networks_of.setdefault(shape.model, []).append(network)
-        whole_free[network] = _Pool()
-        if shape not in shapes_present:
-            shapes_present.append(shape)
+        cluster.networks_of.setdefault(shape.model, []).append(network)
+        cluster.whole_free[network] = _Pool()
+        if shape not in cluster.shapes_present:
+            cluster.shapes_present.append(shape)
         for _ in range(block):
-            r = rng.random()
-            state = "cordoned" if r < 0.02 else "down" if r < 0.03 else "draining" if r < 0.035 else "ready"
-            r = rng.random()
-            kind = "mig" if r < 0.10 else "shared" if r < 0.17 else "training"
-            name = f"gpu-{shape.tag}-{i + 1:04d}"
-            gpus: list[dict[str, Any]] = []
-            free_full: list[int] = []
-            schedulable = state == "ready"
-            replicas = rng.choice((4, 8))
-            for g in range(GPUS_PER_NODE):
-                if kind == "mig" and rng.random() < 0.9:
-                    layout = rng.choice(shape.layouts)
-                    gpus.append(
-                        {
-                            "index": g,
-                            "model": shape.model,
-                            "mode": "mig",
-                            "mig": [{"profile": p, "start": s} for p, s in layout],
-                        }
-                    )
-                    if schedulable:
-                        for p, s in layout:
-                            mig_free.setdefault((shape.model, p), []).append((len(states), g, s))
-                elif kind == "shared" and sharing:  # fractions open these full GPUs (running ones below)
-                    gpus.append({"index": g, "model": shape.model, "mode": "full"})
-                    if schedulable:
-                        shared_gpus.setdefault(shape.model, []).append([len(states), g, 8, _DYNAMIC_REPLICAS])
-                elif kind == "shared":
-                    gpus.append(
-                        {
-                            "index": g,
-                            "model": shape.model,
-                            "mode": "time-sliced",
-                            "replicas": replicas,
-                            "sharing": "time-slicing",
-                        }
-                    )
-                    if schedulable:
-                        shared_gpus.setdefault(shape.model, []).append([len(states), g, 8, replicas])
-                else:
-                    gpus.append({"index": g, "model": shape.model, "mode": "full"})
-                    free_full.append(g)
-            if schedulable:
-                capacity += GPUS_PER_NODE
-            node: dict[str, Any] = {
-                "name": name,
-                "platform": "baremetal",
-                "shape": shape.name,
-                "cpus": shape.cpus,
-                "memory_gib": shape.memory_gib,
-                "rdma": {"nics": shape.nics, "gbps": shape.gbps, "network": network},
-                "labels": {"pool": kind, "oci.oraclecloud.com/fault-domain": FAULT_DOMAINS[i % 3]},
-            }
-            if state != "ready":
-                node["state"] = state
-            if sharing and kind != "mig":
-                node["sharing"] = {"fractions": "dynamic"}
-            node["nvlink"] = "nvswitch"
-            node["gpus"] = gpus
-            node_dicts.append(node)
-            idx = len(states)
-            states.append(_NodeState(name, shape, network, schedulable, free_full))
-            if schedulable and free_full:
-                full_avail.setdefault(shape.model, _Pool()).add(idx)
-                if len(free_full) == GPUS_PER_NODE:
-                    whole_free[network].add(idx)
+            _generate_node(rng, cluster, shape, network, i, sharing)
             i += 1
+    return cluster
 
-    # ---- queues: deserved quotas split ~90% of the schedulable GPUs
+
+def _generate_node(rng: random.Random, cluster: _Cluster, shape: Shape, network: str, i: int, sharing: bool) -> None:
+    r = rng.random()
+    state = "cordoned" if r < 0.02 else "down" if r < 0.03 else "draining" if r < 0.035 else "ready"
+    r = rng.random()
+    kind = "mig" if r < 0.10 else "shared" if r < 0.17 else "training"
+    name = f"gpu-{shape.tag}-{i + 1:04d}"
+    schedulable = state == "ready"
+    idx = len(cluster.states)
+    gpus, free_full = _generate_gpus(rng, cluster, shape, kind, idx if schedulable else None, sharing)
+    if schedulable:
+        cluster.capacity += GPUS_PER_NODE
+    node: dict[str, Any] = {
+        "name": name,
+        "platform": "baremetal",
+        "shape": shape.name,
+        "cpus": shape.cpus,
+        "memory_gib": shape.memory_gib,
+        "rdma": {"nics": shape.nics, "gbps": shape.gbps, "network": network},
+        "labels": {"pool": kind, "oci.oraclecloud.com/fault-domain": FAULT_DOMAINS[i % 3]},
+    }
+    if state != "ready":
+        node["state"] = state
+    if sharing and kind != "mig":
+        node["sharing"] = {"fractions": "dynamic"}
+    node["nvlink"] = "nvswitch"
+    node["gpus"] = gpus
+    cluster.node_dicts.append(node)
+    cluster.states.append(_NodeState(name, shape, network, schedulable, free_full))
+    if schedulable and free_full:
+        cluster.full_avail.setdefault(shape.model, _Pool()).add(idx)
+        if len(free_full) == GPUS_PER_NODE:
+            cluster.whole_free[network].add(idx)
+
+
+def _generate_gpus(
+    rng: random.Random, cluster: _Cluster, shape: Shape, kind: str, idx: int | None, sharing: bool
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """One node's GPUs by its pool kind, and its free full GPUs; `idx`: the node's index when schedulable
+    (its MIG instances and shared GPUs then go to the placement pools), else None."""
+    gpus: list[dict[str, Any]] = []
+    free_full: list[int] = []
+    replicas = rng.choice((4, 8))
+    for g in range(GPUS_PER_NODE):
+        if kind == "mig" and rng.random() < 0.9:
+            layout = rng.choice(shape.layouts)
+            gpus.append(
+                {"index": g, "model": shape.model, "mode": "mig",
+                 "mig": [{"profile": p, "start": s} for p, s in layout]}
+            )
+            if idx is not None:
+                for p, s in layout:
+                    cluster.mig_free.setdefault((shape.model, p), []).append((idx, g, s))
+        elif kind == "shared" and sharing:  # fractions open these full GPUs (running ones below)
+            gpus.append({"index": g, "model": shape.model, "mode": "full"})
+            if idx is not None:
+                cluster.shared_gpus.setdefault(shape.model, []).append([idx, g, 8, _DYNAMIC_REPLICAS])
+        elif kind == "shared":
+            gpus.append(
+                {"index": g, "model": shape.model, "mode": "time-sliced", "replicas": replicas,
+                 "sharing": "time-slicing"}
+            )
+            if idx is not None:
+                cluster.shared_gpus.setdefault(shape.model, []).append([idx, g, 8, replicas])
+        else:
+            gpus.append({"index": g, "model": shape.model, "mode": "full"})
+            free_full.append(g)
+    return gpus, free_full
+
+
+def _generate_queues(rng: random.Random, nodes: int, capacity: int) -> _Queues:
+    """Queues whose deserved quotas split ~90% of the schedulable GPUs."""
     n_queues = max(4, min(200, nodes // 16))
     queue_names = [
         _TEAMS[q % len(_TEAMS)] if q < len(_TEAMS) else f"{_TEAMS[q % len(_TEAMS)]}-{q // len(_TEAMS) + 1}"
@@ -308,85 +351,85 @@ def generate_inventory(nodes: int, jobs: int, seed: int = 0, sharing: bool = Fal
         rng.uniform(0.1, 0.3) if n.startswith("interns") else rng.uniform(0.5, 3.0) for n in queue_names
     ]
     total_share = sum(shares)
-    queues: list[dict[str, Any]] = []
-    limit_units: dict[str, int] = {}
-    quota_units: dict[str, int] = {}
+    queues = _Queues(queue_names, [], {}, {})
     for qname, share in zip(queue_names, shares, strict=True):
         quota = max(1, int(capacity * 0.9 * share / total_share))
         q: dict[str, Any] = {"name": qname, "quota": {"gpus": quota}}
         if qname.startswith("interns") or rng.random() < 0.8:
             limit = max(quota, int(quota * rng.uniform(1.25, 2.5)))
             q["limit"] = {"gpus": limit}
-            limit_units[qname] = limit * UNIT
+            queues.limit_units[qname] = limit * UNIT
         else:
-            limit_units[qname] = 1 << 62
+            queues.limit_units[qname] = 1 << 62
         q["over_quota_weight"] = rng.choice((0.5, 1, 1, 2, 3))
         q["priority"] = 200 if _is_serving(qname) else rng.choice((10, 50, 100, 100, 150))
-        quota_units[qname] = quota * UNIT
-        queues.append(q)
-    used = dict.fromkeys(queue_names, 0)
-    used_np = dict.fromkeys(queue_names, 0)
+        queues.quota_units[qname] = quota * UNIT
+        queues.dicts.append(q)
+    return queues
 
-    # ---- jobs
-    models = [s.model for s in shapes_present]
-    model_weights = [s.weight for s in shapes_present]
-    shape_of = {s.model: s for s in shapes_present}
-    job_dicts: list[dict[str, Any]] = []
-    for j in range(jobs):
-        qname = rng.choice(queue_names)
-        shape = shape_of[rng.choices(models, weights=model_weights)[0]]
-        serving = _is_serving(qname)
-        r = rng.random()
-        request: dict[str, Any]
-        if r < 0.45:
-            n = rng.choices((1, 2, 4, 8), weights=(40, 20, 20, 20))[0]
-            request = {"gpus": n}
-            if n == 8 or (n == 4 and rng.random() < 0.5):
-                request["nvlink"] = True
-            if rng.random() < 0.3:
-                request["model"] = shape.model
-            kind = "train"
-        elif r < 0.52:
-            big = rng.random() < 0.05
-            request = {
-                "gpus": 8,
-                "nodes": rng.randint(12, 32) if big else rng.randint(2, 4),
-                "nvlink": True,
-                "rdma": True,
-                "model": shape.model,
-            }
-            kind = "gang"
-        elif r < 0.80:
-            profiles = list(shape.profiles)
-            me = rng.random() < 0.02  # +me is never carved by the layouts above: stays pending
-            profile = profiles[1] if me else rng.choice([p for p in profiles if "+me" not in p])
-            request = {"mig": profile, "model": shape.model}
-            kind = "mig"
-        else:
-            if rng.random() < 0.15:
-                request = {"gpu_memory_gib": rng.choice((10, 20, 40))}
-            else:
-                request = {"fraction": rng.choice((0.125, 0.25, 0.25, 0.5))}
-            if rng.random() < 0.5:
-                request["model"] = shape.model
-            kind = "nb"
-        job: dict[str, Any] = {"name": f"{qname}-{kind}-{j:06d}", "queue": qname, "request": request}
-        if serving:
-            job["priority"] = rng.choice((500, 700, 900))
-            if kind != "nb":
-                job["preemptible"] = False
-        else:
-            job["priority"] = rng.choice((0, 10, 20, 50))
-        if kind == "nb" and rng.random() < 0.5:
-            job["isolation"] = "shared"
-        elif kind == "mig" and rng.random() < 0.2:
-            job["isolation"] = "exclusive"
-        job_dicts.append(job)
 
-    # ---- placement: a random order, so running jobs are spread over the list; stop near 85% full
-    order = list(range(jobs))
+def _generate_job(rng: random.Random, j: int, qname: str, shape: Shape) -> dict[str, Any]:
+    request, kind = _job_request(rng, shape)
+    job: dict[str, Any] = {"name": f"{qname}-{kind}-{j:06d}", "queue": qname, "request": request}
+    if _is_serving(qname):
+        job["priority"] = rng.choice((500, 700, 900))
+        if kind != "nb":
+            job["preemptible"] = False
+    else:
+        job["priority"] = rng.choice((0, 10, 20, 50))
+    if kind == "nb" and rng.random() < 0.5:
+        job["isolation"] = "shared"
+    elif kind == "mig" and rng.random() < 0.2:
+        job["isolation"] = "exclusive"
+    return job
+
+
+def _job_request(rng: random.Random, shape: Shape) -> tuple[dict[str, Any], str]:
+    """A request and its kind (train, gang, mig, nb: a notebook's fraction) in the mix the module describes."""
+    r = rng.random()
+    request: dict[str, Any]
+    if r < 0.45:
+        n = rng.choices((1, 2, 4, 8), weights=(40, 20, 20, 20))[0]
+        request = {"gpus": n}
+        if n == 8 or (n == 4 and rng.random() < 0.5):
+            request["nvlink"] = True
+        if rng.random() < 0.3:
+            request["model"] = shape.model
+        return request, "train"
+    if r < 0.52:
+        big = rng.random() < 0.05
+        request = {
+            "gpus": 8,
+            "nodes": rng.randint(12, 32) if big else rng.randint(2, 4),
+            "nvlink": True,
+            "rdma": True,
+            "model": shape.model,
+        }
+        return request, "gang"
+    if r < 0.80:
+        profiles = list(shape.profiles)
+        me = rng.random() < 0.02  # +me is never carved by the layouts above: stays pending
+        profile = profiles[1] if me else rng.choice([p for p in profiles if "+me" not in p])
+        return {"mig": profile, "model": shape.model}, "mig"
+    if rng.random() < 0.15:
+        request = {"gpu_memory_gib": rng.choice((10, 20, 40))}
+    else:
+        request = {"fraction": rng.choice((0.125, 0.25, 0.25, 0.5))}
+    if rng.random() < 0.5:
+        request["model"] = shape.model
+    return request, "nb"
+
+
+def _place_jobs(rng: random.Random, job_dicts: list[dict[str, Any]], cluster: _Cluster, queues: _Queues) -> None:
+    """Placement: a random order, so running jobs are spread over the list; stop near 85% full."""
+    models = [s.model for s in cluster.shapes_present]
+    model_weights = [s.weight for s in cluster.shapes_present]
+    shape_of = {s.model: s for s in cluster.shapes_present}
+    used = dict.fromkeys(queues.names, 0)
+    used_np = dict.fromkeys(queues.names, 0)
+    order = list(range(len(job_dicts)))
     rng.shuffle(order)
-    budget = int(capacity * UNIT * 0.85)
+    budget = int(cluster.capacity * UNIT * 0.85)
     placed = 0
     for j in order:
         if placed >= budget:
@@ -399,47 +442,12 @@ def generate_inventory(nodes: int, jobs: int, seed: int = 0, sharing: bool = Fal
         nonpreempt = job.get("preemptible") is False
         model = req.get("model") or rng.choices(models, weights=model_weights)[0]
         shape = shape_of[model]
-        if "mig" in req:
-            c, m = shape.profiles[req["mig"]]
-            cost = max(c * 8, m * 7)
-        elif "gpus" in req:
-            cost = req["gpus"] * req.get("nodes", 1) * UNIT
-        elif "fraction" in req:
-            need = int(req["fraction"] * 8)
-            cost = need * EIGHTH
-        else:
-            need = -(-req["gpu_memory_gib"] * 1024 * 8 // shape.gpu_memory_mib)  # eighths, rounded up
-            cost = need * EIGHTH
-        if used[qname] + cost > limit_units[qname]:
+        cost, need = _cost(req, shape)
+        if used[qname] + cost > queues.limit_units[qname]:
             continue
-        if nonpreempt and used_np[qname] + cost > quota_units[qname]:
+        if nonpreempt and used_np[qname] + cost > queues.quota_units[qname]:
             continue
-        slots: list[dict[str, Any]] | None = None
-        if "mig" in req:
-            bag = mig_free.get((model, req["mig"]))
-            if bag:
-                k = rng.randrange(len(bag))
-                bag[k], bag[-1] = bag[-1], bag[k]
-                ni, g, s = bag.pop()
-                slots = [{"node": states[ni].name, "gpu": g, "mig_start": s}]
-        elif "gpus" in req:
-            slots = _place_whole(
-                rng, req["gpus"], req.get("nodes", 1), model, states, networks_of, whole_free, full_avail
-            )
-        else:
-            cands = shared_gpus.get(model)
-            if cands:
-                for _ in range(6):
-                    k = rng.randrange(len(cands))
-                    entry = cands[k]
-                    if entry[2] >= need:
-                        entry[2] -= need
-                        entry[3] -= 1
-                        slots = [{"node": states[entry[0]].name, "gpu": entry[1]}]
-                        if entry[2] == 0 or entry[3] == 0:
-                            cands[k] = cands[-1]
-                            cands.pop()
-                        break
+        slots = _slots(rng, req, model, need, cluster)
         if slots is None:
             continue
         job["status"] = "running"
@@ -449,13 +457,53 @@ def generate_inventory(nodes: int, jobs: int, seed: int = 0, sharing: bool = Fal
             used_np[qname] += cost
         placed += cost
 
-    return {
-        "version": 1,
-        "cluster": f"oci-gen-{nodes}n-s{seed}",
-        "queues": queues,
-        "nodes": node_dicts,
-        "jobs": job_dicts,
-    }
+
+def _cost(req: dict[str, Any], shape: Shape) -> tuple[int, int]:
+    """The request's cost in units, and for a fraction the eighths of a GPU it needs (0 otherwise)."""
+    if "mig" in req:
+        c, m = shape.profiles[req["mig"]]
+        return max(c * 8, m * 7), 0
+    if "gpus" in req:
+        return req["gpus"] * req.get("nodes", 1) * UNIT, 0
+    if "fraction" in req:
+        need = int(req["fraction"] * 8)
+    else:
+        need = -(-req["gpu_memory_gib"] * 1024 * 8 // shape.gpu_memory_mib)  # eighths, rounded up
+    return need * EIGHTH, need
+
+
+def _slots(
+    rng: random.Random, req: dict[str, Any], model: str, need: int, cluster: _Cluster
+) -> list[dict[str, Any]] | None:
+    """Slots for the request taken from the pools, or None where none was found (the job stays pending)."""
+    states = cluster.states
+    if "mig" in req:
+        bag = cluster.mig_free.get((model, req["mig"]))
+        if not bag:
+            return None
+        k = rng.randrange(len(bag))
+        bag[k], bag[-1] = bag[-1], bag[k]
+        ni, g, s = bag.pop()
+        return [{"node": states[ni].name, "gpu": g, "mig_start": s}]
+    if "gpus" in req:
+        return _place_whole(
+            rng, req["gpus"], req.get("nodes", 1), model, states, cluster.networks_of, cluster.whole_free,
+            cluster.full_avail,
+        )
+    cands = cluster.shared_gpus.get(model)
+    if not cands:
+        return None
+    for _ in range(6):
+        k = rng.randrange(len(cands))
+        entry = cands[k]
+        if entry[2] >= need:
+            entry[2] -= need
+            entry[3] -= 1
+            if entry[2] == 0 or entry[3] == 0:
+                cands[k] = cands[-1]
+                cands.pop()
+            return [{"node": states[entry[0]].name, "gpu": entry[1]}]
+    return None
 
 
 def _take(
@@ -526,7 +574,7 @@ class _Dumper(yaml.CSafeDumper):
         self._plain: dict[str, str] = {}  # value -> tag, asked with implicit (True, False)
         self._quoted: dict[str, str] = {}  # ... and with (False, True)
 
-    def ignore_aliases(self, data: Any) -> bool:
+    def ignore_aliases(self, _data: Any) -> bool:
         return True
 
     def represent_data(self, data: Any) -> yaml.Node:

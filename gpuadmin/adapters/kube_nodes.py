@@ -144,7 +144,7 @@ def _node(item: Any, index: int, file: str, warnings: list[str]) -> Node:
     cpus = _capacity(capacity, "cpu", 1, MAX_CPUS, where, file)
     memory_gib = _capacity(capacity, "memory", 1 << 30, MAX_NODE_MEMORY_GIB, where, file)
     state: NodeState = "cordoned" if spec.get("unschedulable") is True else "ready"
-    gpus = _gpus(name, _Labels(labels, where, file), where, file, warnings)
+    gpus = _gpus(name, _Labels(labels, where, file), warnings)
     problem = node_name_problem(name, "kubernetes", bool(gpus))
     if problem is not None:
         raise input_error(problem, file, path=(*where, "metadata", "name"))
@@ -193,14 +193,11 @@ def _capacity(capacity: dict[str, Any], key: str, unit: int, high: int, where: t
     return max(1, round(quantity / unit) if unit > 1 else int(quantity))
 
 
-def _gpus(
-    name: str, read: _Labels, where: tuple[str | int, ...], file: str, warnings: list[str]
-) -> list[Gpu]:
+def _gpus(name: str, read: _Labels, warnings: list[str]) -> list[Gpu]:
     labels = read.labels
     product = labels.get("nvidia.com/gpu.product")
     if product is None:
         return []
-    label_path = (*where, "metadata", "labels", "nvidia.com/gpu.product")
     model, base, single_profile = _model(product)
     count = read.integer("nvidia.com/gpu.count", MAX_GPU_INDEX + 1)
     strategy = labels.get("nvidia.com/mig.strategy", "none")
@@ -209,78 +206,103 @@ def _gpus(
         "mps" if labels.get("nvidia.com/gpu.sharing-strategy") == "mps" else None
     )
     if model is None:
-        # a product the catalog does not know: whole GPUs with GFD's gpu.memory (MiB), as nvidia_smi does
-        memory = read.integer("nvidia.com/gpu.memory", MAX_GPU_MEMORY_GIB * 1024) or None
-        warnings.append(
-            f"{name}: GPU product {base!r} is not in the catalog: {count} GPU(s) imported whole"
-            + (f" with {memory} MiB" if memory else " (no nvidia.com/gpu.memory label)")
-            + ", marked not_in_catalog; their MIG and vGPU support cannot be checked, so MIG and vGPU changes "
-            "on them are refused"
-            + (f"; GFD's MIG labels ({single_profile or strategy}) are ignored" if strategy != "none" else "")
-        )
-        marker = NotInCatalog(memory_mib=memory)
-        if replicas > 1:
-            return [Gpu(index=i, model=base, mode="time-sliced", replicas=replicas, sharing=sharing,
-                        not_in_catalog=marker) for i in range(count)]
-        return [Gpu(index=i, model=base, not_in_catalog=marker) for i in range(count)]
+        ignored_mig = (single_profile or strategy) if strategy != "none" else None
+        return _uncatalogued_gpus(name, read, base, count, replicas, sharing, ignored_mig, warnings)
     if product.endswith("-MIG-INVALID"):
         warnings.append(f"{name}: GFD reports an invalid single-strategy MIG setup; GPUs imported as full")
     if strategy == "single" and single_profile is not None:
-        profile = mig_profile_of_device_name(model, single_profile)
-        per_gpu = _per_gpu_capacity(model, profile) if profile is not None else 0
-        if profile is None or per_gpu == 0:
-            raise input_error(
-                f"{name}: MIG profile {single_profile!r} does not exist on {model.name}",
-                file,
-                path=label_path,
-            )
-        single_profile = profile
-        physical = -(-count // per_gpu)
-        warnings.append(
-            f"{name}: single MIG strategy: {count} × {single_profile} read as {physical} GPUs of {per_gpu}"
+        return _single_strategy_gpus(name, read, model, single_profile, count, replicas, warnings)
+    mig_counts, mig_replicas = _mixed_mig_counts(name, read, model) if strategy == "mixed" else (Counter(), {})
+    if mig_counts:
+        return _dealt_mig_gpus(name, read, model, (mig_counts, mig_replicas), count, warnings)
+    if replicas > 1:
+        return [
+            Gpu(index=i, model=model.name, mode="time-sliced", replicas=replicas, sharing=sharing)
+            for i in range(count)
+        ]
+    return [Gpu(index=i, model=model.name) for i in range(count)]
+
+
+def _uncatalogued_gpus(
+    name: str, read: _Labels, base: str, count: int, replicas: int, sharing: SharingStrategy | None,
+    ignored_mig: str | None, warnings: list[str],
+) -> list[Gpu]:
+    """A product the catalog does not know: whole GPUs with GFD's gpu.memory (MiB), as nvidia_smi does;
+    `ignored_mig` names the MIG labels that cannot be read without the catalog."""
+    memory = read.integer("nvidia.com/gpu.memory", MAX_GPU_MEMORY_GIB * 1024) or None
+    warnings.append(
+        f"{name}: GPU product {base!r} is not in the catalog: {count} GPU(s) imported whole"
+        + (f" with {memory} MiB" if memory else " (no nvidia.com/gpu.memory label)")
+        + ", marked not_in_catalog; their MIG and vGPU support cannot be checked, so MIG and vGPU changes "
+        "on them are refused"
+        + (f"; GFD's MIG labels ({ignored_mig}) are ignored" if ignored_mig is not None else "")
+    )
+    marker = NotInCatalog(memory_mib=memory)
+    if replicas > 1:
+        return [Gpu(index=i, model=base, mode="time-sliced", replicas=replicas, sharing=sharing,
+                    not_in_catalog=marker) for i in range(count)]
+    return [Gpu(index=i, model=base, not_in_catalog=marker) for i in range(count)]
+
+
+def _single_strategy_gpus(
+    name: str, read: _Labels, model: GpuModel, device: str, count: int, replicas: int, warnings: list[str]
+) -> list[Gpu]:
+    """The single MIG strategy: GFD shows `count` devices of one profile; they are packed onto as few GPUs."""
+    profile = mig_profile_of_device_name(model, device)
+    per_gpu = _per_gpu_capacity(model, profile) if profile is not None else 0
+    if profile is None or per_gpu == 0:
+        raise input_error(
+            f"{name}: MIG profile {device!r} does not exist on {model.name}",
+            read.file,
+            path=(*read.where, "metadata", "labels", "nvidia.com/gpu.product"),
         )
-        out = []
-        for i in range(physical):
-            n = min(per_gpu, count - i * per_gpu)
-            instances = place_instances(model, [single_profile] * n) or []
-            if replicas > 1:
-                instances = [
-                    MigInstance(profile=m.profile, start=m.start, replicas=replicas) for m in instances
-                ]
-            out.append(Gpu(index=i, model=model.name, mode="mig", mig=instances))
-        return out
+    physical = -(-count // per_gpu)
+    warnings.append(f"{name}: single MIG strategy: {count} × {profile} read as {physical} GPUs of {per_gpu}")
+    out = []
+    for i in range(physical):
+        n = min(per_gpu, count - i * per_gpu)
+        instances = place_instances(model, [profile] * n) or []
+        if replicas > 1:
+            instances = [MigInstance(profile=m.profile, start=m.start, replicas=replicas) for m in instances]
+        out.append(Gpu(index=i, model=model.name, mode="mig", mig=instances))
+    return out
+
+
+def _mixed_mig_counts(name: str, read: _Labels, model: GpuModel) -> tuple[Counter[str], dict[str, int]]:
+    """The mixed MIG strategy's labels: instances of each profile on the node, and each profile's replicas."""
     mig_counts: Counter[str] = Counter()
     mig_replicas: dict[str, int] = {}
-    if strategy == "mixed":
-        for key in labels:
-            match = _MIG_COUNT.match(key)
-            # at most 7 instances of a profile per GPU on every MIG-capable model
-            per_node = read.integer(key, 7 * (MAX_GPU_INDEX + 1)) if match else 0
-            if match is None or per_node <= 0:
-                continue
-            device = match.group(1)
-            profile = mig_profile_of_device_name(model, device)
-            if profile is None:
-                raise input_error(
-                    f"{name}: MIG profile {device!r} does not exist on {model.name}",
-                    file,
-                    path=(*where, "metadata", "labels", key),
-                )
-            mig_counts[profile] = per_node
-            mig_replicas[profile] = read.integer(f"{MIG_RESOURCE_PREFIX}{device}.replicas", MAX_REPLICAS, 1)
-    if not mig_counts:
-        if replicas > 1:
-            return [
-                Gpu(index=i, model=model.name, mode="time-sliced", replicas=replicas, sharing=sharing)
-                for i in range(count)
-            ]
-        return [Gpu(index=i, model=model.name) for i in range(count)]
+    for key in read.labels:
+        match = _MIG_COUNT.match(key)
+        # at most 7 instances of a profile per GPU on every MIG-capable model
+        per_node = read.integer(key, 7 * (MAX_GPU_INDEX + 1)) if match else 0
+        if match is None or per_node <= 0:
+            continue
+        device = match.group(1)
+        profile = mig_profile_of_device_name(model, device)
+        if profile is None:
+            raise input_error(
+                f"{name}: MIG profile {device!r} does not exist on {model.name}",
+                read.file,
+                path=(*read.where, "metadata", "labels", key),
+            )
+        mig_counts[profile] = per_node
+        mig_replicas[profile] = read.integer(f"{MIG_RESOURCE_PREFIX}{device}.replicas", MAX_REPLICAS, 1)
+    return mig_counts, mig_replicas
+
+
+def _dealt_mig_gpus(
+    name: str, read: _Labels, model: GpuModel, mig: tuple[Counter[str], dict[str, int]], count: int,
+    warnings: list[str],
+) -> list[Gpu]:
+    """GFD counts MIG instances per node: they are dealt to the `count` GPUs and placed on each."""
+    mig_counts, mig_replicas = mig
     dealt = _deal(model, mig_counts, count)
     if dealt is None:
         raise input_error(
             f"{name}: {dict(mig_counts)} MIG instances do not fit {count} × {model.name}",
-            file,
-            path=(*where, "metadata", "labels"),
+            read.file,
+            path=(*read.where, "metadata", "labels"),
         )
     if count > 1:
         warnings.append(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,8 +132,12 @@ class MigPartedSpec:
         return InputError([diagnostic])
 
 
-def _entry(raw: Any, path: tuple[str | int, ...], errors: list[Diagnostic]) -> MigConfigEntry | None:
-    def bad(message: str, where: tuple[str | int, ...] = path) -> None:
+_Path = tuple[str | int, ...]
+_Report = Callable[[str, _Path], None]  # records one diagnostic: the message and where
+
+
+def _entry(raw: Any, path: _Path, errors: list[Diagnostic]) -> MigConfigEntry | None:
+    def bad(message: str, where: _Path = path) -> None:
         errors.append(Diagnostic(message, where))
 
     if not isinstance(raw, dict):
@@ -146,30 +151,8 @@ def _entry(raw: Any, path: tuple[str | int, ...], errors: list[Diagnostic]) -> M
             bad(f"missing required field: {required}")
     if any(e.path[: len(path)] == path for e in errors):
         return None
-    filters: tuple[str, ...] = ()
-    if "device-filter" in raw:
-        value = raw["device-filter"]
-        listed = [value] if isinstance(value, str) else value
-        if not isinstance(listed, list) or not all(isinstance(v, str) for v in listed):
-            bad("device-filter must be a string or a list of strings", (*path, "device-filter"))
-        else:
-            for v in listed:
-                if not _DEVICE_ID.match(v.split(":", 1)[0]) or v.count(":") > 1:
-                    bad(f"unable to create DeviceID from string {v!r}", (*path, "device-filter"))
-            filters = tuple(v for v in listed if v)
-    devices_raw = raw["devices"]
-    devices: tuple[int, ...] | None
-    if isinstance(devices_raw, str):
-        if devices_raw != "all":
-            bad(f"invalid string input for 'devices': {devices_raw}", (*path, "devices"))
-        devices = None
-    elif isinstance(devices_raw, list) and all(
-        isinstance(d, int) and not isinstance(d, bool) for d in devices_raw
-    ):
-        devices = tuple(devices_raw)
-    else:
-        bad("devices must be 'all' or a list of GPU indices", (*path, "devices"))
-        devices = None
+    filters = _device_filters(raw["device-filter"], (*path, "device-filter"), bad) if "device-filter" in raw else ()
+    devices = _devices(raw["devices"], (*path, "devices"), bad)
     enabled = raw["mig-enabled"]
     if not isinstance(enabled, bool):
         bad("mig-enabled must be true or false", (*path, "mig-enabled"))
@@ -177,30 +160,56 @@ def _entry(raw: Any, path: tuple[str | int, ...], errors: list[Diagnostic]) -> M
     mig_devices: dict[str, int] = {}
     if "mig-devices" in raw:
         value = raw["mig-devices"]
-        if value is None:
-            value = None
-        elif not isinstance(value, dict):
+        if value is not None and not isinstance(value, dict):
             bad("mig-devices must be a mapping of profile to count", (*path, "mig-devices"))
             return None
-        for profile, count in (value or {}).items():
-            where = (*path, "mig-devices", str(profile))
-            try:
-                parse_profile(str(profile))
-            except ValueError as exc:
-                bad(
-                    f"error validating values in 'mig-devices' field: invalid format for '{profile}': {exc}",
-                    where,
-                )
-                continue
-            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                bad(f"invalid count for '{profile}': {count!r}", where)
-                continue
-            mig_devices[str(profile)] = count
+        mig_devices = _mig_devices(value or {}, (*path, "mig-devices"), bad)
         if enabled is False and value:
             bad("MIG devices included when 'mig-enabled' is false", (*path, "mig-devices"))
     elif enabled:
         bad("missing required field 'mig-devices' when 'mig-enabled' is true")
     return MigConfigEntry(devices, enabled, mig_devices, filters, path)
+
+
+def _device_filters(value: Any, where: _Path, bad: _Report) -> tuple[str, ...]:
+    """`device-filter`: one PCI device id or a list of them (mig-parted's DeviceID syntax)."""
+    listed = [value] if isinstance(value, str) else value
+    if not isinstance(listed, list) or not all(isinstance(v, str) for v in listed):
+        bad("device-filter must be a string or a list of strings", where)
+        return ()
+    for v in listed:
+        if not _DEVICE_ID.match(v.split(":", 1)[0]) or v.count(":") > 1:
+            bad(f"unable to create DeviceID from string {v!r}", where)
+    return tuple(v for v in listed if v)
+
+
+def _devices(value: Any, where: _Path, bad: _Report) -> tuple[int, ...] | None:
+    """`devices`: "all" (None) or a list of GPU indices."""
+    if isinstance(value, str):
+        if value != "all":
+            bad(f"invalid string input for 'devices': {value}", where)
+        return None
+    if isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in value):
+        return tuple(value)
+    bad("devices must be 'all' or a list of GPU indices", where)
+    return None
+
+
+def _mig_devices(value: dict[Any, Any], where: _Path, bad: _Report) -> dict[str, int]:
+    """`mig-devices`: profile → count; a bad profile or count is reported and left out."""
+    out: dict[str, int] = {}
+    for profile, count in value.items():
+        at = (*where, str(profile))
+        try:
+            parse_profile(str(profile))
+        except ValueError as exc:
+            bad(f"error validating values in 'mig-devices' field: invalid format for '{profile}': {exc}", at)
+            continue
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            bad(f"invalid count for '{profile}': {count!r}", at)
+            continue
+        out[str(profile)] = count
+    return out
 
 
 def _validate(loaded: LoadedYaml) -> MigPartedSpec:
@@ -263,7 +272,7 @@ def read_mig_parted(path: str | Path) -> MigPartedSpec:
 
 
 def entry_layout(
-    spec: MigPartedSpec, entry: MigConfigEntry, model: GpuModel, warnings: list[str] | None = None
+    spec: MigPartedSpec, entry: MigConfigEntry, model: GpuModel
 ) -> list[MigInstance] | None:
     """The placed MIG layout one entry gives a GPU of `model` (None: MIG disabled)."""
     if not entry.mig_enabled:
@@ -304,7 +313,7 @@ def _config_entries(spec: MigPartedSpec, config: str) -> list[MigConfigEntry]:
 
 
 def layouts_for_model(
-    spec: MigPartedSpec, config: str, model: GpuModel, gpus: int = 1, warnings: list[str] | None = None
+    spec: MigPartedSpec, config: str, model: GpuModel, gpus: int = 1
 ) -> dict[int, list[MigInstance] | None]:
     """GPU index → layout (None: MIG off) for `gpus` GPUs of one model; GPUs no entry matches are absent."""
     entries = _config_entries(spec, config)
@@ -312,7 +321,7 @@ def layouts_for_model(
     for index in range(gpus):
         matching = [e for e in entries if e.matches(index, model)]
         if matching:
-            out[index] = entry_layout(spec, matching[-1], model, warnings)
+            out[index] = entry_layout(spec, matching[-1], model)
     return out
 
 
@@ -341,7 +350,7 @@ def mig_parted_layouts(
                     "mig-parted leaves it as it is"
                 )
             continue
-        out[gpu.index] = entry_layout(spec, matching[-1], model, warnings)
+        out[gpu.index] = entry_layout(spec, matching[-1], model)
     return out
 
 

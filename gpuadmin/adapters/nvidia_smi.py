@@ -85,7 +85,7 @@ def _parse_xml(data: bytes, file: str) -> _Parsed:
         element = builder.start(tag, attrs)
         lines[id(element)] = parser.CurrentLineNumber
 
-    def doctype(name: str, sysid: str | None, pubid: str | None, has_internal_subset: int) -> None:
+    def doctype(_name: str, sysid: str | None, _pubid: str | None, has_internal_subset: int) -> None:
         if has_internal_subset:
             raise _Unsafe("a DOCTYPE with an internal DTD subset is not accepted")
         found = _DTD.search(sysid or "")

@@ -27,6 +27,7 @@ affinity columns accept any text (`N/A`, empty, odd CPU lists).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,57 +163,75 @@ def parse_topology(text: str, file: str = "<topo>") -> Topology:
     gpus = [int(d[3:]) for d in devices if re.fullmatch(r"GPU\d+", d)]
     nic_columns = [d for d in devices if not re.fullmatch(r"GPU\d+", d)]
     topo = Topology(gpus=gpus, nics=[legend.get(d, d) for d in nic_columns], source=file)
-    seen_rows = 0
-    for n, line in enumerate(lines[header_at + 1 :], start=header_at + 2):
-        if not line.strip():
-            if seen_rows:
-                break
-            continue
-        cells = _cells(line)
-        label = cells[0]
-        if label not in devices:
-            if seen_rows:
-                break
-            continue
-        seen_rows += 1
-        values = cells[1:]
-        if len(values) < len(devices):
-            raise input_error(
-                f"row {label} has {len(values)} cells, the header names {len(devices)} devices", file, n
-            )
+    for n, line, label, values in _matrix_rows(lines, header_at, devices, file):
         if not label.startswith("GPU") or label in nic_columns:
             continue
         gpu = int(label[3:])
-        for column, value in zip(devices, values, strict=False):
-            if re.fullmatch(r"GPU\d+", column):
-                other = int(column[3:])
-                nv = _NV.match(value)
-                if nv and other != gpu:
-                    topo.nvlinks[(min(gpu, other), max(gpu, other))] = int(nv.group(1))
-                elif value not in LEVELS and not nv:
-                    raise input_error(
-                        f"row {label}, column {column}: unknown link {value!r}",
-                        file,
-                        n,
-                        hint="expected X, NV#, PIX, PXB, PHB, NODE or SYS",
-                    )
-            else:
-                topo.nic_affinity.setdefault(gpu, {})[legend.get(column, column)] = value
-        tail = values[len(devices) :]
-        if "\t" in line and extra and extra[0] == "CPU Affinity":
-            # real rows pad with extra tabs after NUMA Affinity (`0-55\t0\t\tN/A`); the CPU Affinity cell
-            # comes first and may be empty (inside a cgroup), the later ones are the non-empty cells left
-            tail = tail[:1] + [c for c in tail[1:] if c]
-        rest = dict(zip(extra, tail, strict=False))
-        cpu = rest.get("CPU Affinity")
-        topo.cpu_affinity[gpu] = None if cpu in (None, "", "N/A") else cpu
-        topo.numa_affinity[gpu] = _int_or_none(rest.get("NUMA Affinity"))
-        if "GPU NUMA ID" in extra:
-            topo.gpu_numa_id[gpu] = _int_or_none(rest.get("GPU NUMA ID"))
+        _read_links(topo, gpu, values, devices, legend, (file, n, label))
+        _read_affinities(topo, gpu, line, values[len(devices) :], extra)
     if sorted(topo.cpu_affinity) != sorted(gpus):
         missing = sorted(set(gpus) - set(topo.cpu_affinity))
         raise input_error(f"no matrix row for GPU {', '.join(map(str, missing))}", file, header_at + 1)
     return topo
+
+
+def _matrix_rows(
+    lines: list[str], header_at: int, devices: list[str], file: str
+) -> Iterator[tuple[int, str, str, list[str]]]:
+    """(line number, line, row label, cells after the label) of each matrix row under the header: blank and
+    other lines before the first row are skipped, the first one after the rows ends the matrix."""
+    seen_rows = 0
+    for n, line in enumerate(lines[header_at + 1 :], start=header_at + 2):
+        cells = _cells(line) if line.strip() else []
+        if not cells or cells[0] not in devices:
+            if seen_rows:
+                return
+            continue
+        seen_rows += 1
+        label, values = cells[0], cells[1:]
+        if len(values) < len(devices):
+            raise input_error(
+                f"row {label} has {len(values)} cells, the header names {len(devices)} devices", file, n
+            )
+        yield n, line, label, values
+
+
+def _read_links(
+    topo: Topology, gpu: int, values: list[str], devices: list[str], legend: dict[str, str],
+    where: tuple[str, int, str],
+) -> None:
+    """One GPU row's device cells: NVLinks to other GPUs, the link kind to each NIC. `where`: (file, line,
+    row label) for the error on an unknown link."""
+    for column, value in zip(devices, values, strict=False):
+        if not re.fullmatch(r"GPU\d+", column):
+            topo.nic_affinity.setdefault(gpu, {})[legend.get(column, column)] = value
+            continue
+        other = int(column[3:])
+        nv = _NV.match(value)
+        if nv and other != gpu:
+            topo.nvlinks[(min(gpu, other), max(gpu, other))] = int(nv.group(1))
+        elif value not in LEVELS and not nv:
+            file, n, label = where
+            raise input_error(
+                f"row {label}, column {column}: unknown link {value!r}",
+                file,
+                n,
+                hint="expected X, NV#, PIX, PXB, PHB, NODE or SYS",
+            )
+
+
+def _read_affinities(topo: Topology, gpu: int, line: str, tail: list[str], extra: list[str]) -> None:
+    """One GPU row's cells after the devices: CPU and NUMA affinity, the GPU's own NUMA id."""
+    if "\t" in line and extra and extra[0] == "CPU Affinity":
+        # real rows pad with extra tabs after NUMA Affinity (`0-55\t0\t\tN/A`); the CPU Affinity cell
+        # comes first and may be empty (inside a cgroup), the later ones are the non-empty cells left
+        tail = tail[:1] + [c for c in tail[1:] if c]
+    rest = dict(zip(extra, tail, strict=False))
+    cpu = rest.get("CPU Affinity")
+    topo.cpu_affinity[gpu] = None if cpu in (None, "", "N/A") else cpu
+    topo.numa_affinity[gpu] = _int_or_none(rest.get("NUMA Affinity"))
+    if "GPU NUMA ID" in extra:
+        topo.gpu_numa_id[gpu] = _int_or_none(rest.get("GPU NUMA ID"))
 
 
 def read_topology(path: str | Path) -> Topology:

@@ -67,7 +67,7 @@ def _mig_create(gpu: Gpu) -> list[str]:
     return out
 
 
-def _gpu_commands(node: Node, before: Gpu | None, after: Gpu | None) -> list[str]:
+def _gpu_commands(before: Gpu | None, after: Gpu | None) -> list[str]:
     out: list[str] = []
     if after is None:
         return out
@@ -127,7 +127,7 @@ def _node_commands(before: Node | None, after: Node) -> list[str]:
     out: list[str] = []
     old = {g.index: g for g in before.gpus} if before is not None else {}
     for gpu in after.gpus:
-        out += _gpu_commands(after, old.get(gpu.index), gpu)
+        out += _gpu_commands(old.get(gpu.index), gpu)
     if after.kubernetes:
         had_mig = before is not None and any(g.mode == "mig" for g in before.gpus)
         has_mig = any(g.mode == "mig" for g in after.gpus)

@@ -140,15 +140,17 @@ def compile_filter(text: str, columns: Collection[str], label_keys: Collection[s
         check_keys(terms, columns, label_keys)
         selector = Selector(terms)
 
-        def predicate(row: Row, labels: Labels) -> bool:
+        def matches_selector(row: Row, labels: Labels) -> bool:
             return selector.matches(row, labels) != invert
-    else:
-        needle = body.casefold()
 
-        def predicate(row: Row, labels: Labels) -> bool:
-            found = any(needle in str(v).casefold() for v in row.values() if v is not None)
-            return found != invert
-    return predicate
+        return matches_selector
+    needle = body.casefold()
+
+    def matches_text(row: Row, _labels: Labels) -> bool:  # a free-text filter reads the row only
+        found = any(needle in str(v).casefold() for v in row.values() if v is not None)
+        return found != invert
+
+    return matches_text
 
 
 __all__ = ["Selector", "Term", "check_keys", "compile_filter", "is_selector", "parse_selector"]

@@ -224,8 +224,18 @@ def _show(value: Any) -> str:
     return str(value) if not isinstance(value, str) else value
 
 
+_Message = tuple[str, str | None]  # the message, and a hint or None
+
+_BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "greater than"),
+           "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}
+_SIZES = {"string_too_short": ("min_length", "must be at least {} characters long"),
+          "string_too_long": ("max_length", "must be at most {} characters long"),
+          "too_short": ("min_length", "must have at least {} items"),
+          "too_long": ("max_length", "must have at most {} items")}
+
+
 def _message(error: Any, raw: tuple[PathPart, ...], loc: tuple[PathPart, ...], loaded: LoadedYaml,
-             model: type[BaseModel], at_key: bool) -> tuple[str, str | None]:
+             model: type[BaseModel], at_key: bool) -> _Message:
     """A message and hint for one pydantic error; `raw` is pydantic's loc, `loc` the file's path."""
     kind: str = error["type"]
     value = error.get("input")
@@ -233,60 +243,21 @@ def _message(error: Any, raw: tuple[PathPart, ...], loc: tuple[PathPart, ...], l
     node = _source(loaded, loc, at_key)
     got = _describe(value, node)
     if kind == "extra_forbidden":
-        name = str(loc[-1]) if loc else "?"
-        allowed = _fields_at(model, raw[:-1])
-        close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
-        if close:
-            return f"unknown field {name!r}", f"did you mean {close[0]!r}?"
-        return f"unknown field {name!r}", ("allowed here: " + ", ".join(allowed)) if allowed else None
+        return _unknown_field_message(str(loc[-1]) if loc else "?", _fields_at(model, raw[:-1]))
     if kind == "missing":
         return f"missing required field {_show(loc[-1]) if loc else '?'!r}", None
     if kind == "literal_error":
-        values = _literal_values(model, raw, ctx)
-        shown = ", ".join(_show(v) for v in values)
-        got = repr(value) if isinstance(value, str) else got
-        text = f"expected one of {shown}, got {got}" if len(values) > 1 else f"expected {shown}, got {got}"
-        if isinstance(value, str) and any(str(v) == value and not isinstance(v, str) for v in values):
-            return text, "write it without quotes"
-        if isinstance(value, str) and values:
-            by_lower = {str(v).lower(): v for v in values}
-            if value.lower() in by_lower:
-                return text, f"values are case-sensitive: write {_show(by_lower[value.lower()])}"
-            close = difflib.get_close_matches(value, [str(v) for v in values], n=1, cutoff=0.6)
-            if close:
-                return text, f"did you mean {close[0]}?"
-        return text, None
-    if kind in ("bool_type", "bool_parsing"):
-        if isinstance(value, str) and value.lower() in YAML11_BOOLEANS:
-            return f"{value!r} is not a boolean: write true or false", None
-        return f"expected a boolean (true or false), got {got}", None
-    if kind in _TYPE_NAMES:
-        text = f"expected {_TYPE_NAMES[kind]}, got {got}"
-        if kind == "string_type" and isinstance(value, int | float | bool) and node is not None:
-            return text, f'quote it ("{node.value}") if it is meant as text'
-        if kind in ("int_type", "float_type") and isinstance(value, str) and _looks_numeric(value):
-            return text, "write the number without quotes"
-        if kind == "int_type" and isinstance(value, float) and not isinstance(value, bool):
-            return text, "write a whole number" if math.isfinite(value) else None
-        return text, None
-    bounds = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "greater than"),
-              "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}
-    if kind in bounds:
-        key, words = bounds[kind]
+        return _literal_message(value, got, _literal_values(model, raw, ctx))
+    if kind in ("bool_type", "bool_parsing") or kind in _TYPE_NAMES:
+        return _type_message(kind, value, got, node)
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
         bound = ctx.get(key)
         if isinstance(bound, float) and bound.is_integer():
             bound = int(bound)
         return f"must be {words} {bound}, got {_show(node.value if node is not None else value)}", None
-    if kind == "string_too_short":
-        if ctx.get("min_length") == 1:
-            return "must not be empty", None
-        return f"must be at least {ctx.get('min_length')} characters long", None
-    if kind == "string_too_long":
-        return f"must be at most {ctx.get('max_length')} characters long (it has {len(str(value))})", None
-    if kind == "too_short":
-        return f"must have at least {ctx.get('min_length')} items", None
-    if kind == "too_long":
-        return f"must have at most {ctx.get('max_length')} items", None
+    if kind in _SIZES:
+        return _size_message(kind, ctx, value), None
     if kind == "string_pattern_mismatch":
         return f"{value!r} does not match the expected form {ctx.get('pattern')}", None
     if kind in ("value_error", "assertion_error"):
@@ -295,17 +266,71 @@ def _message(error: Any, raw: tuple[PathPart, ...], loc: tuple[PathPart, ...], l
             msg = msg.removeprefix(prefix)
         return msg, None
     if kind in ("union_tag_invalid", "union_tag_not_found"):
-        discriminator = str(ctx.get("discriminator", "")).strip("'")
-        if kind == "union_tag_not_found":
-            return f"missing required field {discriminator!r}", None
-        tags = [t for t in re.findall(r"'((?:[^'\\]|\\.)*)'", str(ctx.get("expected_tags", "")))]
-        tag = ctx.get("tag")
-        close = difflib.get_close_matches(str(tag), tags, n=1, cutoff=0.6)
-        return (f"unknown {discriminator} {tag!r}: expected one of {', '.join(tags)}",
-                f"did you mean {close[0]}?" if close else None)
+        return _union_tag_message(kind, ctx)
     if kind == "finite_number":
         return f"must be a finite number, got {got}", None
     return str(error.get("msg", kind)), None
+
+
+def _unknown_field_message(name: str, allowed: list[str]) -> _Message:
+    close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+    if close:
+        return f"unknown field {name!r}", f"did you mean {close[0]!r}?"
+    return f"unknown field {name!r}", ("allowed here: " + ", ".join(allowed)) if allowed else None
+
+
+def _literal_message(value: Any, got: str, values: list[Any]) -> _Message:
+    """One of a fixed set of values was expected; the hint names the likely slip (quotes, case, a typo)."""
+    shown = ", ".join(_show(v) for v in values)
+    got = repr(value) if isinstance(value, str) else got
+    text = f"expected one of {shown}, got {got}" if len(values) > 1 else f"expected {shown}, got {got}"
+    if not isinstance(value, str):
+        return text, None
+    if any(str(v) == value and not isinstance(v, str) for v in values):
+        return text, "write it without quotes"
+    if values:
+        by_lower = {str(v).lower(): v for v in values}
+        if value.lower() in by_lower:
+            return text, f"values are case-sensitive: write {_show(by_lower[value.lower()])}"
+        close = difflib.get_close_matches(value, [str(v) for v in values], n=1, cutoff=0.6)
+        if close:
+            return text, f"did you mean {close[0]}?"
+    return text, None
+
+
+def _type_message(kind: str, value: Any, got: str, node: ScalarNode | None) -> _Message:
+    """A value of the wrong type; the hint says how to write it when the intent is plain."""
+    if kind in ("bool_type", "bool_parsing"):
+        if isinstance(value, str) and value.lower() in YAML11_BOOLEANS:
+            return f"{value!r} is not a boolean: write true or false", None
+        return f"expected a boolean (true or false), got {got}", None
+    text = f"expected {_TYPE_NAMES[kind]}, got {got}"
+    if kind == "string_type" and isinstance(value, int | float | bool) and node is not None:
+        return text, f'quote it ("{node.value}") if it is meant as text'
+    if kind in ("int_type", "float_type") and isinstance(value, str) and _looks_numeric(value):
+        return text, "write the number without quotes"
+    if kind == "int_type" and isinstance(value, float) and not isinstance(value, bool):
+        return text, "write a whole number" if math.isfinite(value) else None
+    return text, None
+
+
+def _size_message(kind: str, ctx: dict[str, Any], value: Any) -> str:
+    key, template = _SIZES[kind]
+    if kind == "string_too_short" and ctx.get(key) == 1:
+        return "must not be empty"
+    text = template.format(ctx.get(key))
+    return f"{text} (it has {len(str(value))})" if kind == "string_too_long" else text
+
+
+def _union_tag_message(kind: str, ctx: dict[str, Any]) -> _Message:
+    discriminator = str(ctx.get("discriminator", "")).strip("'")
+    if kind == "union_tag_not_found":
+        return f"missing required field {discriminator!r}", None
+    tags = [t for t in re.findall(r"'((?:[^'\\]|\\.)*)'", str(ctx.get("expected_tags", "")))]
+    tag = ctx.get("tag")
+    close = difflib.get_close_matches(str(tag), tags, n=1, cutoff=0.6)
+    return (f"unknown {discriminator} {tag!r}: expected one of {', '.join(tags)}",
+            f"did you mean {close[0]}?" if close else None)
 
 
 def _looks_numeric(value: str) -> bool:

@@ -73,7 +73,7 @@ def _gpu_of(row: Row) -> tuple[str, int]:
     return str(row["NODE"]), int(row["GPU"])
 
 
-def _time_slicing(session: Session, row: Row | None) -> FormSpec:
+def _time_slicing(_session: Session, row: Row | None) -> FormSpec:
     assert row is not None
     node, gpu = _gpu_of(row)
     return FormSpec(f"time-slicing {node}/{gpu}", [
@@ -83,7 +83,7 @@ def _time_slicing(session: Session, row: Row | None) -> FormSpec:
                    **({"mig_profile": v["mig_profile"]} if v["mig_profile"] else {})}])
 
 
-def _mode(session: Session, row: Row | None) -> FormSpec:
+def _mode(_session: Session, row: Row | None) -> FormSpec:
     assert row is not None
     node, gpu = _gpu_of(row)
     return FormSpec(f"mode of {node}/{gpu}", [
@@ -171,7 +171,7 @@ def _detach_vm(session: Session, row: Row | None) -> FormSpec:
                     lambda v: [{"op": "detach-vm", "node": node, "vm": v["vm"]}])
 
 
-def _submit_job(session: Session, row: Row | None) -> FormSpec:
+def _submit_job(session: Session, _row: Row | None) -> FormSpec:
     queues = session.call(lambda: session.service.choices())["queues"]
 
     def build(v: dict[str, Any]) -> Items:
@@ -207,12 +207,12 @@ def _submit_job(session: Session, row: Row | None) -> FormSpec:
     ], build)
 
 
-def _cancel_job(session: Session, row: Row | None) -> Items:
+def _cancel_job(_session: Session, row: Row | None) -> Items:
     assert row is not None
     return [{"op": "cancel-job", "name": str(row["NAME"])}]
 
 
-def _preempt_job(session: Session, row: Row | None) -> Items:
+def _preempt_job(_session: Session, row: Row | None) -> Items:
     assert row is not None
     return [{"op": "preempt-job", "name": str(row["NAME"])}]
 
@@ -222,7 +222,7 @@ def _text(value: Any) -> str:
     return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _quota(session: Session, row: Row | None) -> FormSpec:
+def _quota(_session: Session, row: Row | None) -> FormSpec:
     assert row is not None
     queue = str(row["NAME"])
     return FormSpec(f"queue {queue}", [
@@ -237,7 +237,7 @@ def _quota(session: Session, row: Row | None) -> FormSpec:
                    **({"priority": v["priority"]} if v["priority"] is not None else {})}])
 
 
-def _add_queue(session: Session, row: Row | None) -> FormSpec:
+def _add_queue(_session: Session, _row: Row | None) -> FormSpec:
     return FormSpec("add a queue", [
         Field("name", "name"), Field("quota", "deserved quota (GPUs)", "int"),
         Field("limit", "limit (GPUs)", "int", required=False),
@@ -247,12 +247,12 @@ def _add_queue(session: Session, row: Row | None) -> FormSpec:
                                                   "over_quota_weight": v["weight"], "priority": v["priority"]}}])
 
 
-def _remove_queue(session: Session, row: Row | None) -> Items:
+def _remove_queue(_session: Session, row: Row | None) -> Items:
     assert row is not None
     return [{"op": "remove-queue", "name": str(row["NAME"])}]
 
 
-def _add_node(session: Session, row: Row | None) -> FormSpec:
+def _add_node(session: Session, _row: Row | None) -> FormSpec:
     choices = session.call(lambda: session.service.choices())
 
     def build(v: dict[str, Any]) -> Items:
@@ -280,14 +280,14 @@ def _add_node(session: Session, row: Row | None) -> FormSpec:
     ], build, note="For a real host, `gpuadmin import nvidia-smi` reads its GPUs from the driver's own report.")
 
 
-def _remove_node(session: Session, row: Row | None) -> Items:
+def _remove_node(_session: Session, row: Row | None) -> Items:
     assert row is not None
     return [{"op": "remove-node", "name": str(row["NAME"])}]
 
 
 GPU_VIEWS = frozenset({"gpus", "slices"})
 EDITS: tuple[Edit, ...] = (
-    Edit.of("set-mig", GPU_VIEWS, True, lambda s, r: "mig"),
+    Edit.of("set-mig", GPU_VIEWS, True, lambda _s, _r: "mig"),
     Edit.of("set-time-slicing", GPU_VIEWS, True, _time_slicing),
     Edit.of("set-mode", GPU_VIEWS, True, _mode),
     Edit.of("assign-vgpu", GPU_VIEWS, True, _assign_vgpu),

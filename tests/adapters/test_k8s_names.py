@@ -222,6 +222,28 @@ def _device_plugin_config(where: str, text: str) -> list[str]:
     return out
 
 
+def _config_map(where: str, data: dict[str, str]) -> list[str]:
+    out = []
+    for key, value in data.items():
+        if not CONFIG_MAP_KEY.match(key) or key in (".", ".."):
+            out.append(f"{where}: data key {key!r} is not a ConfigMap key")
+        if key != "config.yaml":  # the device plugin's per-node configs; config.yaml is mig-parted's
+            out += _device_plugin_config(f"{where} data.{key}", value)
+    return out
+
+
+def _cluster_queue(where: str, spec: dict[str, Any]) -> list[str]:
+    out = []
+    for group in spec.get("resourceGroups", []):
+        for name in group["coveredResources"]:
+            out += _resource_name(f"{where} coveredResources", name)
+        for flavor in group["flavors"]:
+            out += [f"{where}: flavor {flavor['name']!r}: {p}" for p in dns1123_subdomain_problems(flavor["name"])]
+            for resource in flavor["resources"]:
+                out += _resource_name(f"{where} flavor {flavor['name']}", resource["name"])
+    return out
+
+
 def _object(obj: dict[str, Any]) -> list[str]:
     meta = obj["metadata"]
     where = f"{obj['kind']} {meta['name']}"
@@ -238,21 +260,11 @@ def _object(obj: dict[str, Any]) -> list[str]:
         out += _labels(f"{where} template", spec["template"]["metadata"].get("labels"))
         out += _pod_spec(where, spec["template"]["spec"])
     elif obj["kind"] == "ConfigMap":
-        for key, value in obj["data"].items():
-            if not CONFIG_MAP_KEY.match(key) or key in (".", ".."):
-                out.append(f"{where}: data key {key!r} is not a ConfigMap key")
-            if key != "config.yaml":  # the device plugin's per-node configs; config.yaml is mig-parted's
-                out += _device_plugin_config(f"{where} data.{key}", value)
+        out += _config_map(where, obj["data"])
     elif obj["kind"] == "ResourceFlavor":
         out += _labels(f"{where} nodeLabels", spec.get("nodeLabels"))
     elif obj["kind"] == "ClusterQueue":
-        for group in spec.get("resourceGroups", []):
-            for name in group["coveredResources"]:
-                out += _resource_name(f"{where} coveredResources", name)
-            for flavor in group["flavors"]:
-                out += [f"{where}: flavor {flavor['name']!r}: {p}" for p in dns1123_subdomain_problems(flavor["name"])]
-                for resource in flavor["resources"]:
-                    out += _resource_name(f"{where} flavor {flavor['name']}", resource["name"])
+        out += _cluster_queue(where, spec)
     for reference in ("parentQueue", "clusterQueue"):  # KAI's parent queue, a Kueue LocalQueue's ClusterQueue
         if reference in spec:
             out += [f"{where}: {reference}: {p}" for p in dns1123_subdomain_problems(spec[reference])]

@@ -101,7 +101,7 @@ def fake_nvml(gpus: list[dict[str, Any]], *, gi_info: bool = True, init_error: s
         ),
         nvmlDeviceGetMemoryInfo=memory,
         nvmlDeviceGetMigMode=lambda h: (1, 1) if gpus[h].get("migs") is not None else (0, 0),
-        nvmlDeviceGetMaxMigDeviceCount=lambda h: 7,
+        nvmlDeviceGetMaxMigDeviceCount=lambda _h: 7,
         nvmlDeviceGetMigDeviceHandleByIndex=mig_handle,
         nvmlDeviceGetGpuInstanceId=lambda ref: gpus[ref[0]]["migs"][ref[1]]["gi"],
         nvmlDeviceGetAttributes=lambda ref: SimpleNamespace(

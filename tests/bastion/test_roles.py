@@ -72,12 +72,12 @@ def test_an_untrusted_roles_file_is_refused_not_skipped(tmp_path: Path, why: str
 def test_a_user_entry_wins_then_the_highest_group_then_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     roles = RolesFile(version=1, default="viewer", groups={"ops": "operator", "admins": "admin", "x": "viewer"},
                       users={"alice": "viewer"})
-    monkeypatch.setattr(roles_mod, "group_names", lambda identity: {"ops", "admins", "x"})
+    monkeypatch.setattr(roles_mod, "group_names", lambda _identity: {"ops", "admins", "x"})
     assert mapped_role(roles, ALICE) == ("viewer", "user alice")  # her own entry lowers her
     assert mapped_role(roles, Identity("bob", 1, "uid")) == ("admin", "group admins")
-    monkeypatch.setattr(roles_mod, "group_names", lambda identity: {"users"})
+    monkeypatch.setattr(roles_mod, "group_names", lambda _identity: {"users"})
     assert mapped_role(roles, Identity("bob", 1, "uid")) == ("viewer", "anyone else")
-    monkeypatch.setattr(roles_mod, "group_names", lambda identity: {"gpuadmin-operator"})
+    monkeypatch.setattr(roles_mod, "group_names", lambda _identity: {"gpuadmin-operator"})
     assert mapped_role(DEFAULT_ROLES, Identity("bob", 1, "uid")) == ("operator", "group gpuadmin-operator")
 
 
@@ -101,7 +101,7 @@ def test_a_state_roles_file_comes_before_the_system_one(tmp_path: Path, monkeypa
     state.mkdir()
     state.chmod(0o2775)
     system = _roles(tmp_path, "version: 1\nusers: {alice: operator}\n")
-    monkeypatch.setattr(roles_mod, "group_names", lambda identity: set())
+    monkeypatch.setattr(roles_mod, "group_names", lambda _identity: set())
     if ME == 0:
         decision = role_ceiling(ALICE, state, system_file=system)
         assert (decision.role, decision.source) == ("operator", str(system))
@@ -121,7 +121,7 @@ def test_a_service_never_has_more_than_the_identity_may(tmp_path: Path, monkeypa
     import gpuadmin.service.caller as caller_mod
 
     monkeypatch.setattr(caller_mod, "login_identity", lambda: ALICE)
-    monkeypatch.setattr(roles_mod, "group_names", lambda identity: set())
+    monkeypatch.setattr(roles_mod, "group_names", lambda _identity: set())
     monkeypatch.setattr(roles_mod, "SYSTEM_ROLES_FILE", tmp_path / "none.yaml")
     assert Service(state_dir=state, role="admin").role == "viewer"
     assert Service(state_dir=state).decision.why == "anyone else"

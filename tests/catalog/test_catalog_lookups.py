@@ -182,8 +182,8 @@ def test_real_nvidia_smi_xml(file: str, gpu: ET.Element) -> None:
     assert product and device_id and total
     by_name = catalog.model_by_product_name(product)
     by_id = catalog.model_by_pci_id(device_id)
-    assert by_name is not None, product
-    assert by_id is by_name, (device_id, product)
+    assert by_name is not None, (file, product)
+    assert by_id is by_name, (file, device_id, product)
     assert product in by_name.product_names
     assert by_name.provenance_of("memory").confidence == "verified"
     assert int(total.split()[0]) == by_name.memory_mib

@@ -34,8 +34,10 @@ def _xml(product: str, pci: str, total_mib: int) -> str:
 
 @pytest.mark.parametrize(("name", "product", "pci", "total_mib"), NVIDIA_SMI_TOTALS)
 def test_catalog_total_is_the_nvidia_smi_total(name: str, product: str, pci: str, total_mib: int) -> None:
-    model = get_catalog().model(name)
+    catalog = get_catalog()
+    model = catalog.model(name)
     assert model is not None
+    assert catalog.model_by_product_name(product) is model and catalog.model_by_pci_id(pci) is model
     assert model.memory_mib == total_mib
     assert model.provenance_of("memory").confidence == "secondary"
 

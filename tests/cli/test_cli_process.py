@@ -160,7 +160,7 @@ def test_validate_change_file_and_rule_violation(tmp_path: Path) -> None:
     assert "[mig.placement-start]" in result.err
 
 
-def test_concurrent_appliers_lose_with_exit_3(state: Path, tmp_path: Path) -> None:
+def test_concurrent_appliers_lose_with_exit_3(state: Path) -> None:
     """4 processes × 100 applies on one state, through the CLI's own code path (`run`) in each process."""
     worker = ROOT / "tests/cli/apply_worker.py"
     procs = [subprocess.Popen([sys.executable, str(worker), str(state), str(i), "100"], cwd=ROOT,

@@ -315,7 +315,7 @@ def test_reference_checks_of_jobs_equal_the_full_scan(values: list[dict[str, Any
     state = ClusterState.from_inventory(VSPHERE)
     narrowed = plan(state, changes(*values)).violations
     every_vm = {job.vm for job in state.jobs.values() if job.vm is not None}
-    monkeypatch.setattr(planner, "_vms_moved", lambda view: every_vm)
+    monkeypatch.setattr(planner, "_vms_moved", lambda _view: every_vm)
     assert plan(state, changes(*values)).violations == narrowed
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from gpuadmin.model import Gpu, Inventory, Job, Node
+from gpuadmin.model import Gpu, Inventory, Job, Node, Slot, Vm
 
 # --------------------------------------------------------------------------------------------- MIG geometry
 
@@ -202,6 +202,19 @@ def gpu_units(job: Job, gpu: Gpu) -> float:
     return req.gpu_memory_gib * 1024 / MEMORY_MIB[gpu.model]
 
 
+@dataclass
+class _Holdings:
+    """What the running jobs hold, gathered slot by slot, then checked as a whole."""
+
+    whole: dict[tuple[str, int], str] = field(default_factory=dict)
+    mig: dict[tuple[str, int, int], str] = field(default_factory=dict)
+    shared: dict[tuple[str, int], list[tuple[str, float]]] = field(default_factory=lambda: defaultdict(list))
+    # dynamic sharing (Run:ai fractions on a full GPU): the share of the memory left after the reserve
+    dynamic: dict[tuple[str, int], list[tuple[str, float]]] = field(default_factory=lambda: defaultdict(list))
+    used: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    used_nonpreemptible: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+
 def check_jobs(inv: Inventory) -> list[str]:
     problems: list[str] = []
     nodes: dict[str, Node] = {n.name: n for n in inv.nodes}
@@ -209,113 +222,149 @@ def check_jobs(inv: Inventory) -> list[str]:
     names = [j.name for j in inv.jobs]
     if len(set(names)) != len(names):
         problems.append("duplicate job names")
-    whole: dict[tuple[str, int], str] = {}
-    mig_held: dict[tuple[str, int, int], str] = {}
-    shared: dict[tuple[str, int], list[tuple[str, float]]] = defaultdict(list)
-    # dynamic sharing (Run:ai fractions on a full GPU): the share of the memory left after the reserve
-    dynamic: dict[tuple[str, int], list[tuple[str, float]]] = defaultdict(list)
-    used: dict[str, float] = defaultdict(float)
-    used_nonpreemptible: dict[str, float] = defaultdict(float)
+    held = _Holdings()
     for job in inv.jobs:
-        req = job.request
         if job.queue not in queues:
             problems.append(f"{job.name}: unknown queue {job.queue}")
         if job.status != "running":
             continue
-        slots = job.placement
-        slot_nodes = [s.node for s in slots]
-        if req.gpus is not None:
-            if len(slots) != req.gpus * req.nodes:
-                problems.append(f"{job.name}: holds {len(slots)} slots, wants {req.gpus}×{req.nodes}")
-            per_node = Counter(slot_nodes)
-            if len(per_node) != req.nodes or set(per_node.values()) != {req.gpus}:
-                problems.append(f"{job.name}: slots per node {dict(per_node)} do not match the gang shape")
-        elif len(slots) != 1:
-            problems.append(f"{job.name}: a {req.kind} request holds exactly one slot, has {len(slots)}")
-        if req.rdma or req.nodes > 1:
-            nets = {nodes[n].rdma.network if n in nodes and nodes[n].rdma else None for n in slot_nodes}
-            if None in nets or len(nets) != 1:
-                problems.append(f"{job.name}: RDMA gang spans networks {nets}")
-        if req.nvlink:
-            for n in set(slot_nodes):
-                if n in nodes and nodes[n].nvlink != "nvswitch" and Counter(slot_nodes)[n] > 1:
-                    problems.append(f"{job.name}: NVLink job on {n} without an NVSwitch domain")
-        for slot in slots:
-            where = f"{job.name} -> {slot.node}/gpu{slot.gpu}"
-            node = nodes.get(slot.node)
-            gpu = node.gpu(slot.gpu) if node else None
-            if node is None or gpu is None:
-                problems.append(f"{where}: no such GPU")
-                continue
-            if node.state in ("down",):
-                problems.append(f"{where}: running on a down node")
-            if req.model is not None and gpu.model != req.model:
-                problems.append(f"{where}: model {gpu.model} != requested {req.model}")
-            if job.vm is not None:
-                # a job inside a VM runs on what the VM holds: its vGPU on the GPU, or the GPU passed through
-                vm = next((v for v in node.vms if v.name == job.vm), None)
-                groups = {g.name: g.gpus for g in node.device_groups}
-                held = vm is not None and (
-                    any(v.vm == vm.name for v in gpu.vgpus or [])
-                    or gpu.vm == vm.name
-                    or gpu.index in (vm.gpus or [])
-                    or gpu.index in groups.get(vm.device_group or "", [])
-                )
-                if not held:
-                    problems.append(f"{where}: VM {job.vm} does not hold this GPU")
-            elif req.gpus is not None:
-                if gpu.mode != "full" or slot.mig_start is not None:
-                    problems.append(f"{where}: whole-GPU job on a {gpu.mode} GPU")
-                if (slot.node, slot.gpu) in whole:
-                    problems.append(f"{where}: double-booked with {whole[(slot.node, slot.gpu)]}")
-                whole[(slot.node, slot.gpu)] = job.name
-            elif req.mig is not None:
-                inst = [m for m in gpu.mig or [] if m.start == slot.mig_start]
-                if gpu.mode != "mig" or not inst:
-                    problems.append(f"{where}: no MIG instance at start {slot.mig_start}")
-                    continue
-                if inst[0].profile != req.mig:
-                    problems.append(f"{where}: instance is {inst[0].profile}, job wants {req.mig}")
-                key = (slot.node, slot.gpu, slot.mig_start or 0)
-                if key in mig_held:
-                    problems.append(f"{where}: MIG instance double-booked with {mig_held[key]}")
-                mig_held[key] = job.name
-            else:
-                if job.isolation == "exclusive":
-                    problems.append(f"{where}: exclusive job on a shared replica")
-                if node.sharing is not None and gpu.mode == "full" and slot.mig_start is None:
-                    usable_mib = MEMORY_MIB[gpu.model] - node.sharing.reserved_gib * 1024
-                    share = req.fraction if req.fraction is not None else (req.gpu_memory_gib or 0) * 1024 / usable_mib
-                    dynamic[(slot.node, slot.gpu)].append((job.name, share))
-                elif gpu.mode != "time-sliced" or slot.mig_start is not None:
-                    problems.append(f"{where}: fractional job on a {gpu.mode} GPU")
-                    continue
-                else:
-                    shared[(slot.node, slot.gpu)].append((job.name, gpu_units(job, gpu)))
-            units = gpu_units(job, gpu)
-            used[job.queue] += units
-            if not job.preemptible:
-                used_nonpreemptible[job.queue] += units
-    for (node_name, index), holders in shared.items():
+        problems += _shape_problems(job, nodes)
+        for slot in job.placement:
+            problems += _slot_problems(job, slot, nodes, held)
+    problems += _sharing_problems(nodes, held)
+    for name, q in queues.items():
+        if q.limit is not None and q.limit.gpus is not None and held.used[name] > q.limit.gpus + 1e-9:
+            problems.append(f"queue {name}: running {held.used[name]:.2f} GPUs > limit {q.limit.gpus}")
+        if q.quota.gpus is not None and held.used_nonpreemptible[name] > q.quota.gpus + 1e-9:
+            problems.append(f"queue {name}: non-preemptible {held.used_nonpreemptible[name]:.2f} > quota")
+        limit, quota = (q.limit.gpus if q.limit else None), q.quota.gpus
+        if limit is not None and quota is not None and limit < quota:
+            problems.append(f"queue {name}: limit below quota")
+    return problems
+
+
+def _shape_problems(job: Job, nodes: dict[str, Node]) -> list[str]:
+    """The running job's slots against its request's shape: counts per node, one RDMA network, NVLink."""
+    problems: list[str] = []
+    req, slots = job.request, job.placement
+    slot_nodes = [s.node for s in slots]
+    if req.gpus is not None:
+        if len(slots) != req.gpus * req.nodes:
+            problems.append(f"{job.name}: holds {len(slots)} slots, wants {req.gpus}×{req.nodes}")
+        per_node = Counter(slot_nodes)
+        if len(per_node) != req.nodes or set(per_node.values()) != {req.gpus}:
+            problems.append(f"{job.name}: slots per node {dict(per_node)} do not match the gang shape")
+    elif len(slots) != 1:
+        problems.append(f"{job.name}: a {req.kind} request holds exactly one slot, has {len(slots)}")
+    if req.rdma or req.nodes > 1:
+        nets = {nodes[n].rdma.network if n in nodes and nodes[n].rdma else None for n in slot_nodes}
+        if None in nets or len(nets) != 1:
+            problems.append(f"{job.name}: RDMA gang spans networks {nets}")
+    if req.nvlink:
+        for n in set(slot_nodes):
+            if n in nodes and nodes[n].nvlink != "nvswitch" and Counter(slot_nodes)[n] > 1:
+                problems.append(f"{job.name}: NVLink job on {n} without an NVSwitch domain")
+    return problems
+
+
+def _slot_problems(job: Job, slot: Slot, nodes: dict[str, Node], held: _Holdings) -> list[str]:
+    """One slot of a running job: the GPU exists and may take the job; what it holds is recorded in `held`
+    (and counted against its queue) unless the slot is not a valid hold at all."""
+    req = job.request
+    where = f"{job.name} -> {slot.node}/gpu{slot.gpu}"
+    node = nodes.get(slot.node)
+    gpu = node.gpu(slot.gpu) if node else None
+    if node is None or gpu is None:
+        return [f"{where}: no such GPU"]
+    problems: list[str] = []
+    if node.state in ("down",):
+        problems.append(f"{where}: running on a down node")
+    if req.model is not None and gpu.model != req.model:
+        problems.append(f"{where}: model {gpu.model} != requested {req.model}")
+    counted = True
+    if job.vm is not None:
+        problems += _vm_slot_problems(job.vm, node, gpu, where)
+    elif req.gpus is not None:
+        if gpu.mode != "full" or slot.mig_start is not None:
+            problems.append(f"{where}: whole-GPU job on a {gpu.mode} GPU")
+        if (slot.node, slot.gpu) in held.whole:
+            problems.append(f"{where}: double-booked with {held.whole[(slot.node, slot.gpu)]}")
+        held.whole[(slot.node, slot.gpu)] = job.name
+    elif req.mig is not None:
+        counted = _hold_mig(job, slot, gpu, where, held, problems)
+    else:
+        counted = _hold_fraction(job, slot, node, gpu, where, held, problems)
+    if counted:
+        units = gpu_units(job, gpu)
+        held.used[job.queue] += units
+        if not job.preemptible:
+            held.used_nonpreemptible[job.queue] += units
+    return problems
+
+
+def _vm_slot_problems(vm_name: str, node: Node, gpu: Gpu, where: str) -> list[str]:
+    """A job inside a VM runs on what the VM holds: its vGPU on the GPU, or the GPU passed through."""
+    vm = next((v for v in node.vms if v.name == vm_name), None)
+    groups = {g.name: g.gpus for g in node.device_groups}
+    held = vm is not None and (
+        any(v.vm == vm.name for v in gpu.vgpus or [])
+        or gpu.vm == vm.name
+        or gpu.index in (vm.gpus or [])
+        or gpu.index in groups.get(vm.device_group or "", [])
+    )
+    return [] if held else [f"{where}: VM {vm_name} does not hold this GPU"]
+
+
+def _hold_mig(job: Job, slot: Slot, gpu: Gpu, where: str, held: _Holdings, problems: list[str]) -> bool:
+    """Records the MIG instance the slot holds; False (nothing held) when the GPU has no instance there."""
+    inst = [m for m in gpu.mig or [] if m.start == slot.mig_start]
+    if gpu.mode != "mig" or not inst:
+        problems.append(f"{where}: no MIG instance at start {slot.mig_start}")
+        return False
+    if inst[0].profile != job.request.mig:
+        problems.append(f"{where}: instance is {inst[0].profile}, job wants {job.request.mig}")
+    key = (slot.node, slot.gpu, slot.mig_start or 0)
+    if key in held.mig:
+        problems.append(f"{where}: MIG instance double-booked with {held.mig[key]}")
+    held.mig[key] = job.name
+    return True
+
+
+def _hold_fraction(
+    job: Job, slot: Slot, node: Node, gpu: Gpu, where: str, held: _Holdings, problems: list[str]
+) -> bool:
+    """Records a fractional job's share: dynamic on a full GPU of a sharing node, else a time-sliced replica;
+    False (nothing held) on a GPU that takes no fractions."""
+    req = job.request
+    if job.isolation == "exclusive":
+        problems.append(f"{where}: exclusive job on a shared replica")
+    if node.sharing is not None and gpu.mode == "full" and slot.mig_start is None:
+        usable_mib = MEMORY_MIB[gpu.model] - node.sharing.reserved_gib * 1024
+        share = req.fraction if req.fraction is not None else (req.gpu_memory_gib or 0) * 1024 / usable_mib
+        held.dynamic[(slot.node, slot.gpu)].append((job.name, share))
+    elif gpu.mode != "time-sliced" or slot.mig_start is not None:
+        problems.append(f"{where}: fractional job on a {gpu.mode} GPU")
+        return False
+    else:
+        held.shared[(slot.node, slot.gpu)].append((job.name, gpu_units(job, gpu)))
+    return True
+
+
+def _sharing_problems(nodes: dict[str, Node], held: _Holdings) -> list[str]:
+    """The sharers of each GPU together: replicas, fractions summing past one, whole jobs beside fractions."""
+    problems: list[str] = []
+    for (node_name, index), holders in held.shared.items():
         gpu = nodes[node_name].gpu(index)
         assert gpu is not None and gpu.replicas is not None
         if len(holders) > gpu.replicas:
             problems.append(f"{node_name}/gpu{index}: {len(holders)} sharers > {gpu.replicas} replicas")
         if sum(f for _, f in holders) > 1.0 + 1e-9:
             problems.append(f"{node_name}/gpu{index}: fractions sum to {sum(f for _, f in holders)}")
-    for key, holders in dynamic.items():
-        if key in whole:
-            problems.append(f"{key[0]}/gpu{key[1]}: whole-GPU job {whole[key]} beside fractions")
+    for key, holders in held.dynamic.items():
+        if key in held.whole:
+            problems.append(f"{key[0]}/gpu{key[1]}: whole-GPU job {held.whole[key]} beside fractions")
         if sum(f for _, f in holders) > 1.0 + 1e-9:
             problems.append(f"{key[0]}/gpu{key[1]}: dynamic fractions sum to {sum(f for _, f in holders)}")
-    for name, q in queues.items():
-        if q.limit is not None and q.limit.gpus is not None and used[name] > q.limit.gpus + 1e-9:
-            problems.append(f"queue {name}: running {used[name]:.2f} GPUs > limit {q.limit.gpus}")
-        if q.quota.gpus is not None and used_nonpreemptible[name] > q.quota.gpus + 1e-9:
-            problems.append(f"queue {name}: non-preemptible {used_nonpreemptible[name]:.2f} > quota")
-        limit, quota = (q.limit.gpus if q.limit else None), q.quota.gpus
-        if limit is not None and quota is not None and limit < quota:
-            problems.append(f"queue {name}: limit below quota")
     return problems
 
 
@@ -326,100 +375,146 @@ def check_vsphere(inv: Inventory) -> list[str]:
             continue
         assert node.vsphere is not None
         version = node.vsphere.version
-        max_hw = esxi_max_hw(version)
+        problems += _vm_problems(node, version)
+        problems += _device_group_problems(node, version)
         vms = {vm.name: vm for vm in node.vms}
-        if len(vms) != len(node.vms):
-            problems.append(f"{node.name}: duplicate VM names")
-        for vm in node.vms:
-            if vm.hardware_version > max_hw:
-                problems.append(
-                    f"{node.name}/{vm.name}: HW {vm.hardware_version} > {max_hw} on ESXi {version}"
-                )
-        # device groups
-        groups = {g.name: g for g in node.device_groups}
-        if node.device_groups and _version_key(version) < (8, 0, 1) and node.nvlink == "nvswitch":
-            problems.append(f"{node.name}: NVSwitch device groups need ESXi 8.0 U1+")
-        seen: set[int] = set()
-        for g in node.device_groups:
-            if len(g.gpus) not in (2, 4, 8):
-                problems.append(f"{node.name}/{g.name}: size {len(g.gpus)} not 2/4/8")
-            if set(g.gpus) & seen:
-                problems.append(f"{node.name}/{g.name}: overlaps another group")
-            seen |= set(g.gpus)
-            for i in g.gpus:
-                if node.gpu(i) is None:
-                    problems.append(f"{node.name}/{g.name}: no GPU {i}")
-            if node.nvlink != "nvswitch" and len(g.gpus) > 2:
-                problems.append(f"{node.name}/{g.name}: >2 GPUs without an NVSwitch board")
-        holders: Counter[str] = Counter(vm.device_group for vm in node.vms if vm.device_group)
-        for name, count in holders.items():
-            if name not in groups:
-                problems.append(f"{node.name}: VM holds unknown group {name}")
-            elif count > 1:
-                problems.append(f"{node.name}: group {name} attached to {count} VMs")
-        # vGPUs and passthrough
-        per_vm: dict[str, list[str]] = defaultdict(list)
+        per_vm: dict[str, list[str]] = defaultdict(list)  # VM → the vGPU profiles it holds
         for gpu in node.gpus:
-            where = f"{node.name}/gpu{gpu.index}"
-            if gpu.mode == "vgpu":
-                menu = VGPU_MENU.get(gpu.model)
-                sizes: set[int] = set()
-                total = 0
-                for v in gpu.vgpus or []:
-                    m = _VGPU_RE.match(v.profile)
-                    if menu is None or m is None or m["board"] != menu[0] or int(m["fb"]) not in menu[1]:
-                        problems.append(f"{where}: vGPU type {v.profile} not offered on {gpu.model}")
-                        continue
-                    if v.vm not in vms:
-                        problems.append(f"{where}: vGPU for unknown VM {v.vm}")
-                    sizes.add(int(m["fb"]))
-                    total += int(m["fb"])
-                    per_vm[v.vm].append(v.profile)
-                if total > MEMORY_GB[gpu.model]:
-                    problems.append(f"{where}: vGPU frame buffers {total} GB > {MEMORY_GB[gpu.model]} GB")
-                if len(sizes) > 1 and _version_key(version) < (8, 0, 3):
-                    problems.append(f"{where}: mixed vGPU sizes {sizes} before ESXi 8.0 U3")
-            elif gpu.mode == "passthrough":
-                if node.nvlink == "nvswitch":
-                    problems.append(f"{where}: plain passthrough on an NVSwitch system")
-                vm = vms.get(gpu.vm or "")
-                if vm is None or gpu.index not in (vm.gpus or []):
-                    problems.append(f"{where}: passthrough holder {gpu.vm} does not list this GPU")
-            elif gpu.mode not in ("full",):
-                problems.append(f"{where}: mode {gpu.mode} on a vSphere host")
-        for vm in node.vms:
-            for i in vm.gpus or []:
+            problems += _vsphere_gpu_problems(node, gpu, vms, per_vm)
+        problems += _vm_holding_problems(node)
+        problems += _multi_vgpu_problems(node, per_vm)
+        problems += _group_gpu_owner_problems(node)
+    return problems
+
+
+def _vm_problems(node: Node, version: str) -> list[str]:
+    problems: list[str] = []
+    if len({vm.name for vm in node.vms}) != len(node.vms):
+        problems.append(f"{node.name}: duplicate VM names")
+    max_hw = esxi_max_hw(version)
+    for vm in node.vms:
+        if vm.hardware_version > max_hw:
+            problems.append(f"{node.name}/{vm.name}: HW {vm.hardware_version} > {max_hw} on ESXi {version}")
+    return problems
+
+
+def _device_group_problems(node: Node, version: str) -> list[str]:
+    """Device groups: sizes, overlaps, NVSwitch needs, and at most one VM attached to each."""
+    problems: list[str] = []
+    if node.device_groups and _version_key(version) < (8, 0, 1) and node.nvlink == "nvswitch":
+        problems.append(f"{node.name}: NVSwitch device groups need ESXi 8.0 U1+")
+    seen: set[int] = set()
+    for g in node.device_groups:
+        if len(g.gpus) not in (2, 4, 8):
+            problems.append(f"{node.name}/{g.name}: size {len(g.gpus)} not 2/4/8")
+        if set(g.gpus) & seen:
+            problems.append(f"{node.name}/{g.name}: overlaps another group")
+        seen |= set(g.gpus)
+        for i in g.gpus:
+            if node.gpu(i) is None:
+                problems.append(f"{node.name}/{g.name}: no GPU {i}")
+        if node.nvlink != "nvswitch" and len(g.gpus) > 2:
+            problems.append(f"{node.name}/{g.name}: >2 GPUs without an NVSwitch board")
+    groups = {g.name for g in node.device_groups}
+    holders: Counter[str] = Counter(vm.device_group for vm in node.vms if vm.device_group)
+    for name, count in holders.items():
+        if name not in groups:
+            problems.append(f"{node.name}: VM holds unknown group {name}")
+        elif count > 1:
+            problems.append(f"{node.name}: group {name} attached to {count} VMs")
+    return problems
+
+
+def _vsphere_gpu_problems(node: Node, gpu: Gpu, vms: dict[str, Vm], per_vm: dict[str, list[str]]) -> list[str]:
+    """One GPU of a vSphere host: its vGPUs (recorded per VM in `per_vm`), its passthrough holder, its mode."""
+    where = f"{node.name}/gpu{gpu.index}"
+    if gpu.mode == "vgpu":
+        assert node.vsphere is not None
+        return _vgpu_problems(where, gpu, node.vsphere.version, vms, per_vm)
+    if gpu.mode == "passthrough":
+        problems: list[str] = []
+        if node.nvlink == "nvswitch":
+            problems.append(f"{where}: plain passthrough on an NVSwitch system")
+        vm = vms.get(gpu.vm or "")
+        if vm is None or gpu.index not in (vm.gpus or []):
+            problems.append(f"{where}: passthrough holder {gpu.vm} does not list this GPU")
+        return problems
+    return [] if gpu.mode in ("full",) else [f"{where}: mode {gpu.mode} on a vSphere host"]
+
+
+def _vgpu_problems(
+    where: str, gpu: Gpu, version: str, vms: dict[str, Vm], per_vm: dict[str, list[str]]
+) -> list[str]:
+    problems: list[str] = []
+    menu = VGPU_MENU.get(gpu.model)
+    sizes: set[int] = set()
+    total = 0
+    for v in gpu.vgpus or []:
+        m = _VGPU_RE.match(v.profile)
+        if menu is None or m is None or m["board"] != menu[0] or int(m["fb"]) not in menu[1]:
+            problems.append(f"{where}: vGPU type {v.profile} not offered on {gpu.model}")
+            continue
+        if v.vm not in vms:
+            problems.append(f"{where}: vGPU for unknown VM {v.vm}")
+        sizes.add(int(m["fb"]))
+        total += int(m["fb"])
+        per_vm[v.vm].append(v.profile)
+    if total > MEMORY_GB[gpu.model]:
+        problems.append(f"{where}: vGPU frame buffers {total} GB > {MEMORY_GB[gpu.model]} GB")
+    if len(sizes) > 1 and _version_key(version) < (8, 0, 3):
+        problems.append(f"{where}: mixed vGPU sizes {sizes} before ESXi 8.0 U3")
+    return problems
+
+
+def _vm_holding_problems(node: Node) -> list[str]:
+    """Each VM holds what it lists: its passthrough GPUs, and every GPU of its device group alone."""
+    problems: list[str] = []
+    groups = {g.name: g for g in node.device_groups}
+    for vm in node.vms:
+        for i in vm.gpus or []:
+            gpu = node.gpu(i)
+            if gpu is None or gpu.mode != "passthrough" or gpu.vm != vm.name:
+                problems.append(f"{node.name}/{vm.name}: lists GPU {i} it does not hold")
+        if vm.device_group and vm.device_group in groups:
+            for i in groups[vm.device_group].gpus:
                 gpu = node.gpu(i)
-                if gpu is None or gpu.mode != "passthrough" or gpu.vm != vm.name:
-                    problems.append(f"{node.name}/{vm.name}: lists GPU {i} it does not hold")
-            if vm.device_group and vm.device_group in groups:
-                for i in groups[vm.device_group].gpus:
-                    gpu = node.gpu(i)
-                    owners = {v.vm for v in (gpu.vgpus or [])} if gpu else set()
-                    if gpu is None or gpu.mode != "vgpu" or owners != {vm.name}:
-                        problems.append(f"{node.name}/{vm.name}: does not hold all of {vm.device_group}")
-                    elif gpu.vgpus and len(gpu.vgpus) != 1:
-                        problems.append(f"{node.name}/{vm.name}: group GPU {i} is shared")
-        for vm_name, profiles in per_vm.items():
-            if len(profiles) > 8:
-                problems.append(f"{node.name}/{vm_name}: {len(profiles)} vGPUs > 8")
-            boards = {p.rsplit("-", 1)[0] for p in profiles}
-            if len(boards) > 1:
-                problems.append(f"{node.name}/{vm_name}: vGPUs of several boards {boards}")
-            if len(profiles) > 1 and _version_key(version) < (8, 0, 0):
-                full = f"{_board_full(node, vm_name)}"
-                if any(p != full for p in profiles):
-                    problems.append(f"{node.name}/{vm_name}: fractional multi-vGPU before vSphere 8")
-        # a GPU in a device group is either free or wholly with the group's VM
-        group_vm = {vm.device_group: vm.name for vm in node.vms if vm.device_group}
-        for g in node.device_groups:
-            for i in g.gpus:
-                gpu = node.gpu(i)
-                if gpu is None:
-                    continue
-                owners = {v.vm for v in gpu.vgpus or []} | ({gpu.vm} if gpu.vm else set())
-                if owners and owners != {group_vm.get(g.name)}:
-                    problems.append(f"{node.name}/{g.name}: GPU {i} used by {owners} outside the group VM")
+                owners = {v.vm for v in (gpu.vgpus or [])} if gpu else set()
+                if gpu is None or gpu.mode != "vgpu" or owners != {vm.name}:
+                    problems.append(f"{node.name}/{vm.name}: does not hold all of {vm.device_group}")
+                elif gpu.vgpus and len(gpu.vgpus) != 1:
+                    problems.append(f"{node.name}/{vm.name}: group GPU {i} is shared")
+    return problems
+
+
+def _multi_vgpu_problems(node: Node, per_vm: dict[str, list[str]]) -> list[str]:
+    """A VM's several vGPUs: at most 8, of one board, and whole boards only before vSphere 8."""
+    problems: list[str] = []
+    assert node.vsphere is not None
+    for vm_name, profiles in per_vm.items():
+        if len(profiles) > 8:
+            problems.append(f"{node.name}/{vm_name}: {len(profiles)} vGPUs > 8")
+        boards = {p.rsplit("-", 1)[0] for p in profiles}
+        if len(boards) > 1:
+            problems.append(f"{node.name}/{vm_name}: vGPUs of several boards {boards}")
+        if len(profiles) > 1 and _version_key(node.vsphere.version) < (8, 0, 0):
+            full = f"{_board_full(node, vm_name)}"
+            if any(p != full for p in profiles):
+                problems.append(f"{node.name}/{vm_name}: fractional multi-vGPU before vSphere 8")
+    return problems
+
+
+def _group_gpu_owner_problems(node: Node) -> list[str]:
+    """A GPU in a device group is either free or wholly with the group's VM."""
+    problems: list[str] = []
+    group_vm = {vm.device_group: vm.name for vm in node.vms if vm.device_group}
+    for g in node.device_groups:
+        for i in g.gpus:
+            gpu = node.gpu(i)
+            if gpu is None:
+                continue
+            owners = {v.vm for v in gpu.vgpus or []} | ({gpu.vm} if gpu.vm else set())
+            if owners and owners != {group_vm.get(g.name)}:
+                problems.append(f"{node.name}/{g.name}: GPU {i} used by {owners} outside the group VM")
     return problems
 
 

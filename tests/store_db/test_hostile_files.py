@@ -62,15 +62,15 @@ def _hard_link(lock: Path, victim: Path) -> None:
     os.link(victim, lock)
 
 
-def _directory(lock: Path, victim: Path) -> None:
+def _directory(lock: Path, _victim: Path) -> None:
     lock.mkdir()
 
 
-def _fifo(lock: Path, victim: Path) -> None:
+def _fifo(lock: Path, _victim: Path) -> None:
     os.mkfifo(lock)  # opening it for writing must not wait for a reader
 
 
-def _another_users_file(lock: Path, victim: Path) -> None:
+def _another_users_file(lock: Path, _victim: Path) -> None:
     """A plain file of a user who may not write the state (one who could write it in a directory that lets
     everyone in, here as root can)."""
     if os.geteuid() != 0:

@@ -66,7 +66,7 @@ def test_spoofed_environment_does_not_change_the_journal(tmp_path: Path) -> None
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a child as another user")
-def test_a_child_running_as_nobody_claiming_root_is_recorded_as_nobody(tmp_path: Path) -> None:
+def test_a_child_running_as_nobody_claiming_root_is_recorded_as_nobody() -> None:
     if read_loginuid() is not None:
         pytest.skip("a login uid is set: it wins over the process uid by design")
     setpriv = shutil.which("setpriv")
@@ -106,7 +106,7 @@ def test_loginuid_set_wins(tmp_path: Path) -> None:
     assert login_identity(loginuid_path=path).name == "uid:4000000000"  # no such user
 
 
-def test_the_sudo_caller_comes_from_the_process_tree(tmp_path: Path) -> None:
+def test_the_sudo_caller_comes_from_the_process_tree() -> None:
     """A stand-in for sudo: a set-uid-root copy of the interpreter named `sudo`, run by `nobody`, which
     forks and runs the driver as root (as sudo does). The driver must name `nobody`, found from the
     sudo process's parent — not root (its own uid), nor what SUDO_USER says."""
@@ -185,7 +185,7 @@ def test_origin_inside_ssh_believes_only_a_live_connection(tmp_path: Path, monke
     """Below a (stand-in) sshd monitor, SSH_CONNECTION counts only if the kernel lists that connection."""
     import gpuadmin.store.identity as identity
 
-    monkeypatch.setattr(identity, "ssh_monitor", lambda pid=None: 4242)
+    monkeypatch.setattr(identity, "ssh_monitor", lambda _pid=None: 4242)
     net = tmp_path / "net"
     net.mkdir()
     header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"

@@ -24,7 +24,7 @@ def neutral_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytes
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
     # the cursor of an Input blinks on a timer: keep it steady (as Harlequin's and Posting's suites do)
-    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda _self: None)
     # the pilot sleeps in 20 ms steps until the process looks idle, twice a key; 5 ms steps keep the suite
     # fast (the pilot still waits for every message to be handled, and `settle` for the views' workers)
     monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", 1 / 200)

@@ -126,7 +126,7 @@ class Flow:
     ops: list[str]
     values: dict[str, str] = field(default_factory=dict)  # None: the edit has no form
     form: bool = True
-    applied: Callable[[Service], bool] = lambda s: True
+    applied: Callable[[Service], bool] = lambda _service: True
     setup: Items = field(default_factory=list)  # applied before the console opens
     refused: dict[str, str] | None = None  # form values (or, for a form-less edit, a row filter) refused
 

@@ -626,14 +626,23 @@ class Explainer:
         )
 
     def _preemption_remedy(self, job: Job, shape: Shape) -> list[str]:
+        """The running jobs an operator could preempt to make room: any preemptible one (an operator is not
+        bound by the scheduler's priority and reclaim rules), but only on nodes the job's labels allow, as
+        try_preempt — evicting a job elsewhere would free nothing it can use."""
         cycle = self.cycle
         jobs = {
             j.name: j
             for j in cycle.state.jobs.values()
             if j.status == "running" and j.preemptible and j.name not in cycle.victims
         }
-        found = find_eviction(self.index, shape, jobs, lambda v, t: True, cycle._usage_gpus)
+        needs = cycle.needs.get(job.name, NO_NEEDS)
+        nodes = [nc for nc in self.index.nodes if needs.labels_match(nc.node)] if needs.labelled else None
+        found = find_eviction(self.index, shape, jobs, _any_victim, cycle._usage_gpus, nodes)
         return [v.name for v in found.victims] if found is not None else []
+
+
+def _any_victim(_victim: Job, _tentative: dict[str, float]) -> bool:
+    return True
 
 
 def explain_pending(cycle: Cycle, names: list[str]) -> dict[str, Explanation]:

@@ -107,7 +107,7 @@ def _mig_victims(nc: NodeCap, shape: Shape, jobs: dict[str, Job], eligible: Elig
 
 
 def _unit_victims(
-    nc: NodeCap, unit: TsUnit, need: float, jobs: dict[str, Job], eligible: Eligible, usage: UsageOf
+    unit: TsUnit, need: float, jobs: dict[str, Job], eligible: Eligible, usage: UsageOf
 ) -> list[Job] | None:
     holders = {n: s for n, s in unit.holders.items() if n in jobs}
     order = sorted(holders, key=lambda n: (-holders[n], jobs[n].priority, n))
@@ -147,7 +147,7 @@ def _ts_victims(
             if shape.kind == "mig"
             else (shape.fraction if shape.kind == "fraction" else shape.gib / unit.memory_gib)
         )
-        found = _unit_victims(nc, unit, need, jobs, eligible, usage)
+        found = _unit_victims(unit, need, jobs, eligible, usage)
         if found is not None and (best is None or len(found) < len(best)):
             best = found
     return best
@@ -187,15 +187,36 @@ def find_eviction(
         return None
     candidates = index.nodes if nodes is None else nodes
     if shape.nodes == 1:
-        best: tuple[tuple[int, int, int], Eviction] | None = None
-        for nc in candidates:
-            found = node_victims(nc, shape, jobs, eligible, usage)
-            if found is None or not found:
-                continue
-            nkey = (*_rank(found), nc.idx)
-            if best is None or nkey < best[0]:
-                best = (nkey, Eviction(found, [nc.idx]))
-        return best[1] if best is not None else None
+        return _single_node_eviction(candidates, shape, jobs, eligible, usage)
+    best_gang: tuple[tuple[int, int, str], Eviction] | None = None
+    for net, members in sorted(_gang_groups(candidates, shape).items()):
+        found = _gang_eviction(members, shape, jobs, eligible, usage)
+        if found is None:
+            continue
+        gkey = (*_rank(found.victims), net)
+        if best_gang is None or gkey < best_gang[0]:
+            best_gang = (gkey, found)
+    return best_gang[1] if best_gang is not None else None
+
+
+def _single_node_eviction(
+    candidates: list[NodeCap], shape: Shape, jobs: dict[str, Job], eligible: Eligible, usage: UsageOf
+) -> Eviction | None:
+    """The node whose eviction is cheapest (fewest victims, then the lowest top priority, then the index)."""
+    best: tuple[tuple[int, int, int], Eviction] | None = None
+    for nc in candidates:
+        found = node_victims(nc, shape, jobs, eligible, usage)
+        if found is None or not found:
+            continue
+        nkey = (*_rank(found), nc.idx)
+        if best is None or nkey < best[0]:
+            best = (nkey, Eviction(found, [nc.idx]))
+    return best[1] if best is not None else None
+
+
+def _gang_groups(candidates: list[NodeCap], shape: Shape) -> dict[str, list[NodeCap]]:
+    """The nodes a gang may span together: one RDMA network each (nodes without RDMA left out), or all
+    of them under "" when the gang does not ask for RDMA."""
     groups: dict[str, list[NodeCap]] = {}
     for nc in candidates:
         if shape.rdma:
@@ -203,25 +224,28 @@ def find_eviction(
                 groups.setdefault(nc.network, []).append(nc)
         else:
             groups.setdefault("", []).append(nc)
-    best_gang: tuple[tuple[int, int, str], Eviction] | None = None
-    for net, members in sorted(groups.items()):
-        per_node: list[tuple[tuple[int, int, int], NodeCap, list[Job]]] = []
-        for nc in members:
-            found = node_victims(nc, shape, jobs, eligible, usage)
-            if found is not None:
-                per_node.append(((*_rank(found), nc.idx), nc, found))
-        if len(per_node) < shape.nodes:
-            continue
-        per_node.sort(key=lambda t: t[0])
-        chosen = per_node[: shape.nodes]
-        union: dict[str, Job] = {}
-        for _, _, found in chosen:
-            for v in found:
-                union[v.name] = v
-        if not union:
-            continue
-        victims = sorted(union.values(), key=lambda j: j.name)
-        gkey = (*_rank(victims), net)
-        if best_gang is None or gkey < best_gang[0]:
-            best_gang = (gkey, Eviction(victims, [nc.idx for _, nc, _ in chosen]))
-    return best_gang[1] if best_gang is not None else None
+    return groups
+
+
+def _gang_eviction(
+    members: list[NodeCap], shape: Shape, jobs: dict[str, Job], eligible: Eligible, usage: UsageOf
+) -> Eviction | None:
+    """The gang's cheapest nodes in one group and the union of their victims; None when too few nodes can
+    be freed, or when the chosen ones need no eviction at all."""
+    per_node: list[tuple[tuple[int, int, int], NodeCap, list[Job]]] = []
+    for nc in members:
+        found = node_victims(nc, shape, jobs, eligible, usage)
+        if found is not None:
+            per_node.append(((*_rank(found), nc.idx), nc, found))
+    if len(per_node) < shape.nodes:
+        return None
+    per_node.sort(key=lambda t: t[0])
+    chosen = per_node[: shape.nodes]
+    union: dict[str, Job] = {}
+    for _, _, found in chosen:
+        for v in found:
+            union[v.name] = v
+    if not union:
+        return None
+    victims = sorted(union.values(), key=lambda j: j.name)
+    return Eviction(victims, [nc.idx for _, nc, _ in chosen])

@@ -109,7 +109,7 @@ class ViewScreen(Screen[None]):
         if label is not None:
             line.update(Text(label))  # Text: a name in the label is not markup
 
-    def state_moved(self, moved: Moved) -> None:
+    def state_moved(self, _moved: Moved) -> None:
         """Another console or a script applied: reload if shown, else on the next resume."""
         if self.is_current:
             self.update_header()
@@ -121,8 +121,8 @@ class ViewScreen(Screen[None]):
         """(describe kind, name) of what the cursor is on, if anything."""
         return None
 
-    def apply_filter(self, text: str) -> None:
+    def apply_filter(self, _text: str) -> None:
         self.notify("this view has no rows to filter", severity="warning")
 
-    def sort_by(self, column: str) -> bool:
+    def sort_by(self, _column: str) -> bool:
         return False

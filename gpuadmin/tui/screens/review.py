@@ -64,7 +64,7 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         else:
             self.query_one("#review-scroll").focus()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
         if action == "confirm":  # a refused or empty plan has nothing to confirm; a destructive one is typed
             return self.plan.allowed and not self.plan.empty and not self.asked.destructive
         return True

@@ -7,6 +7,8 @@ from typing import Any
 
 from sched_helpers import binds, cluster, job, node, nodes_of, run
 
+from gpuadmin.engine.scheduler import explain
+
 
 def sized(name: str, cpus: int, memory_gib: int, n: int = 2, **extra: Any) -> dict[str, Any]:
     return node(name, n, cpus=cpus, memory_gib=memory_gib, **extra)
@@ -166,3 +168,16 @@ def test_a_vm_job_needs_its_hosts_cpus() -> None:
     exp = result.explanations["a"]
     assert exp.reason == "node-resources"
     assert exp.nodes == "0/1 nodes fit: 1 Insufficient cpu"
+
+
+def test_the_preemption_remedy_only_frees_a_node_the_selector_allows() -> None:
+    # the cheaper victim runs on the serving node, which the job's selector rules out: preempting it frees nothing
+    nodes = [node("t1", 1, labels={"pool": "training"}), node("s1", 1, labels={"pool": "serving"})]
+    jobs = [
+        job("dear", gpus=1, priority=5, placement=[{"node": "t1", "gpu": 0}]),
+        job("cheap", gpus=1, priority=0, placement=[{"node": "s1", "gpu": 0}]),
+        with_fields(job("x", gpus=1), node_selector={"pool": "training"}),
+    ]
+    exp = explain(cluster(nodes, jobs), "x")  # main offered `cheap`, then rejected it: nothing offered
+    assert exp.victims == ("dear",) and "remedy_rejected" not in exp.details
+    assert exp.remedy == "preempting dear would make room (preempt-job)"

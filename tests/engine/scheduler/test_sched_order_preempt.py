@@ -7,7 +7,7 @@ from sched_helpers import binds, cluster, job, node, queue, run
 from gpuadmin.engine.scheduler import explain
 
 
-def placed_on(name: str, gpus: range | list[int], node_name: str = "n1") -> list[dict[str, object]]:
+def placed_on(gpus: range | list[int], node_name: str = "n1") -> list[dict[str, object]]:
     return [{"node": node_name, "gpu": g} for g in gpus]
 
 
@@ -36,7 +36,7 @@ def test_fifo_within_a_queue() -> None:
 def test_deserved_quota_goes_before_borrowing() -> None:
     # queue a already runs its quota of 2; queue b has used nothing of its 2
     queues = [queue("a", 2), queue("b", 2)]
-    running = job("ra", "a", gpus=2, placement=placed_on("ra", range(2)))
+    running = job("ra", "a", gpus=2, placement=placed_on(range(2)))
     state = cluster([node("n1", 3)], [running, job("ja", "a", gpus=1), job("jb", "b", gpus=1)], queues)
     assert run(state).bound == ["jb"]
 
@@ -53,7 +53,7 @@ def test_over_quota_capacity_follows_the_weights() -> None:
 def test_dominant_resource_fairness_counts_gpu_memory() -> None:
     # a uses 1 GPU of memory-heavy work already; with equal quotas the next GPU goes to b
     queues = [queue("a", 4), queue("b", 4)]
-    running = job("ra", "a", gpus=1, placement=placed_on("ra", [0]))
+    running = job("ra", "a", gpus=1, placement=placed_on([0]))
     state = cluster([node("n1", 2)], [running, job("ja", "a", gpus=1), job("jb", "b", gpus=1)], queues)
     assert run(state).bound == ["jb"]
 
@@ -62,8 +62,8 @@ def test_dominant_resource_fairness_counts_gpu_memory() -> None:
 
 
 def test_priority_preemption_within_a_queue_takes_the_fewest_victims() -> None:
-    jobs = [job("big", gpus=4, priority=1, placement=placed_on("big", range(4)))]
-    jobs += [job(f"s{i}", gpus=1, priority=1, placement=placed_on("s", [4 + i])) for i in range(4)]
+    jobs = [job("big", gpus=4, priority=1, placement=placed_on(range(4)))]
+    jobs += [job(f"s{i}", gpus=1, priority=1, placement=placed_on([4 + i])) for i in range(4)]
     jobs.append(job("urgent", gpus=4, priority=10))
     result = run(cluster([node("n1", 8)], jobs))
     assert result.preempted == ["big"]
@@ -74,7 +74,7 @@ def test_priority_preemption_within_a_queue_takes_the_fewest_victims() -> None:
 
 def test_non_preemptible_work_is_never_preempted() -> None:
     jobs = [
-        job("keep", gpus=8, priority=1, preemptible=False, placement=placed_on("keep", range(8))),
+        job("keep", gpus=8, priority=1, preemptible=False, placement=placed_on(range(8))),
         job("urgent", gpus=1, priority=10),
     ]
     result = run(cluster([node("n1", 8)], jobs, [queue("q", 8)]))
@@ -82,13 +82,13 @@ def test_non_preemptible_work_is_never_preempted() -> None:
 
 
 def test_equal_priority_does_not_preempt() -> None:
-    jobs = [job("r", gpus=1, priority=5, placement=placed_on("r", [0])), job("p", gpus=1, priority=5)]
+    jobs = [job("r", gpus=1, priority=5, placement=placed_on([0])), job("p", gpus=1, priority=5)]
     assert run(cluster([node("n1", 1)], jobs)).preempted == []
 
 
 def test_reclaim_from_a_queue_over_its_quota() -> None:
     queues = [queue("a", 4), queue("b", 4)]
-    jobs = [job(f"b{i}", "b", gpus=2, placement=placed_on("b", [2 * i, 2 * i + 1])) for i in range(4)]
+    jobs = [job(f"b{i}", "b", gpus=2, placement=placed_on([2 * i, 2 * i + 1])) for i in range(4)]
     jobs.append(job("a0", "a", gpus=2))
     result = run(cluster([node("n1", 8)], jobs, queues))
     assert len(result.preempted) == 1 and result.bound == ["a0"]
@@ -96,7 +96,7 @@ def test_reclaim_from_a_queue_over_its_quota() -> None:
 
 def test_in_quota_work_is_not_reclaimed() -> None:
     queues = [queue("a", 4), queue("b", 4)]
-    jobs = [job(f"b{i}", "b", gpus=2, placement=placed_on("b", [2 * i, 2 * i + 1])) for i in range(2)]
+    jobs = [job(f"b{i}", "b", gpus=2, placement=placed_on([2 * i, 2 * i + 1])) for i in range(2)]
     jobs.append(job("a0", "a", gpus=8))
     result = run(cluster([node("n1", 4)], jobs, queues))
     assert result.preempted == []
@@ -104,7 +104,7 @@ def test_in_quota_work_is_not_reclaimed() -> None:
 
 def test_a_preempted_job_is_not_rebound_in_the_same_cycle() -> None:
     jobs = [
-        job("victim", gpus=2, priority=1, placement=placed_on("v", range(2))),
+        job("victim", gpus=2, priority=1, placement=placed_on(range(2))),
         job("urgent", gpus=2, priority=10),
     ]
     state = cluster([node("n1", 2), node("n2", 1, state="cordoned")], jobs)
@@ -114,7 +114,7 @@ def test_a_preempted_job_is_not_rebound_in_the_same_cycle() -> None:
 
 def test_gang_preemption_frees_whole_nodes() -> None:
     nodes = [node(f"n{i}", 8, network="net") for i in range(2)]
-    jobs = [job(f"low{i}", gpus=8, priority=1, placement=placed_on("x", range(8), f"n{i}")) for i in range(2)]
+    jobs = [job(f"low{i}", gpus=8, priority=1, placement=placed_on(range(8), f"n{i}")) for i in range(2)]
     jobs.append(job("gang", gpus=8, nodes=2, rdma=True, priority=10))
     result = run(cluster(nodes, jobs))
     assert sorted(result.preempted) == ["low0", "low1"] and result.bound == ["gang"]
@@ -125,7 +125,7 @@ def test_gang_preemption_frees_whole_nodes() -> None:
 
 def test_explain_names_the_preemptions_that_would_make_room() -> None:
     queues = [queue("a", 8), queue("b", 8)]
-    jobs = [job("b-train", "b", gpus=8, placement=placed_on("b", range(8))), job("a-job", "a", gpus=8)]
+    jobs = [job("b-train", "b", gpus=8, placement=placed_on(range(8))), job("a-job", "a", gpus=8)]
     # b is within its quota, so reclaim does not apply; an operator could still preempt b-train
     exp = explain(cluster([node("n1", 8)], jobs, queues), "a-job")
     assert exp.reason == "capacity"
@@ -139,7 +139,7 @@ def test_explain_names_the_preemptions_that_would_make_room() -> None:
 
 
 def test_explain_running_and_bound_jobs() -> None:
-    jobs = [job("r", gpus=1, placement=placed_on("r", [0])), job("p", gpus=1)]
+    jobs = [job("r", gpus=1, placement=placed_on([0])), job("p", gpus=1)]
     state = cluster([node("n1", 2)], jobs)
     assert explain(state, "r").message == "running on n1/0"
     exp = explain(state, "p")
