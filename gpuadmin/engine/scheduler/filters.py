@@ -176,7 +176,7 @@ def _mig_status(nc: NodeCap, shape: Shape, infos: list[GpuInfo]) -> Status:
         return FITS
     if shape.exclusive and any(u.replicas_left > 0 for u in units):
         return Status("isolation", f"only time-sliced {shape.profile} instances left (job is exclusive)")
-    return Status("held", f"{shape.profile} instances all held")
+    return Status("held", f"no free {shape.profile} instance (all held)")
 
 
 def _unit_status(nc: NodeCap, shape: Shape) -> Status:
