@@ -13,10 +13,9 @@ import os
 import sys
 from pathlib import Path
 
-from bench.generate import generate_inventory
+from generated_states import generated
+
 from gpuadmin.engine.scheduler import schedule
-from gpuadmin.engine.state import ClusterState
-from gpuadmin.model import Inventory
 
 GOLDEN = Path(__file__).parent / "golden" / "cycle_bindings.txt"
 
@@ -27,15 +26,6 @@ CASES: dict[str, tuple[int, int, int, bool, bool]] = {
     "96 nodes, sharing, empty": (96, 940, 2, True, True),
     "96 nodes, sharing, loaded": (96, 1_900, 3, False, True),
 }
-
-
-def generated(nodes: int, jobs: int, seed: int, empty: bool, sharing: bool) -> ClusterState:
-    data = generate_inventory(nodes, jobs, seed, sharing)
-    if empty:
-        for raw in data["jobs"]:
-            raw.pop("placement", None)
-            raw.pop("status", None)
-    return ClusterState.from_inventory(Inventory.model_validate(data, strict=False))
 
 
 def decisions() -> str:

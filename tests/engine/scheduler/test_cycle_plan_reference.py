@@ -16,12 +16,11 @@ import os
 import sys
 from pathlib import Path
 
-from bench.generate import generate_inventory
+from generated_states import generated
+
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import Plan, plan
 from gpuadmin.engine.scheduler import schedule
-from gpuadmin.engine.state import ClusterState
-from gpuadmin.model import Inventory
 
 GOLDEN = Path(__file__).parent / "golden" / "cycle_plans.txt"
 
@@ -32,15 +31,6 @@ CASES: dict[str, tuple[int, int, int, bool, bool]] = {
     "64 nodes, sharing, empty": (64, 620, 6, True, True),
     "64 nodes, sharing, loaded": (64, 1_250, 7, False, True),
 }
-
-
-def generated(nodes: int, jobs: int, seed: int, empty: bool, sharing: bool) -> ClusterState:
-    data = generate_inventory(nodes, jobs, seed, sharing)
-    if empty:
-        for raw in data["jobs"]:
-            raw.pop("placement", None)
-            raw.pop("status", None)
-    return ClusterState.from_inventory(Inventory.model_validate(data, strict=False))
 
 
 def _sha(data: object) -> str:
