@@ -1,9 +1,9 @@
 """Load the hardware catalog (the four YAML files under gpuadmin/catalog/data), as every CLI start does.
 
 Each round starts fresh processes in turn (interleaved, so each side gets the same share of a loaded machine's
-quiet and busy moments): this checkout, and the `gpuadmin` package of `--against REV` extracted with
-`git archive` (issue 20 item 6: the pydantic loader against the hand-written one it replaced). Each process
-imports pydantic and PyYAML first (the CLI imports both anyway), then times
+quiet and busy moments): this checkout, and `--against REV` checked out in a temporary git worktree
+(`bench.common.baseline_checkout`; issue 20 item 6: the pydantic loader against the hand-written one it
+replaced). Each process imports pydantic and PyYAML first (the CLI imports both anyway), then times
 
 - first: importing `gpuadmin.catalog` (the loader and its schema classes) and the first `load_catalog()`;
 - warm: the median of `--loads` further `load_catalog()` calls;
@@ -23,8 +23,9 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from bench.common import baseline_checkout
 
 _ROUND = """
 import json, statistics, sys, time
@@ -66,11 +67,8 @@ def main() -> int:
     args = parser.parse_args()
     clock = "wall" if args.wall else "cpu"
     here = str(Path(__file__).resolve().parent.parent)
-    with tempfile.TemporaryDirectory(prefix="gpuadmin-catalog-ref-") as ref:
-        archive = subprocess.run(["git", "-C", here, "archive", args.against, "gpuadmin"], capture_output=True,
-                                 check=True).stdout
-        subprocess.run(["tar", "-x", "-C", ref], input=archive, check=True)
-        sides = {"this checkout": here, f"--against {args.against}": ref}
+    with baseline_checkout(args.against) as ref:
+        sides = {"this checkout": here, f"--against {args.against}": str(ref)}
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
         for _ in range(args.rounds):
             for name, path in sides.items():

@@ -2,11 +2,11 @@
 
 What a process-wide setting (the GC policy `gpuadmin.cli.main` sets, issue 20 item 6) costs or saves shows only
 in whole processes, so each command is run as `python -c 'gpuadmin.cli.main.main()'` with the package imported
-from this checkout and, in turn, from the baseline tree (e.g. main's code: `git archive main | tar -x -C DIR`),
+from this checkout and, in turn, from `--baseline-rev REV` (a temporary git worktree, `bench.common.baseline_checkout`),
 interleaved so both get the same share of a busy machine, and timed in CPU time (user + system) of the
 process, which the machine's load disturbs less than wall time. Every run's exit code must match between the two.
 
-    .venv/bin/python -m bench.bench_entry --baseline-src DIR [--nodes 1024] [--jobs 10000] [--repeat 5]
+    .venv/bin/python -m bench.bench_entry --baseline-rev REV [--nodes 1024] [--jobs 10000] [--repeat 5]
 
 Commands: `validate` of the generated inventory (load + every rule), `init` of a state from it (load, then
 write), `get jobs` and `schedule --dry-run` on that state (the state's load, then a listing or a cycle).
@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import generated_file
+from bench.common import baseline_checkout, generated_file
 
 HERE = Path(__file__).resolve().parent.parent
 _MAIN = "import sys; from gpuadmin.cli.main import main; sys.argv[0] = 'gpuadmin'; main()"
@@ -48,15 +48,16 @@ def _run(src: Path, argv: list[str]) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--baseline-src", type=Path, required=True, help="a source tree holding gpuadmin/")
+    parser.add_argument("--baseline-rev", required=True, metavar="REV", help="the revision to compare with")
     parser.add_argument("--nodes", type=int, default=1024)
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     inventory = str(generated_file(args.nodes, args.jobs))
-    work = Path(tempfile.mkdtemp(prefix="gpuadmin-bench-entry-"))
-    try:
-        trees = {"this": HERE, "baseline": args.baseline_src.resolve()}
+    with tempfile.TemporaryDirectory(prefix="gpuadmin-bench-entry-") as tmp, \
+            baseline_checkout(args.baseline_rev) as baseline:
+        work = Path(tmp)
+        trees = {"this": HERE, "baseline": baseline}
         states = {name: work / name for name in trees}
         commands = {
             "validate": lambda _name: ["validate", inventory],
@@ -76,10 +77,8 @@ def main() -> None:
         print(f"{args.nodes} nodes, {args.jobs} jobs; CPU time (user + system), median of {args.repeat} fresh "
               "processes each, interleaved")
         for command in commands:
-            this, base = (sorted(times[(command, n)])[args.repeat // 2] for n in ("this", "baseline"))
+            this, base = (statistics.median(times[(command, n)]) for n in ("this", "baseline"))
             print(f"{command:20}: this {this:7.3f} s   baseline {base:7.3f} s   ratio {this / base:.2f}x")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
