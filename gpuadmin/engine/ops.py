@@ -49,7 +49,8 @@ class NotInConsole:
 @dataclass(frozen=True)
 class Runs:
     """What enforcing the op on a target means: the lines `engine.commands` renders into the plan (`commands`),
-    or a change of gpuadmin's own state that something else reads (`state`)."""
+    printed for an operator to run — gpuadmin executes none of them — or a change of gpuadmin's own state that
+    something else reads (`state`)."""
 
     kind: Literal["commands", "state"]
     how: str
