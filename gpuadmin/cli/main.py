@@ -104,7 +104,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_schedule, cmd_tui, cmd_validate, cmd_whoami, examples
+    from gpuadmin.cli import (
+        cmd_changes,
+        cmd_io,
+        cmd_read,
+        cmd_schedule,
+        cmd_tui,
+        cmd_validate,
+        cmd_verbs,
+        cmd_whoami,
+        examples,
+    )
 
     parser = _Parser(prog="gpuadmin", description="Terminal admin console for GPU clusters.", epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -118,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "user has (see `gpuadmin whoami`)")
     parser.add_argument("--no-color", action="store_true", help="no colour (also honoured: NO_COLOR)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io, cmd_whoami):
+    for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io, cmd_whoami, cmd_verbs):
         module.register(sub)
     examples.add_examples(sub)  # an example and the exit codes in every command's --help
     return parser
