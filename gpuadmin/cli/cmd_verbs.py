@@ -94,8 +94,10 @@ def _add_argument(parser: argparse.ArgumentParser, arg: Arg, optional: bool) -> 
     else:
         options.update(metavar=arg.name.lstrip("-").upper() if arg.name.startswith("-") else arg.name,
                        type=_TYPES.get(arg.kind, str))
-        if arg.choices:
-            options.update(choices=arg.choices, metavar="{" + "|".join(arg.choices) + "}")
+        if arg.choices:  # a positional keeps its name as argparse's, so that an error names it
+            options.update(choices=arg.choices, help=f"{arg.help}: {' | '.join(arg.choices)}")
+            if arg.name.startswith("-"):
+                options["metavar"] = "{" + "|".join(arg.choices) + "}"
     if arg.name.startswith("-"):
         if arg.many:
             options["action"] = "append"
@@ -115,18 +117,6 @@ def _add_verb(parser: argparse.ArgumentParser, verb: Verb) -> None:
     add_wait(parser)
     parser.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     parser.set_defaults(func=_run, verb=verb, verb_parser=parser)
-
-
-def synopsis(verb: Verb) -> str:
-    """`gpuadmin cordon NODE...`, with its options: the line docs/cli.md lists for the verb."""
-    words = ["gpuadmin", *verb.words]
-    for arg in verb.args:
-        shown = arg.name if not arg.choices or arg.name.startswith("-") else "{" + "|".join(arg.choices) + "}"
-        if arg.name.startswith("-") and arg.kind != "flag":
-            shown += " " + ("{" + "|".join(arg.choices) + "}" if arg.choices else arg.name.lstrip("-").upper())
-        shown += "..." if arg.many and not arg.name.startswith("-") else ""
-        words.append(shown if not arg.name.startswith("-") and arg.name not in verb.one_of else f"[{shown}]")
-    return " ".join(words) + " [--dry-run] [--yes] [-o text|json|yaml] [--wait SECONDS]"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

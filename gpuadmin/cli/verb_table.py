@@ -78,7 +78,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('--mig-profile', 'mig_profile', 'name',
                 'replicas of each MIG instance of this profile instead'),
         ),
-        'gpuadmin time-slice gke-a100-1/0 --replicas 4 --dry-run',
+        'gpuadmin time-slice gpu-h100-12/3 --replicas 4 --dry-run',
     ),
     Verb(
         'set-sharing',
@@ -92,7 +92,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('--reserved-gib', 'reserved_gib', 'float',
                 'memory kept back per shared GPU'),
         ),
-        'gpuadmin sharing gpu-h100-15 dynamic --reserved-gib 1 --dry-run',
+        'gpuadmin sharing gpu-h100-12 dynamic --reserved-gib 1 --dry-run',
     ),
     Verb(
         'set-device-groups',
@@ -104,7 +104,8 @@ VERBS: tuple[Verb, ...] = (
             Arg('GROUP', 'groups', 'group',
                 'a group: NAME=GPU,GPU (nvl-a=0,1); none: no groups', many=True),
         ),
-        'gpuadmin device-groups esx-hgx-01 pair-a=0,1 pair-b=2,3 --dry-run',
+        ('gpuadmin device-groups esx-hgx-02 dg-a=0,1,2,3 dg-b=4,5 --dry-run     '
+         'drops dg-c'),
     ),
     Verb(
         'assign-vgpu',
@@ -118,7 +119,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('PROFILE', 'profile', 'name',
                 'the vGPU type (H100XM-40C)'),
         ),
-        'gpuadmin vgpu assign esx-hgx-02/0 vdi-01 H100XM-10C --dry-run',
+        'gpuadmin vgpu assign esx-vdi-01/0 vdi-13 A40-12C --dry-run',
     ),
     Verb(
         'remove-vgpu',
@@ -133,7 +134,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('PROFILE', 'profile', 'name',
                 'the vGPU type (H100XM-40C)'),
         ),
-        'gpuadmin vgpu remove esx-hgx-02/0 vdi-01 H100XM-10C --dry-run',
+        'gpuadmin vgpu remove esx-vdi-01/0 vdi-04 A40-12C --dry-run',
     ),
     Verb(
         'attach-vm',
@@ -149,7 +150,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('--device-group', 'device_group', 'name',
                 'the device group'),
         ),
-        'gpuadmin attach train-vm-02 --node esx-hgx-01 --gpus 4,5 --dry-run',
+        'gpuadmin attach hpc-vm-01 --node esx-legacy-01 --gpus 0,1 --dry-run',
         ('--gpus', '--device-group'),
     ),
     Verb(
@@ -166,8 +167,8 @@ VERBS: tuple[Verb, ...] = (
             Arg('--device-group', 'device_group', 'name',
                 'the device group'),
         ),
-        ('gpuadmin detach train-vm-01 --node esx-hgx-01 --dry-run     everything'
-         ' it holds'),
+        ('gpuadmin detach hpc-vm-01 --node esx-legacy-01 --dry-run     '
+         'everything it holds'),
     ),
     Verb(
         'cordon',
@@ -201,7 +202,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('--state', 'state', 'choice',
                 'ready (default) or cordoned', choices=('ready', 'cordoned')),
         ),
-        "gpuadmin repair gpu-h100-11 --note 'RMA 4411: GPU 3 replaced' --yes",
+        "gpuadmin repair hgx-h200-03 --note 'RMA 4411: GPU 3 replaced' --yes",
     ),
     Verb(
         'drain',
@@ -212,7 +213,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('NODE', 'node', 'name',
                 'the node (several: one change each, in one plan)', many=True, each=True),
         ),
-        'gpuadmin drain gpu-h100-05 --dry-run',
+        'gpuadmin drain gpu-h100-03 --dry-run',
     ),
     Verb(
         'submit-job',
@@ -278,7 +279,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('--reason', 'reason', 'text',
                 'with --override: why (journaled)'),
         ),
-        'gpuadmin preempt notebook-alice --dry-run',
+        'gpuadmin preempt vit-h-pretrain --dry-run',
     ),
     Verb(
         'set-quota',
@@ -300,7 +301,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('--priority', 'priority', 'int',
                 'its priority (int32)'),
         ),
-        'gpuadmin quota research --quota 16 --limit 32 --dry-run',
+        'gpuadmin quota research --quota 24 --limit 40 --dry-run',
     ),
     Verb(
         'add-queue',
@@ -322,7 +323,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('--priority', 'queue.priority', 'int',
                 'its priority (int32)'),
         ),
-        'gpuadmin queue add interns --quota 2 --limit 4 --dry-run',
+        'gpuadmin queue add evals --quota 2 --limit 4 --dry-run',
     ),
     Verb(
         'remove-queue',
@@ -332,7 +333,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('NAME', 'name', 'name',
                 'the queue (it holds no jobs)'),
         ),
-        'gpuadmin queue remove interns --dry-run',
+        'gpuadmin queue remove vdi --dry-run',
     ),
     Verb(
         'remove-node',
@@ -342,6 +343,6 @@ VERBS: tuple[Verb, ...] = (
             Arg('NAME', 'name', 'name',
                 'the node (no job runs on it)'),
         ),
-        'gpuadmin node remove gpu-h100-16 --dry-run',
+        'gpuadmin node remove gpu-h100-12 --dry-run',
     ),
 )

@@ -2,11 +2,13 @@
 
 Its model (`engine.changes`), the planner handler that applies it to a view, the least role that may apply it,
 whether it alone makes a plan destructive, whether applying it twice is a no-op, the console key that offers it,
-its line in docs/changes.md, and how it executes on each platform. The planner dispatches through it, the
-service's permission gate reads its role, the plan's confirmation reads `destructive`, the console builds its
-bindings from `console`, and docs/changes.md's table is generated from it (tests/engine/test_ops_registry.py
-fails when a model of `changes.Change` has no record, or a record lacks a field). Adding an op is its model,
-its handler and one record here — as kube-scheduler's plugins are one registry entry each.
+its line in docs/changes.md, how it executes on each platform, and its imperative command (`verb`: `gpuadmin
+cordon NODE...`, whose parser gpuadmin/cli/verb_table.py holds as stdlib data generated from these records).
+The planner dispatches through it, the service's permission gate reads its role, the plan's confirmation reads
+`destructive`, the console builds its bindings from `console`, and docs/changes.md's table is generated from it
+(tests/engine/test_ops_registry.py fails when a model of `changes.Change` has no record, or a record lacks a
+field: a verb, or why it has none). Adding an op is its model, its handler and one record here — as
+kube-scheduler's plugins are one registry entry each — and it gets its command for free.
 
 The module imports the planner's handlers, so the planner reads `OPS` when it plans, not when it loads.
 """
@@ -213,7 +215,7 @@ _SPECS = (
           verb=Verb(("time-slice",), (_GPU, Arg("--replicas", "replicas", "int", "replicas of the GPU (required)"),
                                    Arg("--mig-profile", "mig_profile", "name",
                                        "replicas of each MIG instance of this profile instead")),
-                     "gpuadmin time-slice gke-a100-1/0 --replicas 4 --dry-run"),
+                     "gpuadmin time-slice gpu-h100-12/3 --replicas 4 --dry-run"),
           fields="`node`, `gpu`, `replicas`, `mig_profile?`",
           doc="N replicas of the whole GPU, or of each MIG instance of `mig_profile`.",
           runs={"baremetal": Unsupported("time-slicing is the Kubernetes device plugin's; a bare host has none"),
@@ -225,7 +227,7 @@ _SPECS = (
           verb=Verb(("sharing",), (_NODE, Arg("FRACTIONS", "fractions", "choice", "dynamic: fractions share "
                                                  "full GPUs; off", choices=("dynamic", "off")),
                                 Arg("--reserved-gib", "reserved_gib", "float", "memory kept back per shared GPU")),
-                     "gpuadmin sharing gpu-h100-15 dynamic --reserved-gib 1 --dry-run"),
+                     "gpuadmin sharing gpu-h100-12 dynamic --reserved-gib 1 --dry-run"),
           fields="`node`, `fractions` (`dynamic`/`off`), `reserved_gib?`",
           doc="turn the node's dynamic GPU sharing on or off.",
           runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY,
@@ -234,7 +236,7 @@ _SPECS = (
           console=Console("D", "edit.device_groups", "Groups"),
           verb=Verb(("device-groups",), (_NODE, Arg("GROUP", "groups", "group", "a group: NAME=GPU,GPU (nvl-a=0,1); "
                                                      "none: no groups", many=True)),
-                     "gpuadmin device-groups esx-hgx-01 pair-a=0,1 pair-b=2,3 --dry-run"),
+                     "gpuadmin device-groups esx-hgx-02 dg-a=0,1,2,3 dg-b=4,5 --dry-run     drops dg-c"),
           fields="`node`, `groups: [{name, gpus}]`",
           doc="replace a vSphere host's device groups.",
           runs={"baremetal": _GROUPS_VSPHERE_ONLY,
@@ -242,14 +244,14 @@ _SPECS = (
                 "vsphere": _VCENTER}),
     _spec(ch.AssignVgpu, planner._assign_vgpu, "operator", idempotent=False,
           console=Console("v", "edit.assign_vgpu", "vGPU+"),
-          verb=Verb(("vgpu", "assign"), _VGPU_ARGS, "gpuadmin vgpu assign esx-hgx-02/0 vdi-01 H100XM-10C --dry-run"),
+          verb=Verb(("vgpu", "assign"), _VGPU_ARGS, "gpuadmin vgpu assign esx-vdi-01/0 vdi-13 A40-12C --dry-run"),
           fields="`node`, `gpu`, `vm`, `profile`",
           doc="add one vGPU to a VM, on a GPU in `vgpu` mode.",
           runs={"baremetal": _VGPU_VSPHERE_ONLY,
                 "kubernetes": _PODS_NOT_VMS, "vsphere": _VCENTER}),
     _spec(ch.RemoveVgpu, planner._remove_vgpu, "operator", idempotent=False,
           console=Console("V", "edit.remove_vgpu", "vGPU-"),
-          verb=Verb(("vgpu", "remove"), _VGPU_ARGS, "gpuadmin vgpu remove esx-hgx-02/0 vdi-01 H100XM-10C --dry-run"),
+          verb=Verb(("vgpu", "remove"), _VGPU_ARGS, "gpuadmin vgpu remove esx-vdi-01/0 vdi-04 A40-12C --dry-run"),
           fields="`node`, `gpu`, `vm`, `profile`",
           doc="take one vGPU from a VM: the only way a VM loses one (the plan is destructive).",
           runs={"baremetal": _VGPU_VSPHERE_ONLY,
@@ -257,7 +259,7 @@ _SPECS = (
     _spec(ch.AttachVm, planner._attach_vm, "operator", idempotent=False,
           console=Console("a", "edit.attach_vm", "Attach VM"),
           verb=Verb(("attach",), (_VM, _ON_NODE, _VM_GPUS, _VM_GROUP),
-                     "gpuadmin attach train-vm-02 --node esx-hgx-01 --gpus 4,5 --dry-run",
+                     "gpuadmin attach hpc-vm-01 --node esx-legacy-01 --gpus 0,1 --dry-run",
                      one_of=("--gpus", "--device-group")),
           fields="`node`, `vm`, `gpus` or `device_group`",
           doc="pass GPUs (or a whole device group) through to a VM.",
@@ -266,7 +268,7 @@ _SPECS = (
     _spec(ch.DetachVm, planner._detach_vm, "operator", idempotent=False,
           console=Console("A", "edit.detach_vm", "Detach VM"),
           verb=Verb(("detach",), (_VM, _ON_NODE, _VM_GPUS, _VM_GROUP),
-                     "gpuadmin detach train-vm-01 --node esx-hgx-01 --dry-run     everything it holds"),
+                     "gpuadmin detach hpc-vm-01 --node esx-legacy-01 --dry-run     everything it holds"),
           fields="`node`, `vm`, `gpus?`, `device_group?`",
           doc="release a VM's GPUs or group; with neither field, everything it holds.",
           runs={"baremetal": _PASSTHROUGH_VSPHERE_ONLY,
@@ -288,14 +290,14 @@ _SPECS = (
           verb=Verb(("repair",), (_NODE, Arg("--note", "note", "text", "what was done (an RMA number; required)"),
                                Arg("--state", "state", "choice", "ready (default) or cordoned",
                                    choices=("ready", "cordoned"))),
-                     "gpuadmin repair gpu-h100-11 --note 'RMA 4411: GPU 3 replaced' --yes"),
+                     "gpuadmin repair hgx-h200-03 --note 'RMA 4411: GPU 3 replaced' --yes"),
           fields="`node`, `note`, `state?` (`ready`/`cordoned`)",
           doc="bring a `down` node back after its repair, recording what was done.",
           runs={"baremetal": _STATE_ONLY, "vsphere": _NO_MAINTENANCE_MODE,
                 "kubernetes": Runs("commands", "kubectl uncordon -- NODE (or kubectl cordon with state: cordoned)")}),
     _spec(ch.Drain, planner._drain, "operator", destructive=True, idempotent=True,
           console=Console("r", "edit.drain", "Drain"),
-          verb=Verb(("drain",), (_NODES,), "gpuadmin drain gpu-h100-05 --dry-run"),
+          verb=Verb(("drain",), (_NODES,), "gpuadmin drain gpu-h100-03 --dry-run"),
           fields="`node`", doc="cordon, and evict the node's preemptible jobs; a non-preemptible one blocks it.",
           runs={"baremetal": _STATE_ONLY, "vsphere": _NO_MAINTENANCE_MODE,
                 "kubernetes": Runs("commands", "kubectl drain --ignore-daemonsets --delete-emptydir-data -- NODE")}),
@@ -321,28 +323,28 @@ _SPECS = (
           verb=Verb(("preempt",), (Arg("JOB", "name", "name", "the running job"),
                                 Arg("--override", "override", "flag", "an admin stops a non-preemptible job"),
                                 Arg("--reason", "reason", "text", "with --override: why (journaled)")),
-                     "gpuadmin preempt notebook-alice --dry-run"),
+                     "gpuadmin preempt vit-h-pretrain --dry-run"),
           fields="`name`, `override?`, `reason?`",
           doc="evict a running job; it is requeued as `preempted` (`override` needs an admin).",
           runs={"baremetal": _JOBS_HOST, "vsphere": _JOBS_HOST, "kubernetes": _JOBS}),
     _spec(ch.SetQuota, planner._set_quota, "admin", idempotent=True,
           console=Console("e", "edit.quota", "Edit quota"),
           verb=Verb(("quota",), (Arg("QUEUE", "queue", "name", "the queue"), *_queue_args("")),
-                     "gpuadmin quota research --quota 16 --limit 32 --dry-run"),
+                     "gpuadmin quota research --quota 24 --limit 40 --dry-run"),
           fields="`queue`, `quota?`, `limit?`, `over_quota_weight?`, `priority?`", doc="change a queue.",
           runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY,
                 "kubernetes": _QUEUE_STATE}),
     _spec(ch.AddQueue, planner._add_queue, "admin", idempotent=False,
           console=Console("n", "edit.add_queue", "New queue"),
           verb=Verb(("queue", "add"), (Arg("NAME", "queue.name", "name", "the new queue"), *_queue_args("queue.")),
-                     "gpuadmin queue add interns --quota 2 --limit 4 --dry-run"),
+                     "gpuadmin queue add evals --quota 2 --limit 4 --dry-run"),
           fields="`queue`", doc="add a queue.",
           runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY,
                 "kubernetes": _QUEUE_STATE}),
     _spec(ch.RemoveQueue, planner._remove_queue, "admin", idempotent=False,
           console=Console("x", "edit.remove_queue", "Remove queue"),
           verb=Verb(("queue", "remove"), (Arg("NAME", "name", "name", "the queue (it holds no jobs)"),),
-                     "gpuadmin queue remove interns --dry-run"),
+                     "gpuadmin queue remove vdi --dry-run"),
           fields="`name`", doc="remove a queue without jobs.",
           runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY,
                 "kubernetes": _QUEUE_STATE}),
@@ -354,7 +356,7 @@ _SPECS = (
     _spec(ch.RemoveNode, planner._remove_node, "admin", idempotent=False,
           console=Console("X", "edit.remove_node", "Remove node"),
           verb=Verb(("node", "remove"), (Arg("NAME", "name", "name", "the node (no job runs on it)"),),
-                     "gpuadmin node remove gpu-h100-16 --dry-run"),
+                     "gpuadmin node remove gpu-h100-12 --dry-run"),
           fields="`name`", doc="remove a node without running jobs from the inventory.",
           runs={"baremetal": _STATE_ONLY, "vsphere": _STATE_ONLY, "kubernetes": _STATE_ONLY}),
     _spec(ch.Restore, planner._restore, "operator", idempotent=True,
@@ -398,6 +400,11 @@ def missing_fields(spec: OpSpec) -> list[str]:
     if isinstance(spec.console, NotInConsole) and not spec.console.why.strip():
         out.append("console")
     out += [f"runs.{target}" for target in TARGETS if target not in spec.runs or not said(spec.runs[target])]
+    if isinstance(spec.verb, NoVerb) and not spec.verb.why.strip():
+        out.append("verb")
+    if isinstance(spec.verb, Verb) and not (spec.verb.words and spec.verb.example.startswith("gpuadmin ")
+                                            and all(arg.help.strip() for arg in spec.verb.args)):
+        out.append("verb")
     return out
 
 
@@ -406,5 +413,5 @@ def said(runs: Runs | Unsupported) -> str:
     return (runs.how if isinstance(runs, Runs) else f"not supported: {runs.why}").strip()
 
 
-__all__ = ["ADMIN_OPS", "BY_MODEL", "OPS", "TARGETS", "Console", "NotInConsole", "OpSpec", "Runs", "Unsupported",
-           "console_of", "missing_fields", "said", "spec_of"]
+__all__ = ["ADMIN_OPS", "BY_MODEL", "OPS", "TARGETS", "Arg", "Console", "NoVerb", "NotInConsole", "OpSpec", "Runs",
+           "Unsupported", "Verb", "console_of", "missing_fields", "said", "spec_of"]

@@ -50,3 +50,30 @@ def render() -> str:
         out.append("    ),\n")
     out.append(")\n")
     return "".join(out)
+
+
+def synopsis(verb: verb_table.Verb) -> str:
+    """`gpuadmin cordon NODE...`, with its arguments: the line docs/cli.md lists for the verb."""
+    words = ["gpuadmin", *verb.words]
+    for arg in verb.args:
+        option = arg.name.startswith("-")
+        choices = "{" + "|".join(arg.choices) + "}" if arg.choices else ""
+        shown = arg.name if option or not choices else choices
+        if option and arg.kind != "flag":
+            shown += " " + (choices or arg.name.lstrip("-").upper())
+        shown += "..." if arg.many and not option else ""
+        words.append(f"[{shown}]" if option or arg.name in verb.one_of else shown)
+    return " ".join(words)
+
+
+MARK_START = "<!-- verbs: generated from gpuadmin/engine/ops.py by tests/cli/test_verbs_cli.py -->\n"
+MARK_END = "<!-- verbs: end -->\n"
+
+
+def markdown() -> str:
+    """The verbs' list in docs/cli.md: each verb's synopsis, what it does, and its op."""
+    out = [MARK_START, "\n"]
+    for verb in expected_verbs():
+        out.append(f"- `{synopsis(verb)}` — {verb.summary} (`{verb.op}`)\n")
+    out += ["\n", MARK_END]
+    return "".join(out)
