@@ -126,8 +126,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         where, name = sub, verb.words[0]
         if len(verb.words) > 1:  # `vgpu assign`, `queue add`: one command with a subcommand per op
             if name not in groups:
-                actions = " | ".join(v.words[1] for v in VERBS if v.words[0] == name)
-                parent = sub.add_parser(name, help=f"{name} {actions}: see `gpuadmin {name} ACTION --help`")
+                group = [v for v in VERBS if v.words[0] == name]
+                examples = "\n  ".join(v.example.split("\n")[0] for v in group)
+                parent = sub.add_parser(name, help=f"{name} {' | '.join(v.words[1] for v in group)}: see `gpuadmin "
+                                        f"{name} ACTION --help`", epilog=f"examples:\n  {examples}\n\n{EXIT_CODES}",
+                                        formatter_class=argparse.RawDescriptionHelpFormatter)
                 groups[name] = parent.add_subparsers(dest="verb_action", metavar="ACTION", required=True)
             where, name = groups[name], verb.words[1]
         parser = where.add_parser(name, help=verb.summary, description=verb.summary, epilog=epilog,
