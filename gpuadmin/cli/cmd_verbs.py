@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import copy
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from gpuadmin.cli.args import integer
@@ -119,23 +119,41 @@ def _add_verb(parser: argparse.ArgumentParser, verb: Verb) -> None:
     parser.set_defaults(func=_run, verb=verb, verb_parser=parser)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    groups: dict[str, argparse._SubParsersAction[argparse.ArgumentParser]] = {}
+def register(sub: argparse._SubParsersAction[Any], used: Collection[str] | None = None) -> None:
+    """Add a command per verb. Only the verbs named in `used` (the command line's words; None: all) get a parser
+    of their own; the others are listed in `gpuadmin --help` only. The parser is built on every start, and a
+    parser per verb (argparse looks up its translations for each) would cost `--help` a fifth of its time."""
+    groups: dict[str, argparse._SubParsersAction[Any]] = {}
+    unused = argparse.ArgumentParser(add_help=False)  # what an unnamed verb maps to: never parsed with
     for verb in VERBS:
-        epilog = f"example{'s' if chr(10) in verb.example else ''}:\n  {verb.example}\n\n{EXIT_CODES}"
         where, name = sub, verb.words[0]
+        if used is not None and name not in used:
+            if name not in sub.choices:
+                _list_only(sub, name, _group_help(name) if len(verb.words) > 1 else verb.summary, unused)
+            continue
         if len(verb.words) > 1:  # `vgpu assign`, `queue add`: one command with a subcommand per op
             if name not in groups:
                 group = [v for v in VERBS if v.words[0] == name]
                 examples = "\n  ".join(v.example.split("\n")[0] for v in group)
-                parent = sub.add_parser(name, help=f"{name} {' | '.join(v.words[1] for v in group)}: see `gpuadmin "
-                                        f"{name} ACTION --help`", epilog=f"examples:\n  {examples}\n\n{EXIT_CODES}",
-                                        formatter_class=argparse.RawDescriptionHelpFormatter)
+                parent = sub.add_parser(name, help=_group_help(name), epilog=f"examples:\n  {examples}\n\n"
+                                        f"{EXIT_CODES}", formatter_class=argparse.RawDescriptionHelpFormatter)
                 groups[name] = parent.add_subparsers(dest="verb_action", metavar="ACTION", required=True)
             where, name = groups[name], verb.words[1]
+        epilog = f"example{'s' if chr(10) in verb.example else ''}:\n  {verb.example}\n\n{EXIT_CODES}"
         parser = where.add_parser(name, help=verb.summary, description=verb.summary, epilog=epilog,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         _add_verb(parser, verb)
+
+
+def _group_help(name: str) -> str:
+    return f"{name} {' | '.join(v.words[1] for v in VERBS if v.words[0] == name)}: see `gpuadmin {name} ACTION --help`"
+
+
+def _list_only(sub: argparse._SubParsersAction[Any], name: str, help: str, unused: argparse.ArgumentParser) -> None:
+    """A command in `--help`'s list and among the choices an error names, without a parser of its own: it is
+    not on the command line, so nothing parses with it."""
+    sub._choices_actions.append(sub._ChoicesPseudoAction(name, (), help))
+    sub._name_parser_map[name] = unused
 
 
 def _values(args: argparse.Namespace, verb: Verb) -> dict[str, Any]:

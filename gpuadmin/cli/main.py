@@ -103,7 +103,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(ExitCode.BAD_INPUT)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given the command line, only the verb it names gets its arguments (`cmd_verbs`)."""
     from gpuadmin.cli import (
         cmd_changes,
         cmd_io,
@@ -128,8 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "user has (see `gpuadmin whoami`)")
     parser.add_argument("--no-color", action="store_true", help="no colour (also honoured: NO_COLOR)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io, cmd_whoami, cmd_verbs):
+    for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io, cmd_whoami):
         module.register(sub)
+    cmd_verbs.register(sub, used=None if argv is None else set(argv))
     examples.add_examples(sub)  # an example and the exit codes in every command's --help
     return parser
 
@@ -145,8 +147,8 @@ def report(error: GpuadminError) -> ExitCode:
 def run(argv: Sequence[str], before_command: Callable[[str], None] | None = None) -> int:
     """Parse `argv` and run its command; `before_command(name)` is called once the command is known (`main` sets
     the process's GC policy there: a test that calls `run` keeps its own)."""
-    parser = build_parser()
     argv = list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:  # bare `gpuadmin`: the console
         args = parser.parse_args([*argv, "tui"])

@@ -9,6 +9,7 @@ import pty
 import re
 import select
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -265,3 +266,19 @@ def test_a_verb_at_a_terminal_shows_then_asks(tmp_path: Path) -> None:
                                     b"Apply this plan?")
     assert code == 0, seen
     assert seen.index(b"state: ready -> cordoned") < seen.index(b"Apply this plan?") < seen.index(b"applied")
+
+
+# start-up: `gpuadmin --help` stays fast ----------------------------------------------------------------------------
+
+def test_help_builds_no_verb_parser_and_imports_no_engine() -> None:
+    """The parser is built on every start: a verb's arguments are added only when the command line names it,
+    and the verb table is read without the engine (pydantic, the planner: ~0.3 s)."""
+    code = ("import sys\nfrom gpuadmin.cli.main import build_parser\n"
+            "sub = next(a for a in build_parser(['--help'])._actions if a.dest == 'command')\n"
+            "built = {name for name, p in sub.choices.items() if p.description}\n"
+            "print(sorted(built & {'cordon', 'mig', 'vgpu'}), 'pydantic' in sys.modules, "
+            "'gpuadmin.engine.ops' in sys.modules)\n"
+            "sub = next(a for a in build_parser(['cordon', 'x'])._actions if a.dest == 'command')\n"
+            "print(sorted(n for n, p in sub.choices.items() if p.description and n in {'cordon', 'mig'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.splitlines() == ["[] False False", "['cordon']"]
