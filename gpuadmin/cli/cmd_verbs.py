@@ -161,7 +161,7 @@ def _values(args: argparse.Namespace, verb: Verb) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for arg in verb.args:
         value = getattr(args, dest(arg))
-        if value is not None and not (arg.many and not value and arg.kind != "group"):
+        if value is not None and not (arg.many and not value):
             out[arg.name] = value
     return out
 

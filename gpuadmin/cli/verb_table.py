@@ -102,7 +102,7 @@ VERBS: tuple[Verb, ...] = (
             Arg('NODE', 'node', 'name',
                 'the node'),
             Arg('GROUP', 'groups', 'group',
-                'a group: NAME=GPU,GPU (nvl-a=0,1); none: no groups', many=True),
+                'a group: NAME=GPU,GPU (nvl-a=0,1)', many=True),
         ),
         ('gpuadmin device-groups esx-hgx-02 dg-a=0,1,2,3 dg-b=4,5 --dry-run     '
          'drops dg-c'),

@@ -234,8 +234,8 @@ _SPECS = (
                 "kubernetes": Runs("state", "a comment only: fractions are the KAI/Run:ai scheduler's setting")}),
     _spec(ch.SetDeviceGroups, planner._set_device_groups, "operator", idempotent=True,
           console=Console("D", "edit.device_groups", "Groups"),
-          verb=Verb(("device-groups",), (_NODE, Arg("GROUP", "groups", "group", "a group: NAME=GPU,GPU (nvl-a=0,1); "
-                                                     "none: no groups", many=True)),
+          verb=Verb(("device-groups",), (_NODE, Arg("GROUP", "groups", "group", "a group: NAME=GPU,GPU (nvl-a=0,1)",
+                                                     many=True)),
                      "gpuadmin device-groups esx-hgx-02 dg-a=0,1,2,3 dg-b=4,5 --dry-run     drops dg-c"),
           fields="`node`, `groups: [{name, gpus}]`",
           doc="replace a vSphere host's device groups.",

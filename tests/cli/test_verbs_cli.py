@@ -3,6 +3,7 @@ registry, going the way `apply -f` goes; `schedule` shows its plan before it ask
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pty
@@ -36,6 +37,7 @@ def test_the_verb_table_is_the_registry() -> None:
     """The differential test: the stdlib table the parser reads is what the registry's records say."""
     if UPDATE:
         TABLE.write_text(render(), encoding="utf-8")
+        importlib.reload(verb_table)
     assert expected_verbs() == verb_table.VERBS, "run with GPUADMIN_UPDATE_GOLDEN=1 to regenerate verb_table.py"
     assert TABLE.read_text(encoding="utf-8") == render()
 
