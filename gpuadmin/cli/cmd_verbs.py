@@ -83,7 +83,7 @@ for _name, _parse in _TYPES.items():
     _parse.__name__ = _name  # argparse names the type in "invalid ... value"
 
 
-def dest(arg: Arg) -> str:
+def _dest(arg: Arg) -> str:
     return "verb_" + arg.name.lstrip("-").lower().replace("/", "_").replace("-", "_")
 
 
@@ -101,10 +101,10 @@ def _add_argument(parser: argparse.ArgumentParser, arg: Arg, optional: bool) -> 
     if arg.name.startswith("-"):
         if arg.many:
             options["action"] = "append"
-        parser.add_argument(arg.name, dest=dest(arg), **options)
+        parser.add_argument(arg.name, dest=_dest(arg), **options)
     else:
         nargs = ("*" if optional else "+") if arg.many else ("?" if optional else None)
-        parser.add_argument(dest(arg), nargs=nargs, **options)
+        parser.add_argument(_dest(arg), nargs=nargs, **options)
 
 
 def _add_verb(parser: argparse.ArgumentParser, verb: Verb) -> None:
@@ -160,7 +160,7 @@ def _values(args: argparse.Namespace, verb: Verb) -> dict[str, Any]:
     """What was given, by argument name; an argument not given is left out (the change's default holds)."""
     out: dict[str, Any] = {}
     for arg in verb.args:
-        value = getattr(args, dest(arg))
+        value = getattr(args, _dest(arg))
         if value is not None and not (arg.many and not value):
             out[arg.name] = value
     return out
