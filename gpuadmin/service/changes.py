@@ -23,7 +23,7 @@ from gpuadmin.store import (
     LockHeld,
     StaleRevision,
 )
-from gpuadmin.store.changes_io import load_changes, located_in
+from gpuadmin.store.changes_io import load_changes, located_in, parse_changes
 from gpuadmin.store.identity import user_name
 from gpuadmin.store.plan_files import read_plan_file, write_plan_file
 from gpuadmin.store.state_db import Outcome, Verdict
@@ -36,6 +36,12 @@ class ChangeUseCases(ServiceCore):
     @use_case("plan")
     def load_changes(self, path: Path) -> list[ch.Change]:
         return load_changes(path)
+
+    @use_case("plan")
+    def read_changes(self, data: bytes, file: str) -> list[ch.Change]:
+        """A change file's changes from its bytes (`apply -f -` reads standard input); a bad one is named by
+        `file` with its line:column."""
+        return parse_changes(data, file)
 
     @staticmethod
     def build_changes(items: Sequence[dict[str, Any]]) -> list[ch.Change]:
