@@ -85,8 +85,8 @@ def violation_lines(violations: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def plan_text(data: dict[str, Any]) -> str:
-    """The text form of `Plan.to_json()`; status is in words, never colour alone."""
+def plan_heading(data: dict[str, Any]) -> list[str]:
+    """The verdict, the hash and the violations: what a summarised review shows above its summary."""
     verdict = "ALLOWED" if data["allowed"] else "REFUSED"
     lines = [f"Plan against revision {data['base_revision']}: {verdict} "
              f"({len(data['changes'])} change(s), {len(data['violations'])} violation(s))",
@@ -94,6 +94,12 @@ def plan_text(data: dict[str, Any]) -> str:
     if data["violations"]:
         lines.append("Violations:")
         lines += violation_lines(data["violations"])
+    return lines
+
+
+def plan_text(data: dict[str, Any]) -> str:
+    """The text form of `Plan.to_json()`; status is in words, never colour alone."""
+    lines = plan_heading(data)
     if data["diff"]:
         lines.append("Diff:" if data["allowed"] else "Diff (refused: nothing is applied):")
         for d in data["diff"]:

@@ -23,7 +23,8 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
-from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
+from gpuadmin.render.cycle_summary import cycle_summary, summary_text
+from gpuadmin.service import Moved, Plan, Reversal, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
@@ -116,7 +117,7 @@ class GpuadminApp(App[int]):
         self.mode_history: list[str] = []
         self.prompt_history: dict[str, list[str]] = {"command": [], "filter": []}  # shared by every view's prompt
         self.live: set[ViewScreen] = set()
-        self._cycle: SchedulePlan | None = None  # a finished scheduling cycle, handed to its review
+        self._cycle: tuple[Plan, str] | None = None  # a finished scheduling cycle and its summary, for its review
         self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
         self._polling: Request[Any] | None = None  # the live watch's question, while it is out
 
@@ -420,7 +421,7 @@ class GpuadminApp(App[int]):
         progress = ProgressScreen("scheduling cycle (a plan: nothing is applied yet)")
         self.push_screen(progress, self._schedule_done)
 
-        def done(result: SchedulePlan) -> None:
+        def done(result: tuple[Plan, str]) -> None:
             if self.screen is progress:
                 self._cycle = result
                 progress.dismiss(True)
@@ -431,18 +432,17 @@ class GpuadminApp(App[int]):
                 progress.dismiss(False)
 
         # owned by the progress screen: Esc dismisses it, and the cycle's answer is discarded
-        self.session.ask(Request("scheduling cycle", lambda service: service.schedule(), done, failed=failed,
-                                 owner=progress))
+        self.session.ask(Request("scheduling cycle", _summarised_cycle, done, failed=failed, owner=progress))
 
     def _schedule_done(self, finished: bool | None) -> None:
-        result = self._cycle
+        cycle = self._cycle
         self._cycle = None
-        if not finished or result is None:
+        if not finished or cycle is None:
             self.notify("scheduling cycle cancelled: nothing applied", markup=False)
             return
-        title = (f"scheduling cycle: {len(result.bound)} bind(s), {len(result.preempted)} preemption(s), "
-                 f"{len(result.pending)} left pending")
-        self._review_plan(title, result.plan, replan=lambda service: service.schedule().plan)
+        plan, summary = cycle
+        counts = summary.split("\n", 1)[0]  # the summary's first line; the review opens on the summary
+        self._review_plan(f"scheduling cycle: {counts}", plan, replan=_summarised_cycle, summary=summary)
 
     def _selected_node(self) -> str | None:
         screen = self.screen
@@ -482,7 +482,7 @@ class GpuadminApp(App[int]):
                                 lambda planned: self._review_plan(title, planned, replan=plan), failed=self._failed))
 
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
-                     replan: Callable[[Service], Plan] | None = None, note: str = "") -> None:
+                     replan: Callable[[Service], Replanned] | None = None, note: str = "", summary: str = "") -> None:
         """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
         again on the new state and shown again — never applied blindly."""
 
@@ -510,9 +510,10 @@ class GpuadminApp(App[int]):
                 self.foreground(Request("planning again on the new state", lambda service: _replanned(service, replan),
                                         again, failed=self._failed))
 
-        def again(fresh: Plan) -> None:
-            self._review_plan(title, fresh, intent, replan=replan,
-                              note=f"The state moved to revision {fresh.base_revision} since this plan was made: "
+        def again(fresh: Replanned) -> None:
+            plan, summary = fresh if isinstance(fresh, tuple) else (fresh, "")
+            self._review_plan(title, plan, intent, replan=replan, summary=summary,
+                              note=f"The state moved to revision {plan.base_revision} since this plan was made: "
                                    "planned again on it. Review it again.")
 
         def save(typed: str, saved: Callable[[], None]) -> None:
@@ -526,7 +527,7 @@ class GpuadminApp(App[int]):
                                      failed=lambda failed: self.notify(" ".join(failed.lines()), severity="error",
                                                                        markup=False)))
 
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note), decided)
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note, summary), decided)
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:
@@ -545,9 +546,20 @@ class GpuadminApp(App[int]):
         return path
 
 
-def _replanned(service: Service, replan: Callable[[Service], Plan]) -> Plan:
+# what planning a reviewed change again gives: its plan, or its plan and its summary (a scheduling cycle)
+Replanned = Plan | tuple[Plan, str]
+
+
+def _replanned(service: Service, replan: Callable[[Service], Replanned]) -> Replanned:
     service.refresh()
     return replan(service)
+
+
+def _summarised_cycle(service: Service) -> tuple[Plan, str]:
+    """One scheduling cycle's plan and its summary, both made on the service worker: at 100,000 jobs the
+    summary explains every job left pending, work no key may wait for."""
+    result = service.schedule()
+    return result.plan, summary_text(cycle_summary(result))
 
 
 def _unknown_theme(name: str, available: dict[str, Any]) -> Diagnostic:
