@@ -24,7 +24,7 @@ from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
-from gpuadmin.service import Moved, Plan, Reversal, Service, Stale, confirmation, console_of
+from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
@@ -63,7 +63,7 @@ COMMANDS: list[tuple[str, str]] = [
 # within a second (issue 9: noticed within 1 s), and a quiet state costs nothing else
 WATCH_SECONDS = 0.5
 # actions that change the cluster: the gate decides, views never do
-MUTATING = {"node_state", "reverse", "schedule", "edit"}
+MUTATING = {"node_state", "reverse", "schedule", "edit", "remedy"}
 
 
 def _view_factory(view: str) -> Any:
@@ -94,6 +94,7 @@ class GpuadminApp(App[int]):
         Binding("ctrl+z", "reverse('undo')", "Undo", id="edit.undo"),
         Binding("ctrl+y", "reverse('redo')", "Redo", id="edit.redo"),
         Binding("p", "schedule", "Schedule", id="edit.schedule"),
+        Binding("R", "remedy", "Remedy", id="edit.remedy"),
         *(Binding(edit.key, f"edit('{edit.id}')", edit.label, id=edit.id) for edit in EDITS),
         *(Binding(key, f"view('{view}')", view, show=False, id=f"view.{view}")
           for view, (_, key, _) in VIEWS.items()),
@@ -250,6 +251,8 @@ class GpuadminApp(App[int]):
                 return isinstance(self.screen, ViewScreen)
             if action == "edit":
                 return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
+            if action == "remedy":
+                return self._pending_job() is not None
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
         if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
@@ -444,6 +447,34 @@ class GpuadminApp(App[int]):
         counts = summary.split("\n", 1)[0]  # the summary's first line; the review opens on the summary
         self._review_plan(f"scheduling cycle: {counts}", plan, replan=_summarised_cycle, summary=summary)
 
+    def _pending_job(self) -> str | None:
+        """The pending (or preempted) job a remedy would be for: the jobs view's row, or the job described."""
+        screen = self.screen
+        if isinstance(screen, ListingScreen) and screen.kind == "jobs":
+            row = screen.current_row()
+            return str(row["NAME"]) if row is not None and row["STATUS"] in ("pending", "preempted") else None
+        if isinstance(screen, DescribeScreen):  # a pending job's description carries its explanation
+            return str(screen.data["pending"]["job"]) if "pending" in screen.data else None
+        return None
+
+    def action_remedy(self) -> None:
+        """Plan the selected pending job's remedy (explain's checked change ops) into the review."""
+        job = self._pending_job()
+        if job is None:
+            return
+
+        def planned(remedy: Remedy) -> None:
+            found = remedy.explanation
+            if remedy.plan is None:
+                self.notify(f"{job}: no remedy that planning can check ({found.reason}"
+                            + (f"; {found.remedy}" if found.remedy else "") + ")", severity="warning", markup=False)
+                return
+            self._review_plan(f"remedy for {job}: {found.remedy}", remedy.plan,
+                              replan=lambda service: _remedy_plan(service, job))
+
+        self.foreground(Request(f"planning the remedy for {job}", lambda service: service.plan_remedy(job), planned,
+                                failed=self._failed))
+
     def _selected_node(self) -> str | None:
         screen = self.screen
         if isinstance(screen, NodeScreen):
@@ -553,6 +584,14 @@ Replanned = Plan | tuple[Plan, str]
 def _replanned(service: Service, replan: Callable[[Service], Replanned]) -> Replanned:
     service.refresh()
     return replan(service)
+
+
+def _remedy_plan(service: Service, job: str) -> Plan:
+    """The remedy planned again on a moved state; one no longer needed is an empty plan (nothing to apply)."""
+    remedy = service.plan_remedy(job)
+    if remedy.plan is None:
+        return service.plan([])
+    return remedy.plan
 
 
 def _summarised_cycle(service: Service) -> tuple[Plan, str]:
