@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual.actions import parse as parse_action
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
@@ -25,6 +26,7 @@ from textual.widgets import Input
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
+from gpuadmin.tui.keys import KeyRow, is_global, refused_to
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.form import FormScreen, FormSpec, Items
@@ -142,11 +144,15 @@ class GpuadminApp(App[int]):
         self.set_interval(WATCH_SECONDS, self._watch)
 
     @classmethod
+    def binding_owners(cls) -> tuple[type[Any], ...]:
+        """Every class whose bindings the keymap may remap: the app, the table, the prompt, the pop-ups."""
+        return (cls, RowTable, ListingScreen, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
+                MigFormScreen, ProgressScreen)
+
+    @classmethod
     def all_bindings(cls) -> list[Binding]:
         """Every binding of the console with an id: the app's, the table's, the prompt's, the pop-ups'."""
-        owners = (cls, RowTable, ListingScreen, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
-                  MigFormScreen, ProgressScreen)
-        return [binding for owner in owners for binding in owner.BINDINGS
+        return [binding for owner in cls.binding_owners() for binding in owner.BINDINGS
                 if isinstance(binding, Binding) and binding.id]
 
     @classmethod
@@ -238,17 +244,21 @@ class GpuadminApp(App[int]):
 
     # the gate --------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in MUTATING:
-            if self.session.readonly:
-                return False  # hidden: a viewer sees no key that would change the cluster
-            if action == "node_state":
-                return self._selected_node() is not None
-            if action == "reverse":
-                return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
-            if action == "schedule":
-                return isinstance(self.screen, ViewScreen)
-            if action == "edit":
-                return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
+        if action in MUTATING and self.session.readonly:
+            return False  # hidden: a viewer sees no key that would change the cluster
+        return self.acts_here(action, parameters)
+
+    def acts_here(self, action: str, parameters: tuple[object, ...]) -> bool:
+        """Whether a key acts on the screen on top, whatever the role may do: the gate adds the role, and `?`
+        lists the keys that act here, marking those the role may not use."""
+        if action == "node_state":
+            return self._selected_node() is not None
+        if action == "reverse":
+            return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
+        if action == "schedule":
+            return isinstance(self.screen, ViewScreen)
+        if action == "edit":
+            return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
         if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
@@ -350,9 +360,39 @@ class GpuadminApp(App[int]):
             self.notify(str(_unknown_theme(name, self.available_themes)), severity="error", markup=False)
 
     def action_help(self) -> None:
-        rows = [(self._keymap.get(binding.id or "", binding.key), binding.description or binding.action,
-                 binding.id or "") for binding in self.all_bindings()]
-        self.push_screen(HelpScreen(rows, COMMANDS))
+        """`?`: the keys that act on the screen on top (grouped), then the global ones."""
+        screen = self.screen
+        title = screen.view_name if isinstance(screen, ViewScreen) else screen.__class__.__name__
+        own = [row for node in (self.focused or screen).ancestors_with_self if node is not self
+               for row in self._key_rows(node.BINDINGS)]
+        here = [row for row in self._key_rows(self.BINDINGS, globals_only=False) if row.binding_id not in
+                {r.binding_id for r in own}]
+        self.push_screen(HelpScreen(title, [*own, *here], self._key_rows(self.BINDINGS, globals_only=True),
+                                    self.session.role, COMMANDS))
+
+    def _key_rows(self, bindings: list[BindingType], globals_only: bool | None = None) -> list[KeyRow]:
+        """`?`'s lines for these bindings (those with an id), keyed as the keymap has them: with `globals_only`
+        True the global keys, False the others that act here (an edit: in its views, whatever the cursor is on),
+        None every one."""
+        rows = []
+        for binding in bindings:
+            if not isinstance(binding, Binding) or not binding.id:
+                continue
+            if globals_only is not None and is_global(binding.id) != globals_only:
+                continue
+            _, action, parameters = parse_action(binding.action)
+            if globals_only is False and not self._acts_in_view(action, parameters):
+                continue
+            needs = refused_to(self.session.role, binding.id) if action in MUTATING else None
+            rows.append(KeyRow(self._keymap.get(binding.id, binding.key), binding.description or action,
+                               binding.id, needs or ""))
+        return rows
+
+    def _acts_in_view(self, action: str, parameters: tuple[object, ...]) -> bool:
+        if action == "edit":  # the edits of this view, listed with or without a row under the cursor
+            screen = self.screen
+            return isinstance(screen, ViewScreen) and screen.view_name in EDITS_BY_ID[str(parameters[0])].views
+        return self.acts_here(action, parameters)
 
     def action_describe(self, fmt: str) -> None:
         if isinstance(self.screen, ViewScreen):
