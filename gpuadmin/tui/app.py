@@ -362,7 +362,7 @@ class GpuadminApp(App[int]):
     def action_help(self) -> None:
         """`?`: the keys that act on the screen on top (grouped), then the global ones."""
         screen = self.screen
-        title = screen.view_name if isinstance(screen, ViewScreen) else screen.__class__.__name__
+        title = screen.view_name if isinstance(screen, ViewScreen) else "this screen"
         own = [row for node in (self.focused or screen).ancestors_with_self if node is not self
                for row in self._key_rows(node.BINDINGS)]
         here = [row for row in self._key_rows(self.BINDINGS, globals_only=False) if row.binding_id not in

@@ -110,20 +110,22 @@ async def test_keys_the_role_cannot_use_are_marked(view: str, role: str, marked:
     assert f"refused to your role, {role}" in text
 
 
-FOOTER_VIEWS = ["overview", "nodes", "gpus", "topology", "slices", "jobs", "queues", "journal"]
+FOOTER_VIEWS = ["overview", "nodes", "gpus", "topology", "slices", "jobs", "queues", "journal", "node"]
 
 
 @pytest.mark.parametrize("view", FOOTER_VIEWS)
 async def test_the_footer_at_80_columns_cuts_no_word(view: str) -> None:
-    app = make_app(view=view)
+    app = make_app(view="nodes" if view == "node" else view)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
+        if view == "node":
+            await press(pilot, "enter")
         keys = list(app.screen.query(FooterKey))
         drawn = " ".join(f"{key.key_display} {key.description}" for key in keys)
         line = screen_text(app).splitlines()[-1]
         assert line.rstrip() == drawn, "the footer's line is its whole keys, none cut"
         assert len(line) == 80 and keys[0].description == "help"
-        if view not in ("overview", "topology", "journal"):  # the journal of a cluster in memory has no row
+        if view not in ("overview", "topology", "journal", "node"):  # the journal of a cluster in memory has no row
             assert {"Open", "Describe"} <= {key.description for key in keys}
 
 
@@ -148,3 +150,4 @@ async def test_the_footer_takes_more_keys_when_wider() -> None:
         await pilot.pause(0.1)
         wide = list(app.screen.query(FooterKey))
         assert len(wide) > narrow and "q Quit" in screen_text(app).splitlines()[-1]
+
