@@ -1,9 +1,10 @@
 """The console app: views as modes (one back stack each), k9s navigation, themes, keymap, the one gate.
 
 Every view is reachable by a `:` alias and by a digit. Enter drills down, Esc goes back (within the
-view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists every
-binding, `d`/`y` describe the selection as text or YAML, `q`, `:q` and ctrl+c quit. Mutating actions are
-allowed or refused in one place, `check_action`, which asks the service's permission gate.
+view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists the keys
+of the view on top (grouped by `gpuadmin.tui.keys`), `d`/`y` describe the selection as text or YAML, `q`, `:q`
+and ctrl+c quit. Mutating actions are allowed or refused in one place, `check_action`, which asks the service's
+permission gate.
 
 The app never calls the service itself: it and its screens send requests to the service worker
 (`gpuadmin.tui.worker`) and act on the answers, so no key waits for the engine. Work a user waits for (a
@@ -363,11 +364,11 @@ class GpuadminApp(App[int]):
         """`?`: the keys that act on the screen on top (grouped), then the global ones."""
         screen = self.screen
         title = screen.view_name if isinstance(screen, ViewScreen) else "this screen"
+        # the focused widget's keys and its screen's (a table's moves, the view's reload), then the app's
         own = [row for node in (self.focused or screen).ancestors_with_self if node is not self
                for row in self._key_rows(node.BINDINGS)]
-        here = [row for row in self._key_rows(self.BINDINGS, globals_only=False) if row.binding_id not in
-                {r.binding_id for r in own}]
-        self.push_screen(HelpScreen(title, [*own, *here], self._key_rows(self.BINDINGS, globals_only=True),
+        here = [*own, *self._key_rows(self.BINDINGS, globals_only=False)]
+        self.push_screen(HelpScreen(title, here, self._key_rows(self.BINDINGS, globals_only=True),
                                     self.session.role, COMMANDS))
 
     def _key_rows(self, bindings: list[BindingType], globals_only: bool | None = None) -> list[KeyRow]:
