@@ -1,9 +1,10 @@
 """The console app: views as modes (one back stack each), k9s navigation, themes, keymap, the one gate.
 
 Every view is reachable by a `:` alias and by a digit. Enter drills down, Esc goes back (within the
-view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists every
-binding, `d`/`y` describe the selection as text or YAML, `q`, `:q` and ctrl+c quit. Mutating actions are
-allowed or refused in one place, `check_action`, which asks the service's permission gate.
+view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists the keys
+of the view on top (grouped by `gpuadmin.tui.keys`), `d`/`y` describe the selection as text or YAML, `q`, `:q`
+and ctrl+c quit. Mutating actions are allowed or refused in one place, `check_action`, which asks the service's
+permission gate.
 
 The app never calls the service itself: it and its screens send requests to the service worker
 (`gpuadmin.tui.worker`) and act on the answers, so no key waits for the engine. Work a user waits for (a
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual.actions import parse as parse_action
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
@@ -26,6 +28,7 @@ from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
 from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
+from gpuadmin.tui.keys import KeyRow, is_global, refused_to
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.form import FormScreen, FormSpec, Items
@@ -144,11 +147,15 @@ class GpuadminApp(App[int]):
         self.set_interval(WATCH_SECONDS, self._watch)
 
     @classmethod
+    def binding_owners(cls) -> tuple[type[Any], ...]:
+        """Every class whose bindings the keymap may remap: the app, the table, the prompt, the pop-ups."""
+        return (cls, RowTable, ListingScreen, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
+                MigFormScreen, ProgressScreen)
+
+    @classmethod
     def all_bindings(cls) -> list[Binding]:
         """Every binding of the console with an id: the app's, the table's, the prompt's, the pop-ups'."""
-        owners = (cls, RowTable, ListingScreen, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
-                  MigFormScreen, ProgressScreen)
-        return [binding for owner in owners for binding in owner.BINDINGS
+        return [binding for owner in cls.binding_owners() for binding in owner.BINDINGS
                 if isinstance(binding, Binding) and binding.id]
 
     @classmethod
@@ -240,19 +247,23 @@ class GpuadminApp(App[int]):
 
     # the gate --------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in MUTATING:
-            if self.session.readonly:
-                return False  # hidden: a viewer sees no key that would change the cluster
-            if action == "node_state":
-                return self._selected_node() is not None
-            if action == "reverse":
-                return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
-            if action == "schedule":
-                return isinstance(self.screen, ViewScreen)
-            if action == "edit":
-                return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
-            if action == "remedy":
-                return self._pending_job() is not None
+        if action in MUTATING and self.session.readonly:
+            return False  # hidden: a viewer sees no key that would change the cluster
+        return self.acts_here(action, parameters)
+
+    def acts_here(self, action: str, parameters: tuple[object, ...]) -> bool:
+        """Whether a key acts on the screen on top, whatever the role may do: the gate adds the role, and `?`
+        lists the keys that act here, marking those the role may not use."""
+        if action == "node_state":
+            return self._selected_node() is not None
+        if action == "reverse":
+            return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
+        if action == "schedule":
+            return isinstance(self.screen, ViewScreen)
+        if action == "edit":
+            return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
+        if action == "remedy":
+            return self._pending_job() is not None
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
         if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
@@ -354,9 +365,39 @@ class GpuadminApp(App[int]):
             self.notify(str(_unknown_theme(name, self.available_themes)), severity="error", markup=False)
 
     def action_help(self) -> None:
-        rows = [(self._keymap.get(binding.id or "", binding.key), binding.description or binding.action,
-                 binding.id or "") for binding in self.all_bindings()]
-        self.push_screen(HelpScreen(rows, COMMANDS))
+        """`?`: the keys that act on the screen on top (grouped), then the global ones."""
+        screen = self.screen
+        title = screen.view_name if isinstance(screen, ViewScreen) else "this screen"
+        # the focused widget's keys and its screen's (a table's moves, the view's reload), then the app's
+        own = [row for node in (self.focused or screen).ancestors_with_self if node is not self
+               for row in self._key_rows(node.BINDINGS)]
+        here = [*own, *self._key_rows(self.BINDINGS, globals_only=False)]
+        self.push_screen(HelpScreen(title, here, self._key_rows(self.BINDINGS, globals_only=True),
+                                    self.session.role, COMMANDS))
+
+    def _key_rows(self, bindings: list[BindingType], globals_only: bool | None = None) -> list[KeyRow]:
+        """`?`'s lines for these bindings (those with an id), keyed as the keymap has them: with `globals_only`
+        True the global keys, False the others that act here (an edit: in its views, whatever the cursor is on),
+        None every one."""
+        rows = []
+        for binding in bindings:
+            if not isinstance(binding, Binding) or not binding.id:
+                continue
+            if globals_only is not None and is_global(binding.id) != globals_only:
+                continue
+            _, action, parameters = parse_action(binding.action)
+            if globals_only is False and not self._acts_in_view(action, parameters):
+                continue
+            needs = refused_to(self.session.role, binding.id) if action in MUTATING else None
+            rows.append(KeyRow(self._keymap.get(binding.id, binding.key), binding.description or action,
+                               binding.id, needs or ""))
+        return rows
+
+    def _acts_in_view(self, action: str, parameters: tuple[object, ...]) -> bool:
+        if action == "edit":  # the edits of this view, listed with or without a row under the cursor
+            screen = self.screen
+            return isinstance(screen, ViewScreen) and screen.view_name in EDITS_BY_ID[str(parameters[0])].views
+        return self.acts_here(action, parameters)
 
     def action_describe(self, fmt: str) -> None:
         if isinstance(self.screen, ViewScreen):

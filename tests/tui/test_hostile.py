@@ -154,7 +154,7 @@ async def test_help_over_a_hostile_cluster(hostile_state: Path) -> None:
         await settle(pilot)
         await press(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
-        assert_literal(app, "app.quit", "edit.cordon")
+        assert_literal(app, "app.quit", "edit.submit_job")
         await press(pilot, "escape")
         assert isinstance(app.screen, ListingScreen)
 
