@@ -397,6 +397,8 @@ class GpuadminApp(App[int]):
         if action == "edit":  # the edits of this view, listed with or without a row under the cursor
             screen = self.screen
             return isinstance(screen, ViewScreen) and screen.view_name in EDITS_BY_ID[str(parameters[0])].views
+        if action == "remedy":  # on the jobs view, listed whatever job the cursor is on (it acts on a pending one)
+            return isinstance(self.screen, ListingScreen) and self.screen.kind == "jobs"
         return self.acts_here(action, parameters)
 
     def action_describe(self, fmt: str) -> None:

@@ -41,7 +41,7 @@ WHERE_OWNER: dict[type, str] = {
 WHERE_APP = {
     "app.filter": "tables", "app.describe": "tables, node", "app.yaml": "tables, node",
     "edit.cordon": "nodes, node", "edit.uncordon": "nodes, node", "edit.drain": "nodes, node",
-    "edit.undo": "journal", "edit.redo": "journal",
+    "edit.undo": "journal", "edit.redo": "journal", "edit.remedy": "jobs (a pending job)",
 }
 
 
