@@ -362,10 +362,7 @@ class GpuadminApp(App[int]):
 
     def _describe(self, kind: str, name: str, fmt: str) -> None:
         def read(service: Service) -> dict[str, Any]:
-            data = service.describe(kind, name)
-            if kind == "job" and data["summary"]["status"] in ("pending", "preempted"):  # why it waits
-                data["pending"] = service.explain(name).to_json()
-            return data
+            return service.describe(kind, name)  # a pending job's carries why it waits (`pending`)
 
         def show(data: dict[str, Any]) -> None:
             self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt))
