@@ -23,6 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
+from gpuadmin.render.text import safe
 from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
@@ -349,7 +350,8 @@ class GpuadminApp(App[int]):
         service worker, which runs on it from then on; a bad DIR is a notification naming the reason, and the
         console stays on the state it shows."""
         if not directory:
-            self.notify(f"on {self.session.place} (cluster {self.session.cluster}); `:state DIR` opens another",
+            self.notify(f"on {safe(self.session.place)} (cluster {safe(self.session.cluster)}); "
+                        "`:state DIR` opens another",
                         markup=False)
             return
 
@@ -376,8 +378,8 @@ class GpuadminApp(App[int]):
         if isinstance(self.screen, ViewScreen):
             self.screen.load()
             self.screen.update_header()
-        self.notify(f"now on state {self.session.place}: cluster {opened.cluster}, revision {opened.revision}, "
-                    f"role {self.session.role}", markup=False)
+        self.notify(f"now on state {safe(self.session.place)}: cluster {safe(opened.cluster)}, "
+                    f"revision {opened.revision}, role {self.session.role}", markup=False)
 
     def _switch_theme(self, name: str) -> None:
         if not name:
