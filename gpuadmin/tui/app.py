@@ -26,6 +26,7 @@ from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
+from gpuadmin.render.text import safe
 from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.keys import KeyRow, is_global, refused_to
@@ -40,7 +41,7 @@ from gpuadmin.tui.screens.overview import OverviewScreen
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
-from gpuadmin.tui.session import Session, error_lines, poll_moved
+from gpuadmin.tui.session import OpenedState, Session, error_lines, open_state, poll_moved
 from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
@@ -60,7 +61,9 @@ VIEWS: dict[str, tuple[tuple[str, ...], str, str]] = {
 COMMANDS: list[tuple[str, str]] = [
     *((aliases[0] + " [FILTER]", text) for aliases, _, text in VIEWS.values()),
     ("node NAME", "open one node"), ("sort COLUMN", "sort the table (again: reverse)"),
-    ("theme [NAME]", "switch theme (no name: list them)"), ("help", "this list"), ("q, quit", "quit"),
+    ("theme [NAME]", "switch theme (no name: list them)"),
+    ("state DIR", "switch to another state directory (no DIR: say which this is)"),
+    ("help", "this list"), ("q, quit", "quit"),
 ]
 # how often the console asks whether the revision moved: one small query, so an apply elsewhere shows well
 # within a second (issue 9: noticed within 1 s), and a quiet state costs nothing else
@@ -164,7 +167,7 @@ class GpuadminApp(App[int]):
 
     def command_words(self) -> list[str]:
         words = [alias for aliases, _, _ in VIEWS.values() for alias in aliases]
-        return [*words, "node ", "sort ", "theme ", "help", "quit", "q"]
+        return [*words, "node ", "sort ", "theme ", "state ", "help", "quit", "q"]
 
     # the live watch: another console's or a script's apply, noticed within a second ------------------
     def _watch(self) -> None:
@@ -350,10 +353,48 @@ class GpuadminApp(App[int]):
                 self.notify(f"no column {rest!r} to sort by here", severity="warning", markup=False)
         elif word == "theme":
             self._switch_theme(rest)
+        elif word == "state":
+            self.switch_state(rest)
         elif word in ("help", "?"):
             self.action_help()
         else:
             self.notify(f"unknown command {line!r}; `?` lists them", severity="error", markup=False)
+
+    def switch_state(self, directory: str) -> None:
+        """`:state DIR`: the console on another state without a restart (the seed of `:ctx`). It is opened on the
+        service worker, which runs on it from then on; a bad DIR is a notification naming the reason, and the
+        console stays on the state it shows."""
+        if not directory:
+            self.notify(f"on {safe(self.session.place)} (cluster {safe(self.session.cluster)}); "
+                        "`:state DIR` opens another",
+                        markup=False)
+            return
+
+        def reopen(service: Service) -> OpenedState:
+            opened = open_state(service, directory)
+            self.service_worker.service = opened.service  # this thread's next request runs on it
+            return opened
+
+        # not cancellable once started: the worker has moved to the new state, and the console must follow
+        self.foreground(Request(f"opening state {directory}", reopen, self._state_opened, failed=self._failed,
+                                cancellable=False))
+
+    def _state_opened(self, opened: OpenedState) -> None:
+        """Show the new state: what belonged to the old one (a node's screen, a review, a scheduling cycle,
+        marks) is dropped, every view reads again, the header says where the console is now."""
+        self.session.rebind(opened)
+        self._cycle = None
+        while len(self.screen_stack) > 1:  # down to the view the mode opened with
+            self.pop_screen()
+        for screen in list(self.live):
+            screen.stale = True
+            if isinstance(screen, ListingScreen):
+                screen.query_one(RowTable).marked.clear()
+        if isinstance(self.screen, ViewScreen):
+            self.screen.load()
+            self.screen.update_header()
+        self.notify(f"now on state {safe(self.session.place)}: cluster {safe(opened.cluster)}, "
+                    f"revision {opened.revision}, role {self.session.role}", markup=False)
 
     def _switch_theme(self, name: str) -> None:
         if not name:
@@ -409,10 +450,7 @@ class GpuadminApp(App[int]):
 
     def _describe(self, kind: str, name: str, fmt: str) -> None:
         def read(service: Service) -> dict[str, Any]:
-            data = service.describe(kind, name)
-            if kind == "job" and data["summary"]["status"] in ("pending", "preempted"):  # why it waits
-                data["pending"] = service.explain(name).to_json()
-            return data
+            return service.describe(kind, name)  # a pending job's carries why it waits (`pending`)
 
         def show(data: dict[str, Any]) -> None:
             self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt))

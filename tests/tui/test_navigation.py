@@ -175,7 +175,8 @@ async def test_enter_on_a_job_describes_it() -> None:
         assert isinstance(app.screen, DescribeScreen)
         assert app.screen.title_text == "job nb-dana"
         body = static_text(app, "#describe")
-        assert "name: nb-dana" in body and "queue: research" in body and "status: pending" in body
+        fields = {line.split(":")[0]: line.split(":", 1)[1].strip() for line in body.splitlines() if ":" in line}
+        assert (fields["Name"], fields["Queue"], fields["Status"]) == ("nb-dana", "research", "pending")
         await press(pilot, "escape")
         assert isinstance(app.screen, ListingScreen) and app.screen.kind == "jobs"
 
