@@ -90,6 +90,11 @@ async def test_admin_sees_the_edit_keys_where_they_apply(state_dir: Path) -> Non
         for keys in PLACES:
             await press(pilot, "escape", *keys)
             seen[keys] = _edit_ids(app)
+        await press(pilot, "escape", "6")
+        app.screen.apply_filter("status=pending")  # a remedy acts on a pending job
+        await settle(pilot)
+        seen[("6", "/status=pending")] = _edit_ids(app)
+        assert "edit.remedy" in seen[("6", "/status=pending")]
         assert {"edit.cordon", "edit.uncordon", "edit.drain"} <= seen[("2",)]
         assert {"edit.cordon", "edit.uncordon", "edit.drain"} <= seen[("2", "enter")]
         assert {"edit.undo", "edit.redo"} <= seen[("8",)]
