@@ -41,7 +41,8 @@ class Queries(ServiceCore):
             specs: bool = False, now: datetime | None = None) -> Table:
         """One listing: its rows (only `name`'s, or those `selector` picks), read at one revision.
 
-        Job rows carry the REASON a pending job waits (computed once per revision) unless `reasons` is off,
+        Job rows carry why a pending job waits (computed once per revision) unless `reasons` is off: REASON its
+        stable code (`over-limit`, `capacity`, ... `schedulable`), MESSAGE the sentence with figures and remedy;
         and their AGE at `now` (the front end's clock; the current time where not given);
         `specs` adds each row's full object (nodes, jobs, queues) for JSON and YAML output."""
         listing = JOURNAL if kind == "journal" else LISTINGS.get(kind)
@@ -58,11 +59,12 @@ class Queries(ServiceCore):
             assert make_rows is not None
             rows = list(make_rows(view))
             if kind == "jobs":
-                why = self.pending_reasons() if reasons else {}
+                why = self._why_pending() if reasons else {}
+                unknown = ("-", "-")
                 requests: dict[str, str] = {}  # 100,000 rows repeat a few dozen request texts: keep one each
                 clock = now or datetime.now(UTC)
                 for row in rows:
-                    row["REASON"] = why.get(row["NAME"], "-")
+                    row["REASON"], row["MESSAGE"] = why.get(row["NAME"], unknown)  # the code, and in words
                     row["REQUEST"] = requests.setdefault(row["REQUEST"], row["REQUEST"])
                     row["AGE"] = age_text(row["SUBMITTED"], clock)
         if name is not None:
@@ -174,7 +176,7 @@ class Queries(ServiceCore):
 
     @use_case("read")
     def pending_reasons(self) -> dict[str, str]:
-        """Job → the one-line reason it waits (the REASON column), from a dry-run cycle."""
+        """Job → the one-line reason it waits (the MESSAGE column), from a dry-run cycle."""
         return {job: summary for job, (_, summary) in self._why_pending().items()}
 
     @use_case("read")
