@@ -370,8 +370,8 @@ LISTINGS: dict[str, Listing] = {
         Column("AGE", Kind.DURATION, priority=2), text("REASON", priority=5),
         number("PRIORITY", wide=True), text("PREEMPTIBLE", wide=True, json_type=bool), text("OWNER", wide=True),
         text("SUBMITTED", wide=True), text("VM", wide=True),
-        # last and of the highest wide priority: `-o wide` and the console's wide toggle give it the room left
-        text("MESSAGE", wide=True, priority=1),
+        # last, and kept before REQUEST: the console's wide toggle shows the start of it even at 80 columns
+        text("MESSAGE", wide=True, priority=4),
     ), _job_rows, names=_job_names),
     "queues": Listing("queue", (
         text("NAME"), number("QUOTA_GPUS", int | None, priority=3), number("LIMIT_GPUS", int | None, priority=2),
