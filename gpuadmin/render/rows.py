@@ -353,9 +353,10 @@ LISTINGS: dict[str, Listing] = {
         Column("NAME", Kind.PLACEMENT, hidden=True),
     ), _gpu_rows),
     "slices": Listing("slice", (
+        # HOLDERS, as on gpus, after the short columns: it takes the room they leave
         _NODE_NAME, number("GPU", priority=6), text("SLICE", priority=5), number("SIZE_GPUS", float, priority=2),
-        number("HELD_GPUS", float, priority=3), Column("REPLICAS", Kind.QUANTITY, priority=3),
-        text("HOLDERS", priority=4),
+        number("HELD_GPUS", float, priority=4), Column("REPLICAS", Kind.QUANTITY, priority=4),
+        text("HOLDERS", priority=3),
         text("MODEL", wide=True),
         Column("NAME", Kind.PLACEMENT, hidden=True),
     ), _slice_rows),
