@@ -7,6 +7,7 @@ import pytest
 
 from gpuadmin.render.rows import JOURNAL, LISTINGS
 from gpuadmin.service import Service
+from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.listing import QUOTA_BAR, console_columns
 from tests.tui.tuikit import ROOT, filter_rows, grid, make_app, screen_text, settle, shown, status_line
 
@@ -109,6 +110,26 @@ async def test_filter_by_reason_code() -> None:
         others = set(shown(app, "REASON"))
     assert names == expected
     assert others == {"node-cordoned", "profile-not-carved"}
+
+
+async def test_a_cut_message_keeps_its_remedy_in_describe() -> None:
+    """A table cuts a long MESSAGE at any width; `d` on the job gives the whole explanation, remedy included."""
+    app = make_app(Service(inventory=OCI), view="jobs")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await filter_rows(pilot, "reason=profile-not-carved")
+        await pilot.press("ctrl+w")
+        await settle(pilot)
+        message = grid(app).current_row()
+        cut = _row(screen_text(app), "video-caption-serve")
+        await pilot.press("d")
+        await settle(pilot)
+        described = app.screen
+    assert message is not None and message["NAME"] == "video-caption-serve"
+    remedy = "repartition gpu-h100-07/0 to 2g.20gb@0, 1g.10gb@2, 1g.10gb+me@3, 3g.40gb@4 (no running job affected)"
+    assert message["MESSAGE"].endswith("remedy: " + remedy) and remedy not in cut, "cut in the table at 80"
+    assert isinstance(described, DescribeScreen)
+    assert described.data["pending"]["reason"] == "profile-not-carved" and described.data["pending"]["remedy"] == remedy
 
 
 @pytest.mark.parametrize("kind", [*LISTINGS, "journal"])
