@@ -35,7 +35,7 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 # The console shows a listing's own columns (`Listing.columns`, and `Listing.wide` under the wide toggle), in its
 # order and by its priorities, so both front ends say the same thing by the same names (docs/columns.md). The one
 # column it adds is the queue's quota bar, drawn after the name: a picture of USED_GPUS against QUOTA_GPUS and
-# LIMIT_GPUS, not a value of its own (not a filter key either: `/used_gpus>8` filters by the number).
+# LIMIT_GPUS, not a value of its own, so not a filter key either (`/borrowed_gpus!=0` filters by the numbers).
 QUOTA_BAR = Column("USE", priority=5)
 
 
@@ -72,7 +72,7 @@ class Listing:
     table: Table
     rows: list[dict[str, Any]]
     labels: dict[str, dict[str, str]]
-    reasons: bool  # whether the why-pending REASON column is filled in
+    reasons: bool  # whether why pending jobs wait (REASON, MESSAGE) is filled in
 
 
 class ListingScreen(ViewScreen):
@@ -103,7 +103,7 @@ class ListingScreen(ViewScreen):
         return self.kind + (f" /{self.filter_text}" if self.filter_text else "")
 
     def read(self, service: Service) -> Listing:
-        """The rows at once; for jobs without the REASON column unless the service has it already (a dry-run
+        """The rows at once; for jobs without REASON and MESSAGE unless the service has it already (a dry-run
         cycle, run once per revision): `show` then asks for them, as a second read."""
         reasons = self.kind != "jobs" or service.reasons_ready()
         return self._listing(service, reasons=reasons)
