@@ -89,7 +89,7 @@ def describe_node(view: View, node: Node) -> dict[str, Any]:
 def describe_job(view: View, job: Job, reason: dict[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": "job", "name": job.name, "summary": {k.lower(): v for k, v in job_row(view, job).items()
-                                                        if k != "MESSAGE"},  # the words are the explanation's
+                                                        if k not in ("REMEDY", "MESSAGE")},  # the explanation's
         "spec": job.model_dump(mode="json", exclude_none=True),
     }
     if reason is not None:

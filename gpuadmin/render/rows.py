@@ -256,12 +256,13 @@ def age_text(submitted: str | None, now: datetime) -> str:
 
 def job_row(view: View, job: Job) -> Row:
     """A job's row. AGE needs the clock: "-" here, filled by the caller that has `now` (`age_text`), as
-    REASON (why a pending job waits, as a stable code: `over-limit`, `capacity`...) and MESSAGE (the same
-    in words, with the figures and the remedy) are by the one that ran the cycle."""
+    REASON (why a pending job waits, as a stable code: `over-limit`, `capacity`...), REMEDY (what would make
+    room) and MESSAGE (all in words, with the figures) are by the one that ran the cycle."""
     return {
         "NAME": job.name, "QUEUE": job.queue, "STATUS": job.status, "REQUEST": describe_request(job),
         "PRIORITY": job.priority, "PREEMPTIBLE": job.preemptible,
-        "PLACEMENT": placement_text(job, view) or "-", "AGE": "-", "REASON": "-", "MESSAGE": "-",
+        "PLACEMENT": placement_text(job, view) or "-", "AGE": "-", "REASON": "-", "REMEDY": "-",
+        "MESSAGE": "-",
         "OWNER": job.owner or "-", "SUBMITTED": job.submitted.isoformat() if job.submitted else "-",
         "VM": job.vm or "-",
     }
@@ -369,6 +370,9 @@ LISTINGS: dict[str, Listing] = {
         text("NAME"), text("QUEUE", priority=4), text("STATUS", priority=6),
         Column("REQUEST", Kind.QUANTITY, priority=3), Column("PLACEMENT", Kind.PLACEMENT, priority=1),
         Column("AGE", Kind.DURATION, priority=2), text("REASON", priority=5),
+        # the remedy alone, last: where a wide terminal has room for it (at 160 columns), the MESSAGE cut before it
+        # still shows what to do
+        text("REMEDY", priority=1),
         number("PRIORITY", wide=True), text("PREEMPTIBLE", wide=True, json_type=bool), text("OWNER", wide=True),
         text("SUBMITTED", wide=True), text("VM", wide=True),
         # last, and kept before REQUEST: the console's wide toggle shows the start of it even at 80 columns

@@ -77,10 +77,11 @@ def render() -> str:
         "",
         "**Why a job waits**: REASON is the stable code of the scheduler's explanation (`over-limit`, `capacity`,",
         "`fragmentation`, `profile-not-carved`, `node-cordoned`, `node-resources`, `node-selector`, ...;",
-        "`schedulable` for a job the next cycle places; `-` for a job that is not waiting). MESSAGE is the same in",
-        "words: the node summary, the nearest miss with its figures, and the remedy. A table cuts a long MESSAGE",
-        "to its width; `get jobs -o wide` piped, `-o json`, `explain JOB` and the console's describe (`d`) give it",
-        "whole.",
+        "`schedulable` for a job the next cycle places; `-` for a job that is not waiting). REMEDY is what would",
+        "make room (`uncordon gpu-h100-11`, `repartition ...`; `-` where nothing would), shown where the width has",
+        "room for it (160 columns). MESSAGE is all of it in words: the node summary, the nearest miss with its",
+        "figures, and the remedy. A table cuts a long MESSAGE or REMEDY to its width; `get jobs -o wide` piped,",
+        "`-o json`, `explain JOB` and the console's describe (`d`) give them whole.",
         "",
     ]
     for name, listing in LISTINGS.items():

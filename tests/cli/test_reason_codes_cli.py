@@ -1,5 +1,5 @@
 """`get jobs`: REASON is the stable code of why a pending job waits, a filter key (`-l reason=over-limit`) in every
-output format; MESSAGE (`-o wide`, JSON) the same in words, whole, with its remedy."""
+output format; REMEDY what would make room; MESSAGE (`-o wide`, JSON) all in words, whole."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ def test_select_by_reason_code() -> None:
     result = gpuadmin("--inventory", OCI, "get", "jobs", "-l", "reason=over-limit")
     assert result.code == 0, result.err
     lines = result.out.splitlines()
-    assert lines[0].split() == ["NAME", "QUEUE", "STATUS", "REQUEST", "PLACEMENT", "AGE", "REASON"]
+    assert lines[0].split() == ["NAME", "QUEUE", "STATUS", "REQUEST", "PLACEMENT", "AGE", "REASON", "REMEDY"]
     assert [line.split()[0] for line in lines[1:]] == OVER_LIMIT
-    assert all(line.split()[-1] == "over-limit" for line in lines[1:])
+    reason = lines[0].index("REASON")
+    assert all(line[reason:].split()[0] == "over-limit" for line in lines[1:])
 
 
 def test_select_by_reason_code_for_names() -> None:
@@ -38,6 +39,7 @@ def test_message_keeps_the_remedy_whole() -> None:
     item = doc["items"][0]
     assert doc["format_version"] == 2
     assert item["reason"] == "node-cordoned" and item["message"].endswith("remedy: uncordon gpu-h100-11")
+    assert item["remedy"] == "uncordon gpu-h100-11"
 
 
 def test_reason_codes_are_the_explanations() -> None:
@@ -49,6 +51,8 @@ def test_reason_codes_are_the_explanations() -> None:
             continue
         explanation = service.explain(name)
         assert (row["REASON"], row["MESSAGE"]) == (explanation.reason, explanation.summary), name
+        # the remedy of the whole cycle's explanation (`explain` of one job may search further: preemptions)
+        assert row["REMEDY"] == "-" or row["REMEDY"] in explanation.summary, name
 
 
 def test_an_unknown_key_names_reason_among_the_known() -> None:
