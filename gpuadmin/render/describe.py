@@ -77,7 +77,7 @@ def _not_in_catalog(gpu: Gpu) -> dict[str, Any] | None:
 def describe_node(view: View, node: Node) -> dict[str, Any]:
     row = node_row(view, node)
     out: dict[str, Any] = {
-        "kind": "node", "name": node.name, "summary": {k.lower(): v for k, v in row.items() if k != "USED"},
+        "kind": "node", "name": node.name, "summary": {k.lower(): v for k, v in row.items()},
         "spec": node.model_dump(mode="json", exclude_none=True, exclude={"gpus"}),
         "gpus": [{k.lower(): v for k, v in gpu_row(view, node, g).items()} for g in node.gpus],
     }
@@ -90,7 +90,8 @@ def describe_node(view: View, node: Node) -> dict[str, Any]:
 
 def describe_job(view: View, job: Job, reason: dict[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "kind": "job", "name": job.name, "summary": {k.lower(): v for k, v in job_row(view, job).items()},
+        "kind": "job", "name": job.name, "summary": {k.lower(): v for k, v in job_row(view, job).items()
+                                                        if k not in ("REMEDY", "MESSAGE")},  # the explanation's
         "spec": job.model_dump(mode="json", exclude_none=True),
     }
     if reason is not None:  # why it waits: the explanation, and its one line where the listing has it
@@ -102,8 +103,7 @@ def describe_job(view: View, job: Job, reason: dict[str, Any] | None = None) -> 
 def describe_queue(view: View, queue: Queue) -> dict[str, Any]:
     jobs = [j for j in view.jobs() if j.queue == queue.name]
     return {
-        "kind": "queue", "name": queue.name, "summary": {k.lower(): v for k, v in queue_row(view, queue).items()
-                                                             if k not in ("QUOTA", "LIMIT")},
+        "kind": "queue", "name": queue.name, "summary": {k.lower(): v for k, v in queue_row(view, queue).items()},
         "spec": queue.model_dump(mode="json", exclude_none=True),
         "jobs": {status: sum(1 for j in jobs if j.status == status)
                  for status in ("running", "pending", "preempted", "completed")},
