@@ -25,7 +25,8 @@ GROUP_BY_ID: dict[str, str] = {
 }
 # the keys that do the same in every view (`?` lists them after the view's own); every `view.*` digit is one
 GLOBAL_IDS = frozenset({"app.command", "app.help", "app.back", "app.quit", "app.quit_now", "edit.schedule"})
-VIEW_OWN_IDS = frozenset({"view.reload"})  # a `view.*` id that acts on the view on top, not a switch to one
+# the `view.*` ids that act on the view on top, not a switch to one
+VIEW_OWN_IDS = frozenset({"view.reload", "view.wide"})
 # The footer's order: these first, then the view's changes, then the other keys the view shows, these last.
 # Whole keys are drawn while they fit the width; `?` is first so it always does.
 FOOTER_FIRST = ("app.help", "table.open", "app.describe", "app.filter")
