@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
+from gpuadmin.render.text import safe
 from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
@@ -63,6 +65,24 @@ COMMANDS: list[tuple[str, str]] = [
 WATCH_SECONDS = 0.5
 # actions that change the cluster: the gate decides, views never do
 MUTATING = {"node_state", "reverse", "schedule", "edit"}
+
+
+@dataclass(frozen=True)
+class Marks:
+    """The marked rows a bulk action acts on: every one, those the filter hides too (k9s acts on all its
+    marks), so the review names each and says which are off screen."""
+
+    table: RowTable
+    names: list[str]
+    hidden: list[str]
+    filter_text: str
+
+    def note(self) -> str:
+        text = f"{len(self.names)} marked: {', '.join(safe(n) for n in self.names)}."
+        if self.hidden:
+            text += (f" {len(self.hidden)} of them hidden by the filter /{safe(self.filter_text)}: "
+                     f"{', '.join(safe(n) for n in self.hidden)}.")
+        return text + " The marks are cleared once this plan is applied."
 
 
 def _view_factory(view: str) -> Any:
@@ -388,6 +408,10 @@ class GpuadminApp(App[int]):
 
     def action_edit(self, edit_id: str) -> None:
         edit = EDITS_BY_ID[edit_id]
+        marks = next((m for m in map(self._marks, edit.views) if m is not None), None) if edit.bulk else None
+        if marks is not None:
+            self._edit_marked(edit, marks)
+            return
         row = self._edit_target(edit)[1]  # the gate has checked that it applies
 
         def open_edit(service: Service) -> FormSpec | Items | dict[str, Any]:
@@ -401,6 +425,19 @@ class GpuadminApp(App[int]):
 
         self.foreground(Request(f"opening {edit.label.lower()}", open_edit,
                                 lambda opened: self._opened(edit, opened), failed=self._failed))
+
+    def _edit_marked(self, edit: Edit, marks: Marks) -> None:
+        """A bulk edit on marked rows: one change item per target (as the row's own edit builds it), one plan."""
+        rows = marks.table.marked_rows()
+
+        def open_each(_service: Service) -> Items:
+            opened = [edit.open(self.session, row) for row in rows]  # on the service worker, as one edit's
+            return [item for items in opened if isinstance(items, list) for item in items]
+
+        self.foreground(Request(f"opening {edit.label.lower()} on {len(rows)} marked", open_each,
+                                lambda items: self.review(f"{edit.label.lower()} {', '.join(marks.names)}", items,
+                                                          marks),
+                                failed=self._failed))
 
     def _opened(self, edit: Edit, opened: FormSpec | Items | dict[str, Any]) -> None:
         if isinstance(opened, dict):  # the MIG form's data
@@ -453,14 +490,21 @@ class GpuadminApp(App[int]):
             return selected[1] if selected else None
         return None
 
-    def action_node_state(self, op: str) -> None:
+    def _marks(self, kind: str) -> Marks | None:
+        """The marks of the `kind` listing on top, if it has any."""
         screen = self.screen
+        if not isinstance(screen, ListingScreen) or screen.kind != kind:
+            return None
+        table = screen.query_one(RowTable)
+        names = [str(row.get(table.key)) for row in table.marked_rows()]
+        return Marks(table, names, table.hidden_marks(), screen.filter_text) if names else None
+
+    def action_node_state(self, op: str) -> None:
+        marks = self._marks("nodes")
         selected = self._selected_node()
-        names = [selected] if selected is not None else []
-        if isinstance(screen, ListingScreen) and screen.kind == "nodes":
-            names = [str(r["NAME"]) for r in screen.query_one(RowTable).marked_rows()] or names
+        names = marks.names if marks is not None else [selected] if selected is not None else []
         if names:
-            self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names])
+            self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names], marks)
 
     def action_reverse(self, which: str) -> None:
         """Undo or redo from the journal view, reviewed like any plan."""
@@ -474,17 +518,21 @@ class GpuadminApp(App[int]):
                                                                    replan=lambda service: reverse(service).plan),
                                 failed=self._failed))
 
-    def review(self, title: str, items: list[dict[str, Any]]) -> None:
+    def review(self, title: str, items: list[dict[str, Any]], marks: Marks | None = None) -> None:
         def plan(service: Service) -> Plan:
             return service.plan(service.build_changes(items))
 
         self.foreground(Request(f"planning {title}", plan,
-                                lambda planned: self._review_plan(title, planned, replan=plan), failed=self._failed))
+                                lambda planned: self._review_plan(title, planned, replan=plan, marks=marks),
+                                failed=self._failed))
 
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
-                     replan: Callable[[Service], Plan] | None = None, note: str = "") -> None:
+                     replan: Callable[[Service], Plan] | None = None, note: str = "",
+                     marks: Marks | None = None) -> None:
         """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
-        again on the new state and shown again — never applied blindly."""
+        again on the new state and shown again — never applied blindly. A plan made from marked rows names
+        every one of them, and clears the marks once applied (they did their work; kept, the next `c` would
+        act on them again unseen)."""
 
         def decided(answer: bool | str | None) -> None:
             if answer is None:
@@ -499,6 +547,8 @@ class GpuadminApp(App[int]):
         def applied(result: Any) -> None:
             if result is not None:
                 self.notify(f"applied: revision {result.revision}", markup=False)
+                if marks is not None and marks.table.is_attached:
+                    marks.table.clear_marks()
                 self._watch()
 
         def refused(failed: GpuadminError) -> None:
@@ -511,7 +561,7 @@ class GpuadminApp(App[int]):
                                         again, failed=self._failed))
 
         def again(fresh: Plan) -> None:
-            self._review_plan(title, fresh, intent, replan=replan,
+            self._review_plan(title, fresh, intent, replan=replan, marks=marks,
                               note=f"The state moved to revision {fresh.base_revision} since this plan was made: "
                                    "planned again on it. Review it again.")
 
@@ -526,7 +576,8 @@ class GpuadminApp(App[int]):
                                      failed=lambda failed: self.notify(" ".join(failed.lines()), severity="error",
                                                                        markup=False)))
 
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note), decided)
+        notes = "\n".join(text for text in (note, marks.note() if marks is not None else "") if text)
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, notes), decided)
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:

@@ -1,4 +1,4 @@
-"""The header: cluster, revision, role, a READ-ONLY badge, and where you are (breadcrumbs)."""
+"""The header: cluster, revision, role, a READ-ONLY badge, how many rows are marked, and where you are (breadcrumbs)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ class HeaderBar(Static):
     """One line; every part is a word, so it reads the same without colour."""
 
     def show(self, *, cluster: str, revision: int, role: str, readonly: bool, persisted: bool,
-             crumbs: list[str]) -> None:
+             crumbs: list[str], marked: int = 0) -> None:
         line = Text()
         line.append(" gpuadmin ", style="reverse bold")
         line.append(f" {safe(cluster)}", style="bold")
@@ -23,5 +23,7 @@ class HeaderBar(Static):
             line.append(" READ-ONLY ", style="reverse")
         if not persisted:
             line.append("  (in memory)")
+        if marked:  # bulk actions act on these, shown or not: the count is never out of sight
+            line.append(f"  {marked} marked", style="bold")
         line.append("  " + " > ".join(safe(c) for c in crumbs), style="bold")
         self.update(line)
