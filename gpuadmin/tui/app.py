@@ -34,7 +34,7 @@ from gpuadmin.tui.screens.help import HelpScreen
 from gpuadmin.tui.screens.listing import ListingScreen
 from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.node import NodeScreen
-from gpuadmin.tui.screens.overview import OverviewScreen
+from gpuadmin.tui.screens.overview import Drill, OverviewBody, OverviewScreen, pending_reason_filter
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
@@ -164,8 +164,8 @@ class GpuadminApp(App[int]):
     @classmethod
     def all_bindings(cls) -> list[Binding]:
         """Every binding of the console with an id: the app's, the table's, the prompt's, the pop-ups'."""
-        owners = (cls, RowTable, ListingScreen, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
-                  MigFormScreen, ProgressScreen)
+        owners = (cls, RowTable, ListingScreen, OverviewBody, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen,
+                  FormScreen, MigFormScreen, ProgressScreen)
         return [binding for owner in owners for binding in owner.BINDINGS
                 if isinstance(binding, Binding) and binding.id]
 
@@ -312,6 +312,19 @@ class GpuadminApp(App[int]):
             self._describe("job", str(row["NAME"]), "text")
         elif kind == "journal":
             self._describe("entry", str(row["ID"]), "text")
+
+    def drill_to(self, target: Drill) -> None:
+        """Enter on an overview count: the listing behind it, filtered (the pending jobs of one reason are
+        found on the service worker), or one node's screen."""
+        if target.node:
+            self.push_screen(NodeScreen(target.node))
+        elif target.reason:
+            code = target.reason
+            self.foreground(Request(f"finding the jobs pending for {code}",
+                                    lambda service: pending_reason_filter(code, service.pending_reason_codes()),
+                                    lambda text: self.open_view(target.view, text), failed=self._failed))
+        else:
+            self.open_view(target.view, target.filter)
 
     def action_prompt(self, mode: str) -> None:
         if isinstance(self.screen, ViewScreen):
