@@ -40,6 +40,7 @@ from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.session import Session, error_lines, poll_moved
 from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
+from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
 from gpuadmin.tui.worker import Request, ServiceAnswer, ServiceWorker
@@ -164,8 +165,8 @@ class GpuadminApp(App[int]):
     @classmethod
     def all_bindings(cls) -> list[Binding]:
         """Every binding of the console with an id: the app's, the table's, the prompt's, the pop-ups'."""
-        owners = (cls, RowTable, ListingScreen, OverviewBody, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen,
-                  FormScreen, MigFormScreen, ProgressScreen)
+        owners = (cls, RowTable, ListingScreen, OverviewBody, BoardsView, TopologyScreen, Prompt, DescribeScreen,
+                  HelpScreen, PlanReviewScreen, FormScreen, MigFormScreen, ProgressScreen)
         return [binding for owner in owners for binding in owner.BINDINGS
                 if isinstance(binding, Binding) and binding.id]
 
@@ -304,14 +305,34 @@ class GpuadminApp(App[int]):
             self.switch_mode(self.mode_history.pop())
 
     def drill_down(self, kind: str, row: dict[str, Any]) -> None:
-        if kind in ("nodes", "gpus", "slices"):
-            self.push_screen(NodeScreen(str(row["NAME"] if kind == "nodes" else row["NODE"])))
+        """Enter on a row opens the thing under the cursor: a node's screen; a GPU: its node's screen at that
+        GPU; a slice: the job holding it (one job), else its GPU; a queue's jobs; a job's or an entry's
+        describe."""
+        if kind == "nodes":
+            self.open_thing("node", str(row["NAME"]))
+        elif kind == "gpus":
+            self.open_thing("gpu", f"{row['NODE']}/{row['GPU']}")
+        elif kind == "slices":
+            holders = str(row.get("HOLDERS") or "-")
+            alone = holders not in ("", "-") and "," not in holders and not holders.startswith("vm:")
+            self.open_thing(*(("job", holders) if alone else ("gpu", f"{row['NODE']}/{row['GPU']}")))
         elif kind == "queues":
             self.open_view("jobs", f"queue={row['NAME']}")
         elif kind == "jobs":
             self._describe("job", str(row["NAME"]), "text")
         elif kind == "journal":
             self._describe("entry", str(row["ID"]), "text")
+
+    def open_thing(self, kind: str, name: str) -> None:
+        """Open what a cursor is on: a node's screen, a GPU (its node's screen at it: `NODE/INDEX`), a job's
+        describe."""
+        if kind == "job":
+            self._describe("job", name, "text")
+        elif kind == "gpu":
+            node, _, index = name.rpartition("/")
+            self.push_screen(NodeScreen(node, gpu=int(index)))
+        else:
+            self.push_screen(NodeScreen(name))
 
     def drill_to(self, target: Drill) -> None:
         """Enter on an overview count: the listing behind it, filtered (the pending jobs of one reason are
