@@ -12,7 +12,14 @@ from gpuadmin.engine.state import View
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.model.inventory import MAX_GPU_INDEX, MAX_SEQ, decimal_at_most
 from gpuadmin.render.board import node_board
-from gpuadmin.render.describe import describe_entry, describe_gpu, describe_job, describe_node, describe_queue
+from gpuadmin.render.describe import (
+    describe_entry,
+    describe_gpu,
+    describe_job,
+    describe_node,
+    describe_queue,
+    history,
+)
 from gpuadmin.render.overview import cluster_overview
 from gpuadmin.render.rows import JOURNAL, LISTINGS, Listing, Row, age_text, journal_row
 from gpuadmin.render.selector import Selector, Term, check_keys, parse_selector
@@ -101,11 +108,14 @@ class Queries(ServiceCore):
 
     @use_case("read")
     def describe(self, kind: str, name: str, now: datetime | None = None) -> dict[str, Any]:
+        """One entity described; a node, job or queue with its history from the journal (`events`, newest
+        first, bounded), a pending job with why it waits (`pending`: the explanation, as `explain` gives it)."""
         view = self.view()
+        clock = now or datetime.now(UTC)
+        found: dict[str, Any] | None = None
         if kind == "node":
             node = view.node(name)
-            if node is not None:
-                return describe_node(view, node)
+            found = describe_node(view, node) if node is not None else None
         elif kind == "gpu":
             node_name, _, index = name.rpartition("/")
             node = view.node(node_name)
@@ -116,18 +126,21 @@ class Queries(ServiceCore):
         elif kind == "job":
             job = view.job(name)
             if job is not None:
-                found = describe_job(view, job)
-                found["summary"]["age"] = age_text(found["summary"]["submitted"], now or datetime.now(UTC))
-                return found
+                waits = job.status in ("pending", "preempted")
+                found = describe_job(view, job, self.explain(name).to_json() if waits else None)
+                found["summary"]["age"] = age_text(found["summary"]["submitted"], clock)
         elif kind == "queue":
             queue = view.queue(name)
-            if queue is not None:
-                return describe_queue(view, queue)
+            found = describe_queue(view, queue) if queue is not None else None
         elif kind == "entry":
             entry_id = decimal_at_most(name, MAX_SEQ)
             entry = self.store.entry(entry_id) if self.store is not None and entry_id is not None else None
             if entry is not None:
                 return describe_entry(entry)
+        if found is not None:
+            touching = self.store.touching(kind, name) if self.store is not None else []
+            found["events"] = history(touching, kind, name, clock)
+            return found
         hint = " (write a GPU as NODE/INDEX, e.g. gpu-h100-01/3)" if kind == "gpu" else ""
         raise InputError([Diagnostic(f"{kind} {name!r} not found{hint}")])
 

@@ -1,9 +1,10 @@
 """The console app: views as modes (one back stack each), k9s navigation, themes, keymap, the one gate.
 
 Every view is reachable by a `:` alias and by a digit. Enter drills down, Esc goes back (within the
-view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists every
-binding, `d`/`y` describe the selection as text or YAML, `q`, `:q` and ctrl+c quit. Mutating actions are
-allowed or refused in one place, `check_action`, which asks the service's permission gate.
+view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists the keys
+of the view on top (grouped by `gpuadmin.tui.keys`), `d`/`y` describe the selection as text or YAML, `q`, `:q`
+and ctrl+c quit. Mutating actions are allowed or refused in one place, `check_action`, which asks the service's
+permission gate.
 
 The app never calls the service itself: it and its screens send requests to the service worker
 (`gpuadmin.tui.worker`) and act on the answers, so no key waits for the engine. Work a user waits for (a
@@ -19,14 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual.actions import parse as parse_action
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
+from gpuadmin.render.cycle_summary import cycle_summary, summary_text
 from gpuadmin.render.text import safe
-from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
+from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
+from gpuadmin.tui.keys import KeyRow, is_global, refused_to
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.form import FormScreen, FormSpec, Items
@@ -38,7 +42,7 @@ from gpuadmin.tui.screens.overview import Drill, OverviewBody, OverviewScreen, p
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
-from gpuadmin.tui.session import Session, error_lines, poll_moved
+from gpuadmin.tui.session import OpenedState, Session, error_lines, open_state, poll_moved
 from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
 from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.prompt import Prompt
@@ -59,13 +63,15 @@ VIEWS: dict[str, tuple[tuple[str, ...], str, str]] = {
 COMMANDS: list[tuple[str, str]] = [
     *((aliases[0] + " [FILTER]", text) for aliases, _, text in VIEWS.values()),
     ("node NAME", "open one node"), ("sort COLUMN", "sort the table (again: reverse)"),
-    ("theme [NAME]", "switch theme (no name: list them)"), ("help", "this list"), ("q, quit", "quit"),
+    ("theme [NAME]", "switch theme (no name: list them)"),
+    ("state DIR", "switch to another state directory (no DIR: say which this is)"),
+    ("help", "this list"), ("q, quit", "quit"),
 ]
 # how often the console asks whether the revision moved: one small query, so an apply elsewhere shows well
 # within a second (issue 9: noticed within 1 s), and a quiet state costs nothing else
 WATCH_SECONDS = 0.5
 # actions that change the cluster: the gate decides, views never do
-MUTATING = {"node_state", "reverse", "schedule", "edit"}
+MUTATING = {"node_state", "reverse", "schedule", "edit", "remedy"}
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,7 @@ class GpuadminApp(App[int]):
         Binding("ctrl+z", "reverse('undo')", "Undo", id="edit.undo"),
         Binding("ctrl+y", "reverse('redo')", "Redo", id="edit.redo"),
         Binding("p", "schedule", "Schedule", id="edit.schedule"),
+        Binding("R", "remedy", "Remedy", id="edit.remedy"),
         *(Binding(edit.key, f"edit('{edit.id}')", edit.label, id=edit.id) for edit in EDITS),
         *(Binding(key, f"view('{view}')", view, show=False, id=f"view.{view}")
           for view, (_, key, _) in VIEWS.items()),
@@ -137,7 +144,7 @@ class GpuadminApp(App[int]):
         self.mode_history: list[str] = []
         self.prompt_history: dict[str, list[str]] = {"command": [], "filter": []}  # shared by every view's prompt
         self.live: set[ViewScreen] = set()
-        self._cycle: SchedulePlan | None = None  # a finished scheduling cycle, handed to its review
+        self._cycle: tuple[Plan, str] | None = None  # a finished scheduling cycle and its summary, for its review
         self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
         self._polling: Request[Any] | None = None  # the live watch's question, while it is out
 
@@ -163,11 +170,15 @@ class GpuadminApp(App[int]):
         self.set_interval(WATCH_SECONDS, self._watch)
 
     @classmethod
+    def binding_owners(cls) -> tuple[type[Any], ...]:
+        """Every class whose bindings the keymap may remap: the app, the table, the prompt, the pop-ups."""
+        return (cls, RowTable, ListingScreen, OverviewBody, BoardsView, TopologyScreen, Prompt, DescribeScreen,
+                HelpScreen, PlanReviewScreen, FormScreen, MigFormScreen, ProgressScreen)
+
+    @classmethod
     def all_bindings(cls) -> list[Binding]:
         """Every binding of the console with an id: the app's, the table's, the prompt's, the pop-ups'."""
-        owners = (cls, RowTable, ListingScreen, OverviewBody, BoardsView, TopologyScreen, Prompt, DescribeScreen,
-                  HelpScreen, PlanReviewScreen, FormScreen, MigFormScreen, ProgressScreen)
-        return [binding for owner in owners for binding in owner.BINDINGS
+        return [binding for owner in cls.binding_owners() for binding in owner.BINDINGS
                 if isinstance(binding, Binding) and binding.id]
 
     @classmethod
@@ -176,7 +187,7 @@ class GpuadminApp(App[int]):
 
     def command_words(self) -> list[str]:
         words = [alias for aliases, _, _ in VIEWS.values() for alias in aliases]
-        return [*words, "node ", "sort ", "theme ", "help", "quit", "q"]
+        return [*words, "node ", "sort ", "theme ", "state ", "help", "quit", "q"]
 
     # the live watch: another console's or a script's apply, noticed within a second ------------------
     def _watch(self) -> None:
@@ -259,17 +270,23 @@ class GpuadminApp(App[int]):
 
     # the gate --------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in MUTATING:
-            if self.session.readonly:
-                return False  # hidden: a viewer sees no key that would change the cluster
-            if action == "node_state":
-                return self._selected_node() is not None
-            if action == "reverse":
-                return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
-            if action == "schedule":
-                return isinstance(self.screen, ViewScreen)
-            if action == "edit":
-                return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
+        if action in MUTATING and self.session.readonly:
+            return False  # hidden: a viewer sees no key that would change the cluster
+        return self.acts_here(action, parameters)
+
+    def acts_here(self, action: str, parameters: tuple[object, ...]) -> bool:
+        """Whether a key acts on the screen on top, whatever the role may do: the gate adds the role, and `?`
+        lists the keys that act here, marking those the role may not use."""
+        if action == "node_state":
+            return self._selected_node() is not None
+        if action == "reverse":
+            return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
+        if action == "schedule":
+            return isinstance(self.screen, ViewScreen)
+        if action == "edit":
+            return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
+        if action == "remedy":
+            return self._pending_job() is not None
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
         if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
@@ -389,10 +406,48 @@ class GpuadminApp(App[int]):
                 self.notify(f"no column {rest!r} to sort by here", severity="warning", markup=False)
         elif word == "theme":
             self._switch_theme(rest)
+        elif word == "state":
+            self.switch_state(rest)
         elif word in ("help", "?"):
             self.action_help()
         else:
             self.notify(f"unknown command {line!r}; `?` lists them", severity="error", markup=False)
+
+    def switch_state(self, directory: str) -> None:
+        """`:state DIR`: the console on another state without a restart (the seed of `:ctx`). It is opened on the
+        service worker, which runs on it from then on; a bad DIR is a notification naming the reason, and the
+        console stays on the state it shows."""
+        if not directory:
+            self.notify(f"on {safe(self.session.place)} (cluster {safe(self.session.cluster)}); "
+                        "`:state DIR` opens another",
+                        markup=False)
+            return
+
+        def reopen(service: Service) -> OpenedState:
+            opened = open_state(service, directory)
+            self.service_worker.service = opened.service  # this thread's next request runs on it
+            return opened
+
+        # not cancellable once started: the worker has moved to the new state, and the console must follow
+        self.foreground(Request(f"opening state {directory}", reopen, self._state_opened, failed=self._failed,
+                                cancellable=False))
+
+    def _state_opened(self, opened: OpenedState) -> None:
+        """Show the new state: what belonged to the old one (a node's screen, a review, a scheduling cycle,
+        marks) is dropped, every view reads again, the header says where the console is now."""
+        self.session.rebind(opened)
+        self._cycle = None
+        while len(self.screen_stack) > 1:  # down to the view the mode opened with
+            self.pop_screen()
+        for screen in list(self.live):
+            screen.stale = True
+            if isinstance(screen, ListingScreen):
+                screen.query_one(RowTable).marked.clear()
+        if isinstance(self.screen, ViewScreen):
+            self.screen.load()
+            self.screen.update_header()
+        self.notify(f"now on state {safe(self.session.place)}: cluster {safe(opened.cluster)}, "
+                    f"revision {opened.revision}, role {self.session.role}", markup=False)
 
     def _switch_theme(self, name: str) -> None:
         if not name:
@@ -404,9 +459,41 @@ class GpuadminApp(App[int]):
             self.notify(str(_unknown_theme(name, self.available_themes)), severity="error", markup=False)
 
     def action_help(self) -> None:
-        rows = [(self._keymap.get(binding.id or "", binding.key), binding.description or binding.action,
-                 binding.id or "") for binding in self.all_bindings()]
-        self.push_screen(HelpScreen(rows, COMMANDS))
+        """`?`: the keys that act on the screen on top (grouped), then the global ones."""
+        screen = self.screen
+        title = screen.view_name if isinstance(screen, ViewScreen) else "this screen"
+        # the focused widget's keys and its screen's (a table's moves, the view's reload), then the app's
+        own = [row for node in (self.focused or screen).ancestors_with_self if node is not self
+               for row in self._key_rows(node.BINDINGS)]
+        here = [*own, *self._key_rows(self.BINDINGS, globals_only=False)]
+        self.push_screen(HelpScreen(title, here, self._key_rows(self.BINDINGS, globals_only=True),
+                                    self.session.role, COMMANDS))
+
+    def _key_rows(self, bindings: list[BindingType], globals_only: bool | None = None) -> list[KeyRow]:
+        """`?`'s lines for these bindings (those with an id), keyed as the keymap has them: with `globals_only`
+        True the global keys, False the others that act here (an edit: in its views, whatever the cursor is on),
+        None every one."""
+        rows = []
+        for binding in bindings:
+            if not isinstance(binding, Binding) or not binding.id:
+                continue
+            if globals_only is not None and is_global(binding.id) != globals_only:
+                continue
+            _, action, parameters = parse_action(binding.action)
+            if globals_only is False and not self._acts_in_view(action, parameters):
+                continue
+            needs = refused_to(self.session.role, binding.id) if action in MUTATING else None
+            rows.append(KeyRow(self._keymap.get(binding.id, binding.key), binding.description or action,
+                               binding.id, needs or ""))
+        return rows
+
+    def _acts_in_view(self, action: str, parameters: tuple[object, ...]) -> bool:
+        if action == "edit":  # the edits of this view, listed with or without a row under the cursor
+            screen = self.screen
+            return isinstance(screen, ViewScreen) and screen.view_name in EDITS_BY_ID[str(parameters[0])].views
+        if action == "remedy":  # on the jobs view, listed whatever job the cursor is on (it acts on a pending one)
+            return isinstance(self.screen, ListingScreen) and self.screen.kind == "jobs"
+        return self.acts_here(action, parameters)
 
     def action_describe(self, fmt: str) -> None:
         if isinstance(self.screen, ViewScreen):
@@ -416,10 +503,7 @@ class GpuadminApp(App[int]):
 
     def _describe(self, kind: str, name: str, fmt: str) -> None:
         def read(service: Service) -> dict[str, Any]:
-            data = service.describe(kind, name)
-            if kind == "job" and data["summary"]["status"] in ("pending", "preempted"):  # why it waits
-                data["pending"] = service.explain(name).to_json()
-            return data
+            return service.describe(kind, name)  # a pending job's carries why it waits (`pending`)
 
         def show(data: dict[str, Any]) -> None:
             self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt))
@@ -491,7 +575,7 @@ class GpuadminApp(App[int]):
         progress = ProgressScreen("scheduling cycle (a plan: nothing is applied yet)")
         self.push_screen(progress, self._schedule_done)
 
-        def done(result: SchedulePlan) -> None:
+        def done(result: tuple[Plan, str]) -> None:
             if self.screen is progress:
                 self._cycle = result
                 progress.dismiss(True)
@@ -502,18 +586,45 @@ class GpuadminApp(App[int]):
                 progress.dismiss(False)
 
         # owned by the progress screen: Esc dismisses it, and the cycle's answer is discarded
-        self.session.ask(Request("scheduling cycle", lambda service: service.schedule(), done, failed=failed,
-                                 owner=progress))
+        self.session.ask(Request("scheduling cycle", _summarised_cycle, done, failed=failed, owner=progress))
 
     def _schedule_done(self, finished: bool | None) -> None:
-        result = self._cycle
+        cycle = self._cycle
         self._cycle = None
-        if not finished or result is None:
+        if not finished or cycle is None:
             self.notify("scheduling cycle cancelled: nothing applied", markup=False)
             return
-        title = (f"scheduling cycle: {len(result.bound)} bind(s), {len(result.preempted)} preemption(s), "
-                 f"{len(result.pending)} left pending")
-        self._review_plan(title, result.plan, replan=lambda service: service.schedule().plan)
+        plan, summary = cycle
+        counts = summary.split("\n", 1)[0]  # the summary's first line; the review opens on the summary
+        self._review_plan(f"scheduling cycle: {counts}", plan, replan=_summarised_cycle, summary=summary)
+
+    def _pending_job(self) -> str | None:
+        """The pending (or preempted) job a remedy would be for: the jobs view's row, or the job described."""
+        screen = self.screen
+        if isinstance(screen, ListingScreen) and screen.kind == "jobs":
+            row = screen.current_row()
+            return str(row["NAME"]) if row is not None and row["STATUS"] in ("pending", "preempted") else None
+        if isinstance(screen, DescribeScreen):  # a pending job's description carries its explanation
+            return str(screen.data["pending"]["job"]) if "pending" in screen.data else None
+        return None
+
+    def action_remedy(self) -> None:
+        """Plan the selected pending job's remedy (explain's checked change ops) into the review."""
+        job = self._pending_job()
+        if job is None:
+            return
+
+        def planned(remedy: Remedy) -> None:
+            found = remedy.explanation
+            if remedy.plan is None:
+                self.notify(f"{job}: no remedy that planning can check ({found.reason}"
+                            + (f"; {found.remedy}" if found.remedy else "") + ")", severity="warning", markup=False)
+                return
+            self._review_plan(f"remedy for {job}: {found.remedy}", remedy.plan,
+                              replan=lambda service: _remedy_plan(service, job))
+
+        self.foreground(Request(f"planning the remedy for {job}", lambda service: service.plan_remedy(job), planned,
+                                failed=self._failed))
 
     def _selected_node(self) -> str | None:
         screen = self.screen
@@ -561,7 +672,7 @@ class GpuadminApp(App[int]):
                                 failed=self._failed))
 
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
-                     replan: Callable[[Service], Plan] | None = None, note: str = "",
+                     replan: Callable[[Service], Replanned] | None = None, note: str = "", summary: str = "",
                      marks: Marks | None = None) -> None:
         """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
         again on the new state and shown again — never applied blindly. A plan made from marked rows names
@@ -594,9 +705,10 @@ class GpuadminApp(App[int]):
                 self.foreground(Request("planning again on the new state", lambda service: _replanned(service, replan),
                                         again, failed=self._failed))
 
-        def again(fresh: Plan) -> None:
-            self._review_plan(title, fresh, intent, replan=replan, marks=marks,
-                              note=f"The state moved to revision {fresh.base_revision} since this plan was made: "
+        def again(fresh: Replanned) -> None:
+            plan, summary = fresh if isinstance(fresh, tuple) else (fresh, "")
+            self._review_plan(title, plan, intent, replan=replan, summary=summary, marks=marks,
+                              note=f"The state moved to revision {plan.base_revision} since this plan was made: "
                                    "planned again on it. Review it again.")
 
         def save(typed: str, saved: Callable[[], None]) -> None:
@@ -611,7 +723,7 @@ class GpuadminApp(App[int]):
                                                                        markup=False)))
 
         notes = "\n".join(text for text in (note, marks.note() if marks is not None else "") if text)
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, notes), decided)
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, notes, summary), decided)
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:
@@ -630,9 +742,28 @@ class GpuadminApp(App[int]):
         return path
 
 
-def _replanned(service: Service, replan: Callable[[Service], Plan]) -> Plan:
+# what planning a reviewed change again gives: its plan, or its plan and its summary (a scheduling cycle)
+Replanned = Plan | tuple[Plan, str]
+
+
+def _replanned(service: Service, replan: Callable[[Service], Replanned]) -> Replanned:
     service.refresh()
     return replan(service)
+
+
+def _remedy_plan(service: Service, job: str) -> Plan:
+    """The remedy planned again on a moved state; one no longer needed is an empty plan (nothing to apply)."""
+    remedy = service.plan_remedy(job)
+    if remedy.plan is None:
+        return service.plan([])
+    return remedy.plan
+
+
+def _summarised_cycle(service: Service) -> tuple[Plan, str]:
+    """One scheduling cycle's plan and its summary, both made on the service worker: at 100,000 jobs the
+    summary explains every job left pending, work no key may wait for."""
+    result = service.schedule()
+    return result.plan, summary_text(cycle_summary(result))
 
 
 def _unknown_theme(name: str, available: dict[str, Any]) -> Diagnostic:

@@ -328,17 +328,27 @@ def unwrapped(lines: list[Text]) -> Text:
 
 
 def quota_bar(used: float, quota: float | None, limit: float | None, width: int) -> str:
-    """`####++..|` — `#` used within quota, `+` borrowed over it, `.` room up to the limit, `|` the quota."""
+    """`######..|++.....`: `#` used within the quota, `|` the quota (a cell of its own), `+` borrowed over it,
+    `.` room (under the quota, and past it up to the limit). Borrowing gets at least one `+`, and use at least
+    one `#`, however small against the bar's scale: a queue that borrows 0.88 of 48 GPUs still shows it, in
+    glyphs that read without colour."""
     top = max(used, quota or 0.0, limit or 0.0, 1e-9)
-    scale = width / top
-    within = min(used, quota if quota is not None else used)
-    cells = ["#"] * round(within * scale)
-    cells += ["+"] * (round(used * scale) - len(cells))
-    cells += ["."] * (width - len(cells))
-    if quota is not None and 0 < quota < top:
-        mark = min(width - 1, round(quota * scale))
-        cells[mark] = "|"
-    return "".join(cells[:width])
+    marked = quota is not None and 0 < quota < top
+    cells = width - 1 if marked else width
+    scale = cells / top
+    borrowed = max(0.0, used - quota) if quota is not None else 0.0
+    left = cells if quota is None else min(cells, round(quota * scale))  # the part up to the quota
+    if borrowed > 0 and left == cells and cells > 0:
+        left -= 1  # the quota's part rounded to the whole bar: keep a cell for the borrowed part
+    right = cells - left
+    within = _at_least_one(min(used, quota) if quota is not None else used, scale, left)
+    over = _at_least_one(borrowed, scale, right)
+    return ("#" * within + "." * (left - within) + ("|" if marked else "") + "+" * over + "." * (right - over))[:width]
+
+
+def _at_least_one(amount: float, scale: float, room: int) -> int:
+    """Cells for `amount`: rounded, but one for any amount above zero, never more than `room`."""
+    return min(room, max(1 if amount > 1e-9 else 0, round(amount * scale)))
 
 
 def use_bar(counts: dict[str, int], width: int) -> Text:

@@ -116,7 +116,7 @@ async def test_readonly_in_memory_says_so() -> None:
     app = make_app(Service(inventory=CLUSTER, role="viewer"), view="nodes")
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
-        assert header(app) == " gpuadmin  tui-lab  rev 0  role viewer   READ-ONLY   (in memory)  nodes"
+        assert header(app) == " gpuadmin  tui-lab  cluster.yaml  rev 0  role viewer   READ-ONLY   (in memory)  nodes"
         assert "Cordon" not in footer_keys(app)
 
 

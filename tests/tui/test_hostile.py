@@ -94,7 +94,8 @@ async def test_every_view_shows_the_names_literally_and_clicks_do_nothing(hostil
         for digit, pieces in [*list(SHOWN.items())[1:], *list(SHOWN.items())[:1]]:
             await press(pilot, digit)
             text = assert_literal(app, *pieces)
-            assert text.splitlines()[0].startswith(" gpuadmin  [bold]hostile-lab  rev 1  role admin")
+            assert text.splitlines()[0].startswith(" gpuadmin  [bold]hostile-lab  ")  # then the state's directory
+            assert "/hostile-state  rev 1  role admin" in text.splitlines()[0]
             for needle in ("[@click=app.quit]", "[bold]"):
                 await click_every(pilot, app, needle)
         assert not notes(app)
@@ -154,7 +155,7 @@ async def test_help_over_a_hostile_cluster(hostile_state: Path) -> None:
         await settle(pilot)
         await press(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
-        assert_literal(app, "app.quit", "edit.cordon")
+        assert_literal(app, "app.quit", "edit.submit_job")
         await press(pilot, "escape")
         assert isinstance(app.screen, ListingScreen)
 

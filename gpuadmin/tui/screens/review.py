@@ -1,7 +1,8 @@
 """The plan review: every change made from the console is shown as its plan — verdict, violations with
 their rule ids, the diff, effects and node commands — and applied only on confirmation. A destructive
 plan (evictions, a drain, a removal) asks for the name it hits to be typed; a refused plan cannot be
-applied. The decision (apply or not) is the service's `submit`; this screen only asks."""
+applied. A plan with a summary (a scheduling cycle: thousands of binds) opens on the summary under its verdict;
+`f` shows the full plan and back. The decision (apply or not) is the service's `submit`; this screen only asks."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from gpuadmin.render.plan import plan_text
+from gpuadmin.render.plan import plan_heading, plan_text
 from gpuadmin.render.text import safe
 from gpuadmin.service import Confirmation, Plan
 
@@ -27,23 +28,26 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         Binding("escape,n", "cancel", "Cancel", id="review.cancel"),
         Binding("y", "confirm", "Apply", id="review.apply"),
         Binding("w", "save", "Save plan", id="review.save"),
+        Binding("f", "full_diff", "Full diff/summary", id="review.full_diff"),
     ]
 
     def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[str, Callable[[], None]], None],
-                 note: str = "") -> None:
+                 note: str = "", summary: str = "") -> None:
         super().__init__()
         self.title_text = title
         self.plan = plan
         self.asked = asked
         self.save = save
         self.note = note
+        self.summary = summary
+        self.full = not summary  # a summarised plan opens on its summary
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="review-scroll") as scroll:
             scroll.border_title = Text(f"plan: {safe(self.title_text)}")
             if self.note:
                 yield Static(Text(self.note), id="review-note")
-            yield Static(Text(plan_text(self.plan.to_json())), id="review")
+            yield Static(self._body(), id="review")
             if not self.plan.allowed:
                 yield Static(Text("REFUSED: this plan cannot be applied. Esc to go back."), id="review-verdict")
             elif self.plan.empty:
@@ -64,13 +68,29 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         else:
             self.query_one("#review-scroll").focus()
 
+    def _body(self) -> Text:
+        data = self.plan.to_json()
+        if self.full:
+            return Text(plan_text(data))
+        lines = plan_heading(data)
+        full = len(plan_text(data).splitlines())
+        # in a destructive review the typed confirmation has the focus, and takes the letter `f`
+        tab = " (Tab first, out of the confirmation)" if self.asked.destructive else ""
+        return Text("\n".join([*lines, self.summary.rstrip("\n"), f"f{tab}: the full plan ({full} lines)"]) + "\n")
+
     def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
+        if action == "full_diff":  # only a summarised plan has two forms
+            return bool(self.summary)
         if action == "confirm":  # a refused or empty plan has nothing to confirm; a destructive one is typed
             return self.plan.allowed and not self.plan.empty and not self.asked.destructive
         return True
 
     def action_confirm(self) -> None:
         self.dismiss(True)
+
+    def action_full_diff(self) -> None:
+        self.full = not self.full
+        self.query_one("#review", Static).update(self._body())
 
     def action_cancel(self) -> None:
         self.dismiss(None)
