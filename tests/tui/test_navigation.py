@@ -14,8 +14,9 @@ from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.help import HelpScreen
 from gpuadmin.tui.screens.listing import ListingScreen
 from gpuadmin.tui.screens.node import NodeScreen
-from gpuadmin.tui.screens.overview import OverviewScreen
+from gpuadmin.tui.screens.overview import OverviewBody, OverviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
+from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.table import RowTable
 from tests.tui.tuikit import (
     NODES,
@@ -333,7 +334,8 @@ async def test_help_lists_the_views_keys_with_their_ids() -> None:
         assert isinstance(app.screen, HelpScreen)
         await press(pilot, "escape")
         assert isinstance(app.screen, ListingScreen)
-    views_keys = {b.id for owner in (GpuadminApp, RowTable, ListingScreen) for b in owner.BINDINGS
+    views_keys = {b.id for owner in (GpuadminApp, RowTable, ListingScreen, OverviewBody, BoardsView, TopologyScreen)
+                  for b in owner.BINDINGS
                   if isinstance(b, Binding) and b.id}
     assert found == views_keys
 
