@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,12 +38,13 @@ from gpuadmin.tui.screens.help import HelpScreen
 from gpuadmin.tui.screens.listing import ListingScreen
 from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.node import NodeScreen
-from gpuadmin.tui.screens.overview import OverviewScreen
+from gpuadmin.tui.screens.overview import Drill, OverviewBody, OverviewScreen
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.session import OpenedState, Session, error_lines, open_state, poll_moved
 from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
+from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
 from gpuadmin.tui.worker import Request, ServiceAnswer, ServiceWorker
@@ -70,6 +72,24 @@ COMMANDS: list[tuple[str, str]] = [
 WATCH_SECONDS = 0.5
 # actions that change the cluster: the gate decides, views never do
 MUTATING = {"node_state", "reverse", "schedule", "edit", "remedy"}
+
+
+@dataclass(frozen=True)
+class Marks:
+    """The marked rows a bulk action acts on: every one, those the filter hides too (k9s acts on all its
+    marks), so the review names each and says which are off screen."""
+
+    table: RowTable
+    names: list[str]
+    hidden: list[str]
+    filter_text: str
+
+    def note(self) -> str:
+        text = f"{len(self.names)} marked: {', '.join(safe(n) for n in self.names)}."
+        if self.hidden:
+            text += (f" {len(self.hidden)} of them hidden by the filter /{safe(self.filter_text)}: "
+                     f"{', '.join(safe(n) for n in self.hidden)}.")
+        return text + " The marks are cleared once this plan is applied."
 
 
 def _view_factory(view: str) -> Any:
@@ -152,8 +172,8 @@ class GpuadminApp(App[int]):
     @classmethod
     def binding_owners(cls) -> tuple[type[Any], ...]:
         """Every class whose bindings the keymap may remap: the app, the table, the prompt, the pop-ups."""
-        return (cls, RowTable, ListingScreen, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
-                MigFormScreen, ProgressScreen)
+        return (cls, RowTable, ListingScreen, OverviewBody, BoardsView, TopologyScreen, Prompt, DescribeScreen,
+                HelpScreen, PlanReviewScreen, FormScreen, MigFormScreen, ProgressScreen)
 
     @classmethod
     def all_bindings(cls) -> list[Binding]:
@@ -302,14 +322,42 @@ class GpuadminApp(App[int]):
             self.switch_mode(self.mode_history.pop())
 
     def drill_down(self, kind: str, row: dict[str, Any]) -> None:
-        if kind in ("nodes", "gpus", "slices"):
-            self.push_screen(NodeScreen(str(row["NAME"] if kind == "nodes" else row["NODE"])))
+        """Enter on a row opens the thing under the cursor: a node's screen; a GPU: its node's screen at that
+        GPU; a slice: the job holding it (one job), else its GPU; a queue's jobs; a job's or an entry's
+        describe."""
+        if kind == "nodes":
+            self.open_thing("node", str(row["NAME"]))
+        elif kind == "gpus":
+            self.open_thing("gpu", f"{row['NODE']}/{row['GPU']}")
+        elif kind == "slices":
+            holders = str(row.get("HOLDERS") or "-")
+            alone = holders not in ("", "-") and "," not in holders and not holders.startswith("vm:")
+            self.open_thing(*(("job", holders) if alone else ("gpu", f"{row['NODE']}/{row['GPU']}")))
         elif kind == "queues":
             self.open_view("jobs", f"queue={row['NAME']}")
         elif kind == "jobs":
             self._describe("job", str(row["NAME"]), "text")
         elif kind == "journal":
             self._describe("entry", str(row["ID"]), "text")
+
+    def open_thing(self, kind: str, name: str) -> None:
+        """Open what a cursor is on: a node's screen, a GPU (its node's screen at it: `NODE/INDEX`), a job's
+        describe."""
+        if kind == "job":
+            self._describe("job", name, "text")
+        elif kind == "gpu":
+            node, _, index = name.rpartition("/")
+            self.push_screen(NodeScreen(node, gpu=int(index)))
+        else:
+            self.push_screen(NodeScreen(name))
+
+    def drill_to(self, target: Drill) -> None:
+        """Enter on an overview count: the listing behind it, filtered (the pending jobs of one reason by the
+        jobs' REASON column), or one node's screen."""
+        if target.node:
+            self.push_screen(NodeScreen(target.node))
+        else:
+            self.open_view(target.view, target.filter)
 
     def action_prompt(self, mode: str) -> None:
         if isinstance(self.screen, ViewScreen):
@@ -473,6 +521,10 @@ class GpuadminApp(App[int]):
 
     def action_edit(self, edit_id: str) -> None:
         edit = EDITS_BY_ID[edit_id]
+        marks = next((m for m in map(self._marks, edit.views) if m is not None), None) if edit.bulk else None
+        if marks is not None:
+            self._edit_marked(edit, marks)
+            return
         row = self._edit_target(edit)[1]  # the gate has checked that it applies
 
         def open_edit(service: Service) -> FormSpec | Items | dict[str, Any]:
@@ -486,6 +538,19 @@ class GpuadminApp(App[int]):
 
         self.foreground(Request(f"opening {edit.label.lower()}", open_edit,
                                 lambda opened: self._opened(edit, opened), failed=self._failed))
+
+    def _edit_marked(self, edit: Edit, marks: Marks) -> None:
+        """A bulk edit on marked rows: one change item per target (as the row's own edit builds it), one plan."""
+        rows = marks.table.marked_rows()
+
+        def open_each(_service: Service) -> Items:
+            opened = [edit.open(self.session, row) for row in rows]  # on the service worker, as one edit's
+            return [item for items in opened if isinstance(items, list) for item in items]
+
+        self.foreground(Request(f"opening {edit.label.lower()} on {len(rows)} marked", open_each,
+                                lambda items: self.review(f"{edit.label.lower()} {', '.join(marks.names)}", items,
+                                                          marks),
+                                failed=self._failed))
 
     def _opened(self, edit: Edit, opened: FormSpec | Items | dict[str, Any]) -> None:
         if isinstance(opened, dict):  # the MIG form's data
@@ -565,14 +630,21 @@ class GpuadminApp(App[int]):
             return selected[1] if selected else None
         return None
 
-    def action_node_state(self, op: str) -> None:
+    def _marks(self, kind: str) -> Marks | None:
+        """The marks of the `kind` listing on top, if it has any."""
         screen = self.screen
+        if not isinstance(screen, ListingScreen) or screen.kind != kind:
+            return None
+        table = screen.query_one(RowTable)
+        names = [str(row.get(table.key)) for row in table.marked_rows()]
+        return Marks(table, names, table.hidden_marks(), screen.filter_text) if names else None
+
+    def action_node_state(self, op: str) -> None:
+        marks = self._marks("nodes")
         selected = self._selected_node()
-        names = [selected] if selected is not None else []
-        if isinstance(screen, ListingScreen) and screen.kind == "nodes":
-            names = [str(r["NAME"]) for r in screen.query_one(RowTable).marked_rows()] or names
+        names = marks.names if marks is not None else [selected] if selected is not None else []
         if names:
-            self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names])
+            self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names], marks)
 
     def action_reverse(self, which: str) -> None:
         """Undo or redo from the journal view, reviewed like any plan."""
@@ -586,17 +658,21 @@ class GpuadminApp(App[int]):
                                                                    replan=lambda service: reverse(service).plan),
                                 failed=self._failed))
 
-    def review(self, title: str, items: list[dict[str, Any]]) -> None:
+    def review(self, title: str, items: list[dict[str, Any]], marks: Marks | None = None) -> None:
         def plan(service: Service) -> Plan:
             return service.plan(service.build_changes(items))
 
         self.foreground(Request(f"planning {title}", plan,
-                                lambda planned: self._review_plan(title, planned, replan=plan), failed=self._failed))
+                                lambda planned: self._review_plan(title, planned, replan=plan, marks=marks),
+                                failed=self._failed))
 
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
-                     replan: Callable[[Service], Replanned] | None = None, note: str = "", summary: str = "") -> None:
+                     replan: Callable[[Service], Replanned] | None = None, note: str = "", summary: str = "",
+                     marks: Marks | None = None) -> None:
         """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
-        again on the new state and shown again — never applied blindly."""
+        again on the new state and shown again — never applied blindly. A plan made from marked rows names
+        every one of them, and clears the marks once applied (they did their work; kept, the next `c` would
+        act on them again unseen)."""
 
         def decided(answer: bool | str | None) -> None:
             if answer is None:
@@ -611,6 +687,8 @@ class GpuadminApp(App[int]):
         def applied(result: Any) -> None:
             if result is not None:
                 self.notify(f"applied: revision {result.revision}", markup=False)
+                if marks is not None and marks.table.is_attached:
+                    marks.table.clear_marks()
                 self._watch()
 
         def refused(failed: GpuadminError) -> None:
@@ -624,7 +702,7 @@ class GpuadminApp(App[int]):
 
         def again(fresh: Replanned) -> None:
             plan, summary = fresh if isinstance(fresh, tuple) else (fresh, "")
-            self._review_plan(title, plan, intent, replan=replan, summary=summary,
+            self._review_plan(title, plan, intent, replan=replan, summary=summary, marks=marks,
                               note=f"The state moved to revision {plan.base_revision} since this plan was made: "
                                    "planned again on it. Review it again.")
 
@@ -639,7 +717,8 @@ class GpuadminApp(App[int]):
                                      failed=lambda failed: self.notify(" ".join(failed.lines()), severity="error",
                                                                        markup=False)))
 
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note, summary), decided)
+        notes = "\n".join(text for text in (note, marks.note() if marks is not None else "") if text)
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, notes, summary), decided)
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:

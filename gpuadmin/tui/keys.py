@@ -15,7 +15,7 @@ from gpuadmin.service import OPS, Role
 
 GROUPS = ("navigate", "view", "change")  # their order in `?`
 GROUP_BY_PREFIX: dict[str, str] = {
-    "table": "navigate", "prompt": "navigate",
+    "table": "navigate", "prompt": "navigate", "overview": "navigate", "boards": "navigate", "topology": "navigate",
     "view": "view", "app": "view", "describe": "view", "help": "view",
     "edit": "change", "review": "change", "form": "change", "mig": "change", "progress": "change",
 }
@@ -29,7 +29,7 @@ GLOBAL_IDS = frozenset({"app.command", "app.help", "app.back", "app.quit", "app.
 VIEW_OWN_IDS = frozenset({"view.reload", "view.wide"})
 # The footer's order: these first, then the view's changes, then the other keys the view shows, these last.
 # Whole keys are drawn while they fit the width; `?` is first so it always does.
-FOOTER_FIRST = ("app.help", "table.open", "app.describe", "app.filter")
+FOOTER_FIRST = ("app.help", "table.open", "overview.open", "topology.open", "app.describe", "app.filter")
 FOOTER_LAST = ("edit.schedule", "table.sort", "app.command", "app.quit")
 ROLE_ORDER: tuple[str, ...] = get_args(Role)  # viewer < operator < admin
 # the least role of a change key: its op's (the registry's record); any other change needs an operator

@@ -137,7 +137,7 @@ async def test_describe_a_journal_entry(state_dir) -> None:
         assert "node/gpu-h100-02" in body and "state: ready -> cordoned" in body
 
 
-@pytest.mark.parametrize("name", ["overview", "topology"])
+@pytest.mark.parametrize("name", ["overview"])  # the topology's cursor describes: tests/tui/test_enter.py
 async def test_nothing_to_describe_no_d(name: str) -> None:
     app = make_app(view=name)
     async with app.run_test(size=(100, 30)) as pilot:

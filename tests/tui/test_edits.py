@@ -201,7 +201,7 @@ async def test_marked_nodes_are_cordoned_together_and_uncordon(state_dir: Path) 
         await press(pilot, "y")
         await settle(pilot)
         assert shown(app, "STATE")[:2] == ["cordoned", "cordoned"]
-        await press(pilot, "g", "u")
+        await press(pilot, "g", "space", "space", "u")  # the apply cleared the marks: marked again
         assert app.screen.title_text == "uncordon gpu-h100-01, gpu-h100-02"
         await press(pilot, "y")
         await settle(pilot)

@@ -123,7 +123,7 @@ async def test_filter_topology_and_a_bad_one_changes_nothing(state_dir) -> None:
         await settle(pilot)
         await filter_rows(pilot, "state=cordoned")
         drawing = drawing_text(app)
-        assert drawing.splitlines()[0] == "gpu-h100-11  baremetal  cordoned"
+        assert drawing.splitlines()[0] == "  - gpu-h100-11  baremetal  cordoned"
         assert "gpu-h100-01" not in drawing
         assert header(app).endswith("topology /state=cordoned")
         await filter_rows(pilot, "colour=red")
@@ -136,8 +136,8 @@ async def test_filter_topology_and_a_bad_one_changes_nothing(state_dir) -> None:
         await wait_for(pilot, lambda: "rev 1" in header(app))  # the live watch polls every second
         assert app.is_running and isinstance(app.screen, TopologyScreen)
         lines = drawing_text(app).splitlines()
-        assert [line for line in lines if not line.startswith(" ")] == [
-            "gpu-h100-02  baremetal  cordoned", "gpu-h100-11  baremetal  cordoned"]
+        assert [line for line in lines if line.startswith("  - ")] == [  # the hosts: the tree's top level
+            "  - gpu-h100-02  baremetal  cordoned", "  - gpu-h100-11  baremetal  cordoned"]
         assert "rev 1" in header(app)
 
 

@@ -22,9 +22,12 @@ from gpuadmin.tui.screens.form import FormScreen
 from gpuadmin.tui.screens.help import HelpScreen
 from gpuadmin.tui.screens.listing import ListingScreen
 from gpuadmin.tui.screens.mig_form import MigFormScreen
+from gpuadmin.tui.screens.overview import OverviewBody
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
+from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.settings import load_keymap
+from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
 from tests.tui.tuikit import cursor_row, make_app, press, settle, shown
@@ -36,7 +39,7 @@ END = "<!-- /keys -->"
 WHERE_OWNER: dict[type, str] = {
     RowTable: "tables", ListingScreen: "tables", Prompt: "the `:` `/` prompt", DescribeScreen: "describe",
     HelpScreen: "help", PlanReviewScreen: "plan review", FormScreen: "form", MigFormScreen: "MIG form",
-    ProgressScreen: "scheduling cycle",
+    ProgressScreen: "scheduling cycle", OverviewBody: "overview", BoardsView: "topology", TopologyScreen: "topology",
 }
 WHERE_APP = {
     "app.filter": "tables", "app.describe": "tables, node", "app.yaml": "tables, node",

@@ -78,7 +78,12 @@ class ViewScreen(Screen[None]):
         crumbs = [s.crumb() for s in self.app.screen_stack if isinstance(s, ViewScreen)]
         self.query_one(HeaderBar).show(cluster=session.cluster, revision=session.revision, role=session.role,
                                        readonly=session.readonly, persisted=session.persisted,
-                                       crumbs=crumbs or [self.crumb()], where=session.place)
+                                       crumbs=crumbs or [self.crumb()], where=session.place,
+                                       marked=self.marked_count())
+
+    def marked_count(self) -> int:
+        """How many rows are marked in this view (for the header)."""
+        return 0
 
     def load(self) -> None:
         """(Re)read this view's data on the service worker: a large state never holds up a key. A newer

@@ -191,6 +191,13 @@ class ListingScreen(ViewScreen):
     def on_row_table_reshaped(self) -> None:
         self._status()
 
+    def on_row_table_marked(self) -> None:
+        self.update_header()
+
+    def marked_count(self) -> int:
+        tables = self.query(RowTable)
+        return len(tables.first().marked) if tables else 0
+
     def action_reload(self) -> None:
         self.load()
 

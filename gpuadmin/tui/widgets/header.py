@@ -1,5 +1,5 @@
 """The header: cluster, which state (its directory, or the inventory in memory), revision, role, a READ-ONLY
-badge, and where you are (breadcrumbs)."""
+badge, how many rows are marked, and where you are (breadcrumbs)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ class HeaderBar(Static):
     """One line; every part is a word, so it reads the same without colour."""
 
     def show(self, *, cluster: str, revision: int, role: str, readonly: bool, persisted: bool,
-             crumbs: list[str], where: str = "") -> None:
+             crumbs: list[str], where: str = "", marked: int = 0) -> None:
         """`where` names the state, so consoles on several states tell apart; shortened from the left (the
-        end of a path is what tells states apart) to leave the rest of the line its room."""
+        end of a path is what tells states apart) to leave the rest of the line its room. `marked`: how many
+        rows bulk actions would act on, shown or not, so the count is never out of sight."""
         line = Text()
         line.append(" gpuadmin ", style="reverse bold")
         line.append(f" {safe(cluster)}", style="bold")
@@ -34,6 +35,8 @@ class HeaderBar(Static):
             rest.append(" READ-ONLY ", style="reverse")
         if not persisted:
             rest.append("  (in memory)")
+        if marked:
+            rest.append(f"  {marked} marked", style="bold")
         rest.append("  " + " > ".join(safe(c) for c in crumbs), style="bold")
         if where:
             room = (self.size.width or 80) - line.cell_len - rest.cell_len - 2
