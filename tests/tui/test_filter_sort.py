@@ -168,13 +168,16 @@ async def test_s_sorts_by_each_column_in_turn_and_S_reverses() -> None:
         assert shown(app) == sorted(NODES, reverse=True)
         assert screen_text(app).splitlines()[2].startswith("  NAMEv ")
         assert status_line(app).endswith("sorted by NAME (reverse)")
-        await press(pilot, "s")  # the next column, ascending again
+        await press(pilot, "s")  # the next column (the listing's order: NAME PLATFORM STATE GPUS ...), ascending again
+        assert (grid(app).sort_column, grid(app).sort_reverse) == ("PLATFORM", False)
+        assert shown(app, "PLATFORM") == ["baremetal"] * 6 + ["vsphere"]
+        await press(pilot, "s")
         assert (grid(app).sort_column, grid(app).sort_reverse) == ("STATE", False)
         assert shown(app, "STATE") == ["cordoned"] + ["ready"] * 6
         await press(pilot, "s")
         assert grid(app).sort_column == "GPUS"
         assert shown(app, "GPUS") == sorted(shown(app, "GPUS"))  # numbers sort as numbers
-        for _ in range(len(grid(app).columns) - 2):
+        for _ in range(len(grid(app).columns) - 3):
             await press(pilot, "s")
         assert grid(app).sort_column == "NAME"  # round again
 
@@ -182,6 +185,8 @@ async def test_s_sorts_by_each_column_in_turn_and_S_reverses() -> None:
 async def test_sort_command_by_column_then_reversed() -> None:
     app = make_app(view="jobs")
     async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await press(pilot, "ctrl+w")  # PRIORITY is a wide column: sorted by once it is shown
         await settle(pilot)
         await command(pilot, "sort priority")
         assert (grid(app).sort_column, grid(app).sort_reverse) == ("PRIORITY", False)
