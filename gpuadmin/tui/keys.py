@@ -1,4 +1,4 @@
-"""Where each key of the console belongs, in one place: its group in `?` (navigate, view, change), whether it is
+"""Where each key of the console belongs, in one place: its group in `?` (change, view, navigate), whether it is
 global (the same in every view: `?` lists those last), the least role that may use it, and its place in the footer.
 
 A binding's group comes from its id: a few ids are named below, every other one takes its prefix's group
@@ -13,7 +13,9 @@ from typing import get_args
 
 from gpuadmin.service import OPS, Role
 
-GROUPS = ("navigate", "view", "change")  # their order in `?`
+# their order in `?`: what the view lets you do first (k9s's help: the resource's actions, then general, then
+# navigation), so an 80x24 screen opens on the view's changes, not on the arrow keys every table has
+GROUPS = ("change", "view", "navigate")
 GROUP_BY_PREFIX: dict[str, str] = {
     "table": "navigate", "prompt": "navigate", "overview": "navigate", "boards": "navigate", "topology": "navigate",
     "view": "view", "app": "view", "describe": "view", "help": "view",

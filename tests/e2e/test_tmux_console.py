@@ -56,12 +56,13 @@ def test_jobs_filter_describe_back_quit(state: Path, tmp_path: Path, panes: list
     assert "running" not in filtered.split("jobs: 17 of 55", 1)[1], "the filter keeps pending jobs only"
 
     pane.type("d")
-    described = pane.wait_for("text: job")
-    assert "kind: job" in described and "status: pending" in described
+    described = pane.wait_for("Status:")  # laid out as kubectl describe: Name, Kind, Status, Pending first
+    assert "Kind:           job" in described and "Status:         pending" in described
+    assert "Pending:        " in described
 
     pane.keys("Escape")
     back = pane.wait_for("jobs: 17 of 55")
-    assert "kind: job" not in back
+    assert "Kind:" not in back
 
     pane.type("q")
     assert pane.exit_code() == 0

@@ -48,7 +48,7 @@ def test_help_on_the_jobs_view_at_80x24(pane: Pane) -> None:
     shown = pane.wait_for("Keys in jobs")
     save_capture("help-jobs-80x24.txt", shown)
     assert all(len(line) <= 80 for line in shown.splitlines())
-    for words in ("navigate", "change", "New job", "edit.submit_job", "Cancel job"):
+    for words in ("change", "view", "New job", "edit.submit_job", "Cancel job"):
         assert words in shown, words
     assert "New queue" not in shown and "Cordon" not in shown
 

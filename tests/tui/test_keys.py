@@ -1,4 +1,4 @@
-"""Keys are findable: `?` lists the keys of the view on top, grouped (navigate, view, change), the global keys last,
+"""Keys are findable: `?` lists the keys of the view on top, grouped (change, view, navigate), the global keys last,
 and marks those the role may not use; the footer shows the view's most used keys and `?` as whole words at 80
 columns; every binding has a group (gpuadmin/tui/keys.py)."""
 

@@ -1,4 +1,4 @@
-"""`?`: the keys of the view on top, grouped (navigate, view, change), then the global keys, the `:` commands and
+"""`?`: the keys of the view on top, grouped (change, view, navigate), then the global keys, the `:` commands and
 the filter language. Keys the role may not use are listed and marked with the role they need (the gate hides
 them from the footer). Every key is drawn with the keymap's keys and its binding id, to remap it."""
 

@@ -194,6 +194,9 @@ class RowTable(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, len(self.shown) + 1)
         self._scroll_cursor_into_view()
         self.refresh()
+        # the keys that act on a row (describe, an edit) act now that there is one: Textual asks the gate again
+        # only on a focus or screen change, so the footer would keep the keys of the empty table it first saw
+        self.refresh_bindings()
         self.post_message(self.Reshaped(self))
 
     def current_row(self) -> Row | None:
