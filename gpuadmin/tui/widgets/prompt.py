@@ -56,17 +56,25 @@ class Prompt(SafeInput):
         self.history: dict[str, list[str]] = history if history is not None else {"command": [], "filter": []}
         self._walk = 0
 
-    def open(self, mode: str, value: str = "") -> None:
+    def open(self, mode: str, active: str = "") -> None:
+        """Open empty, as k9s's `/` does: what is typed is the whole new filter, never appended to the one in
+        force. The `active` filter becomes the latest history entry, so Up brings it back to edit."""
         self.mode = mode
         self.suggester = SuggestFromList(self.words, case_sensitive=False) if mode == "command" else None
-        self.placeholder = ("command: nodes gpus topo slices jobs queues journal overview theme q"
-                            if mode == "command" else "filter: text, key=value, key!=value, key in (a,b); ! inverts")
-        self.value = value
-        self._walk = len(self.history[mode])
+        past = self.history[mode]
+        if active and (not past or past[-1] != active):
+            past.append(active)
+        if mode == "command":
+            self.placeholder = "command: nodes gpus topo slices jobs queues journal overview theme q"
+        elif active:
+            self.placeholder = "new filter (Up: edit the one in force; Enter on empty: clear it)"
+        else:
+            self.placeholder = "filter: text, key=value, key!=value, key in (a,b); ! inverts"
+        self.value = ""
+        self._walk = len(past)
         self.display = True
         # at once, not on the next idle (Widget.focus): keys typed right after `:` must land here
         self.screen.set_focus(self)
-        self.cursor_position = len(value)  # `/` on a filtered view: edit the filter at its end, not before it
 
     def close(self) -> None:
         self.display = False
