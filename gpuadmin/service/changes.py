@@ -146,7 +146,7 @@ class ChangeUseCases(ServiceCore):
             return None
         wanted = confirmation(the_plan)
         if not wanted.accepts(wanted.token if confirmed is True else (confirmed or "")):
-            raise NotConfirmed(f"type {wanted.token!r} to apply this plan" if wanted.destructive
+            raise NotConfirmed(f"type '{wanted.shown}' to apply this plan" if wanted.destructive
                                else "the plan was not confirmed")
         return self.apply(the_plan, expected_hash=expected_hash, intent=intent)
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from tests.tui.tuikit import make_app, press, prompt, settle, shown
+from pathlib import Path
+
+from textual.widgets import Input
+
+from gpuadmin.service import Service
+from gpuadmin.tui.screens.review import PlanReviewScreen
+from tests.tui.tuikit import make_app, notes, press, prompt, settle, shown, static_text
 
 
 async def test_slash_starts_a_new_filter_and_up_recalls_the_active_one() -> None:
@@ -23,3 +29,20 @@ async def test_slash_starts_a_new_filter_and_up_recalls_the_active_one() -> None
         assert prompt(app).value == "status=pending"
         await press(pilot, "escape")
         assert app.screen.filter_text == "queue=research"  # Esc keeps what was in force
+
+
+async def test_a_control_byte_name_is_confirmed_as_drawn(hostile_state: Path) -> None:
+    """The review asks for the name as it draws it, and takes exactly that text (the raw ESC cannot be typed)."""
+    app = make_app(Service(state_dir=hostile_state), view="nodes")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "down", "r")  # drain the node named "\x1b]0;pwned\x07x"
+        review = app.screen
+        assert isinstance(review, PlanReviewScreen)
+        shown = r"\x1b]0;pwned\x07x"
+        assert f"Type '{shown}' to apply" in static_text(app, "#review-verdict")
+        token = review.query_one("#review-token", Input)
+        assert token.has_focus and token.placeholder == f"type {shown} and Enter"
+        token.value = shown
+        await press(pilot, "enter")
+        assert notes(app)[-1][2] == "applied: revision 1", notes(app)
