@@ -4,8 +4,10 @@
 diagnostics, warnings, errors, JSON and YAML documents — passes through it (the CLI's stderr as a whole, too:
 `gpuadmin.cli.terminal.TerminalSafeStream`). What it escapes is what a terminal would act on or draw
 misleadingly: C0 controls (ESC starts CSI/OSC sequences: clear screen, window title, OSC 52 clipboard writes),
-DEL, the C1 controls (U+009B is an 8-bit CSI), the Unicode line and paragraph separators, and the bidi
-embeddings, overrides, isolates and marks that reorder the text around them.
+DEL, the C1 controls (U+009B is an 8-bit CSI), the Unicode line and paragraph separators, the bidi
+embeddings, overrides, isolates and marks that reorder the text around them, and the characters that draw as
+nothing at all (zero-width space, joiners, word joiner, BOM, soft hyphen): `gpu\u200b-01` is not `gpu-01`,
+and an operator must be able to see that.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# bidi and invisible format characters: the part both patterns share
+_INVISIBLE = r"\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff"
+UNSAFE = re.compile(rf"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
 # A JSON or YAML document's own line breaks structure it; every other character above is escaped. In JSON text
 # they can only occur inside strings (json escapes C0 itself); YAML writers put text holding them in
 # double-quoted scalars (`gpuadmin.cli.output`). `\uXXXX` is an escape both formats read back.
-_UNSAFE_IN_DOCUMENT = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-                                 r"\u2066-\u2069]")
+_UNSAFE_IN_DOCUMENT = re.compile(rf"[\x00-\x09\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 
 
 def _python_escape(match: re.Match[str]) -> str:
@@ -38,7 +41,7 @@ def safe(text: object, *, document: bool = False) -> str:
     reads back to the very characters it holds."""
     if document:
         return _UNSAFE_IN_DOCUMENT.sub(_json_escape, str(text))
-    return _UNSAFE.sub(_python_escape, str(text))
+    return UNSAFE.sub(_python_escape, str(text))
 
 
 def safe_lines(text: object) -> str:

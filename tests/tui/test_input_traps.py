@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from textual.widgets import Input
 
 from gpuadmin.service import Service
 from gpuadmin.tui.screens.review import PlanReviewScreen
-from tests.tui.tuikit import make_app, notes, press, prompt, settle, shown, static_text
+from tests.tui.tuikit import FIXTURES, make_app, notes, press, prompt, screen_text, settle, shown, static_text
 
 
 async def test_slash_starts_a_new_filter_and_up_recalls_the_active_one() -> None:
@@ -46,3 +47,27 @@ async def test_a_control_byte_name_is_confirmed_as_drawn(hostile_state: Path) ->
         token.value = shown
         await press(pilot, "enter")
         assert notes(app)[-1][2] == "applied: revision 1", notes(app)
+
+
+INVISIBLE = FIXTURES / "invisible.yaml"
+DRAWS_AS_NOTHING = re.compile("[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+async def test_zero_width_characters_are_drawn_visibly() -> None:
+    """`gpu\\u200b-01` and `gpu-01` are two nodes; drawn raw they would look like one."""
+    app = make_app(Service(inventory=INVISIBLE), view="nodes")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert r"gpu\u200b-01" in text and "gpu-01" in text
+        assert not DRAWS_AS_NOTHING.search(text)
+        await press(pilot, "6")  # jobs
+        text = screen_text(app)
+        assert r"train\u200d7" in text and r"research\ufeff" in text and r"\u202eevil" in text
+        assert not DRAWS_AS_NOTHING.search(text)
+        await press(pilot, "slash", *"train")  # the prompt draws what it holds visibly as well
+        prompt(app).value = "name=train\u200d7"
+        await settle(pilot)
+        assert "name=train\ufffd7" in screen_text(app)
+        await press(pilot, "enter")
+        assert shown(app) == ["train\u200d7"]

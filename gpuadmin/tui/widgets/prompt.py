@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -12,23 +11,24 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+from gpuadmin.render.text import UNSAFE
 
 
 def _picture(char: str) -> str:
-    """One visible cell for a control character: its Unicode control picture (ESC: \u241b), else U+FFFD."""
+    """One visible cell for a character `safe` escapes: a C0 control's Unicode control picture (ESC: \u241b),
+    else U+FFFD (a C1 control, a bidi override, a zero-width space: each takes a cell the operator sees)."""
     code = ord(char)
     return chr(0x2400 + code) if code < 0x20 else "\u2421" if code == 0x7F else "\ufffd"
 
 
 class SafeInput(Input):
     """An Input whose value may hold data (a filter from a queue's name, a form's default from the state): a
-    control byte in it is drawn as a picture of itself, one cell for one character so the cursor stays in
-    place, and never reaches the terminal. The value itself is kept as it is."""
+    control byte or an invisible character in it is drawn as a picture of itself, one cell for one character so
+    the cursor stays in place, and never reaches the terminal. The value itself is kept as it is."""
 
     @property
     def _value(self) -> Text:
-        return Text(_UNSAFE.sub(lambda m: _picture(m.group()), self.value), no_wrap=True, overflow="ignore", end="")
+        return Text(UNSAFE.sub(lambda m: _picture(m.group()), self.value), no_wrap=True, overflow="ignore", end="")
 
 
 class Prompt(SafeInput):
