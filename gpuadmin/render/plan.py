@@ -94,6 +94,10 @@ def plan_text(data: dict[str, Any]) -> str:
     if data["violations"]:
         lines.append("Violations:")
         lines += violation_lines(data["violations"])
+    if data.get("warnings"):  # a plan saved before warnings existed has none
+        lines.append("Warnings (allowed, but look twice):")
+        lines += [f"  ! [{w['rule']}] {safe(w['target'])}: {safe(w['message'])}"
+                  + (f"\n      hint: {safe(w['hint'])}" if w.get("hint") else "") for w in data["warnings"]]
     if data["diff"]:
         lines.append("Diff:" if data["allowed"] else "Diff (refused: nothing is applied):")
         for d in data["diff"]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from textual.widgets import Input
+import pytest
+from textual.widgets import Input, Select, Static
 
 from gpuadmin.service import Service
+from gpuadmin.tui.screens.form import FormScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
-from tests.tui.tuikit import FIXTURES, make_app, notes, press, prompt, screen_text, settle, shown, static_text
+from tests.tui.tuikit import FIXTURES, errors, make_app, notes, press, prompt, screen_text, settle, shown, static_text
 
 
 async def test_slash_starts_a_new_filter_and_up_recalls_the_active_one() -> None:
@@ -71,3 +73,43 @@ async def test_zero_width_characters_are_drawn_visibly() -> None:
         assert "name=train\ufffd7" in screen_text(app)
         await press(pilot, "enter")
         assert shown(app) == ["train\u200d7"]
+
+
+@pytest.mark.parametrize(("edit", "typed", "message"), [
+    ("t", "0", "replicas per GPU (or per MIG instance): must be at least 1, got 0"),
+    ("t", "100000", "replicas per GPU (or per MIG instance): must be at most 1024, got 100000"),
+    ("M", "0", "replicas (time-sliced): must be at least 1, got 0"),
+])
+async def test_replicas_out_of_bounds_are_shown_at_their_field(edit: str, typed: str, message: str) -> None:
+    """The form stays open with the message under the field; nothing is planned."""
+    app = make_app(view="gpus")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, edit)
+        form = app.screen
+        assert isinstance(form, FormScreen)
+        if edit == "M":
+            form.query_one("#field-mode", Select).value = "time-sliced"
+        form.query_one("#field-replicas", Input).value = typed
+        await press(pilot, "ctrl+o")
+        assert app.screen is form, "the form closed on a bad number"
+        assert f"! {message}" in screen_text(app)
+        assert str(form.query_one("#error-replicas", Static).render()) == f"! {message}"
+        assert form.query_one("#field-replicas").has_focus
+        assert not errors(app)
+        form.query_one("#field-replicas", Input).value = "4"  # fixed: planned, the message gone
+        await press(pilot, "ctrl+o")
+        assert isinstance(app.screen, PlanReviewScreen)
+
+
+async def test_many_replicas_are_planned_with_a_warning() -> None:
+    app = make_app(view="gpus")
+    async with app.run_test(size=(140, 50)) as pilot:
+        await settle(pilot)
+        await press(pilot, "t")
+        app.screen.query_one("#field-replicas", Input).value = "100"
+        await press(pilot, "ctrl+o")
+        assert isinstance(app.screen, PlanReviewScreen)
+        review = static_text(app, "#review")
+        assert "Warnings (allowed, but look twice):" in review
+        assert "is time-sliced 100 ways" in review and "more than 64 replicas is rarely meant" in review
