@@ -23,6 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
+from gpuadmin.render.text import safe
 from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
@@ -37,7 +38,14 @@ from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.session import Session, error_lines, poll_moved
-from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
+from gpuadmin.tui.settings import (
+    default_theme,
+    load_keymap,
+    load_settings,
+    load_themes,
+    save_settings,
+    settings_path,
+)
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
 from gpuadmin.tui.worker import Request, ServiceAnswer, ServiceWorker
@@ -106,10 +114,7 @@ class GpuadminApp(App[int]):
         self._themes = load_themes()  # InputError (exit 2) on a broken theme file, before anything starts
         for loaded in self._themes.values():
             self.register_theme(loaded)
-        wanted = theme or (default_theme() if color else "gpuadmin-contrast")
-        if wanted not in self.available_themes:
-            raise InputError([_unknown_theme(wanted, self.available_themes)])
-        self.theme = wanted
+        self.theme = self._starting_theme(theme, color)
         self._keymap = load_keymap(self.binding_ids())
         self.start_view = view
         self.notice = notice
@@ -119,6 +124,25 @@ class GpuadminApp(App[int]):
         self._cycle: SchedulePlan | None = None  # a finished scheduling cycle, handed to its review
         self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
         self._polling: Request[Any] | None = None  # the live watch's question, while it is out
+
+    def _starting_theme(self, asked: str | None, color: bool) -> str:
+        """--theme wins; then NO_COLOR's high-contrast theme; then the one `:theme` last saved (settings.yaml);
+        then the one picked for the terminal. An unknown name is an InputError (exit 2), naming the settings
+        file and its line where that is where it comes from."""
+        if asked is not None or not color:
+            wanted = asked or "gpuadmin-contrast"
+            if wanted not in self.available_themes:
+                raise InputError([_unknown_theme(wanted, self.available_themes)])
+            return wanted
+        saved = load_settings().theme  # InputError (exit 2) on a settings file that does not read
+        if saved is None:
+            return default_theme()
+        if saved not in self.available_themes:
+            path = settings_path()
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            line = next((n for n, text in enumerate(lines, 1) if text.startswith("theme:")), None)
+            raise InputError([_unknown_theme(saved, self.available_themes).located(str(path), line, None)])
+        return saved
 
     # the last resort ---------------------------------------------------------------------------------
     unexpected: Exception | None = None  # what ended the console unhandled, for the CLI to say in one line
@@ -346,8 +370,20 @@ class GpuadminApp(App[int]):
             self.notify(f"themes: {names} (and Textual's own); now {self.theme}", markup=False)
         elif name in self.available_themes:
             self.theme = name
+            self._save_theme(name)
         else:
             self.notify(str(_unknown_theme(name, self.available_themes)), severity="error", markup=False)
+
+    def _save_theme(self, name: str) -> None:
+        """Remember the theme for the next start; a settings file that cannot be read or written is said, and
+        the theme still applies to this session."""
+        try:
+            save_settings(load_settings().model_copy(update={"theme": name}))
+        except InputError as bad:
+            self.notify(error_lines(bad), title="theme not saved", severity="warning", markup=False)
+        except OSError as failed:
+            self.notify(f"theme not saved to {safe(settings_path())}: {safe(failed.strerror or failed)}",
+                        severity="warning", markup=False)
 
     def action_help(self) -> None:
         rows = [(self._keymap.get(binding.id or "", binding.key), binding.description or binding.action,
