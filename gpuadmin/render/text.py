@@ -12,7 +12,9 @@ and an operator must be able to see that.
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from typing import Any
 
 # bidi and invisible format characters: the part both patterns share
@@ -63,3 +65,46 @@ def cell_text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return safe(value)
+
+
+# The console's own drawing characters as ASCII of the same width, for a terminal whose locale is not UTF-8 (LANG=C):
+# Textual's borders and scrollbars, Rich's and Textual's ellipsis, the footer's key symbols, the plan's marks.
+_ASCII_GLYPHS = {
+    "\u2026": "~",  # … a cut cell or line
+    "\u23ce": "<",  # ⏎ Enter
+    "\u2191": "^", "\u2193": "v", "\u2190": "<", "\u2192": ">",  # ↑ ↓ ← →
+    "\u232b": "<",  # ⌫
+    "\u2717": "x", "\u2713": "v", "\u2714": "v", "\u2022": "*", "\u00b7": ".",  # ✗ ✓ ✔ • ·
+    "\u2264": "<", "\u2265": ">", "\u00d7": "x", "\u2212": "-",  # ≤ ≥ × −
+    "\u2013": "-", "\u2014": "-", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " ",
+    "\u2571": "/", "\u2572": "\\", "\u2573": "X",  # ╱ ╲ ╳
+    "\u2591": ".", "\u2592": ":", "\u2593": "#", "\u2588": "#",  # ░ ▒ ▓ █
+}
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _ascii_glyph(char: str) -> str:
+    """One character in ASCII of the same number of cells: a drawing glyph as its look-alike (box drawing as
+    `+ - |`, blocks as `#`, `|` or `-`), anything else — a letter of a name among them — as `?` per cell, so
+    that a name the terminal cannot draw is shown as not drawn, never as another name."""
+    if char in _ASCII_GLYPHS:
+        return _ASCII_GLYPHS[char]
+    name = unicodedata.name(char, "")
+    if name.startswith("BOX DRAWINGS"):
+        across = any(word in name for word in ("HORIZONTAL", "LEFT", "RIGHT"))
+        down = any(word in name for word in ("VERTICAL", "UP", "DOWN"))
+        return "+" if across == down else "-" if across else "|"
+    if name.startswith(("LEFT ", "RIGHT ")) and "BLOCK" in name:
+        return "|"  # ▏▎▍▌▋▊▉ ▐ ▕: Textual's tall and wide borders, a horizontal scrollbar's end
+    if name.startswith(("UPPER ", "LOWER ")) and ("BLOCK" in name or "EIGHTH" in name):
+        return "-"  # ▔ ▁▂▃▄▅▆▇ ▀ ▄: a border's top or bottom, a vertical scrollbar's end
+    if unicodedata.combining(char):
+        return ""  # drawn on the character before it: no cell of its own
+    return "??" if unicodedata.east_asian_width(char) in ("W", "F") else "?"
+
+
+def to_ascii(text: str) -> str:
+    """`text` with every character above 0x7F replaced by ASCII of the same width (`_ascii_glyph`). What the
+    console writes under a locale that is not UTF-8, or with `gpuadmin tui --ascii`."""
+    return _NOT_ASCII.sub(lambda m: _ascii_glyph(m.group()), text)

@@ -20,10 +20,11 @@ from typing import Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
-from gpuadmin.render.text import safe
+from gpuadmin.render.text import safe, to_ascii
 from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
@@ -107,8 +108,14 @@ class GpuadminApp(App[int]):
     ]
 
     def __init__(self, service: Service, *, theme: str | None = None, view: str = "overview",
-                 notice: str | None = None, color: bool = True) -> None:
+                 notice: str | None = None, color: bool = True, ascii_only: bool = False) -> None:
         super().__init__()
+        # a terminal whose locale is not UTF-8 (LANG=C) or `--ascii`: ASCII borders (app.tcss, `App.-ascii`), key
+        # names, and every other character the console writes as ASCII of the same width (`to_ascii`)
+        self.ascii_only = ascii_only
+        self.set_class(ascii_only, "-ascii")
+        if ascii_only:
+            self.driver_class = ascii_driver(self.driver_class)
         self.session = Session(service)
         self.service_worker = self.session.worker = ServiceWorker(service, self)
         self._themes = load_themes()  # InputError (exit 2) on a broken theme file, before anything starts
@@ -143,6 +150,14 @@ class GpuadminApp(App[int]):
             line = next((n for n, text in enumerate(lines, 1) if text.startswith("theme:")), None)
             raise InputError([_unknown_theme(saved, self.available_themes).located(str(path), line, None)])
         return saved
+
+    def get_key_display(self, binding: Binding) -> str:
+        """Textual's key names (the footer, the help), spelt out in ASCII mode: `enter`, not `⏎`."""
+        shown = super().get_key_display(binding)
+        if not self.ascii_only or shown.isascii():
+            return shown
+        return "+".join(part if part.isascii() else ASCII_KEY_NAMES.get(part, to_ascii(part))
+                        for part in shown.split("+"))
 
     # the last resort ---------------------------------------------------------------------------------
     unexpected: Exception | None = None  # what ended the console unhandled, for the CLI to say in one line
@@ -584,6 +599,22 @@ class GpuadminApp(App[int]):
 def _replanned(service: Service, replan: Callable[[Service], Plan]) -> Plan:
     service.refresh()
     return replan(service)
+
+
+# Textual's key symbols (textual.keys.KEY_DISPLAY_ALIASES) as the names an ASCII footer shows
+ASCII_KEY_NAMES = {"\u23ce": "enter", "\u2191": "up", "\u2193": "down", "\u2190": "left", "\u2192": "right",
+                   "\u232b": "backspace"}
+
+
+def ascii_driver(base: type[Driver]) -> type[Driver]:
+    """`base` (the terminal's driver) writing ASCII only: the last guard of the ASCII mode, for what Textual and
+    Rich draw themselves (scrollbars, a cut line's ellipsis, a Select's arrow, a toast's edge)."""
+
+    class AsciiDriver(base):  # type: ignore[valid-type,misc]  # a subclass of the driver Textual picked
+        def write(self, data: str) -> None:
+            super().write(to_ascii(data))
+
+    return AsciiDriver
 
 
 def _unknown_theme(name: str, available: dict[str, Any]) -> Diagnostic:
