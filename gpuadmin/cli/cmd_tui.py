@@ -7,7 +7,9 @@ imported here, when the console starts, never by the headless commands.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +38,18 @@ def first_run_state(ctx: Context) -> str | None:
             f"(revision {revision}). Start from your own inventory with `gpuadmin init --from FILE --force`.")
 
 
+def locale_is_utf8(environ: Mapping[str, str]) -> bool:
+    """Whether the locale the terminal was set up with (LC_ALL, else LC_CTYPE, else LANG: the first one set)
+    names UTF-8. None set is the C locale, which is ASCII. Python's own C-locale coercion to UTF-8 is not asked:
+    it says how Python encodes, not what the terminal draws."""
+    for name in ("LC_ALL", "LC_CTYPE", "LANG"):
+        value = environ.get(name, "")
+        if value:
+            codeset = value.partition(".")[2].partition("@")[0]
+            return codeset.lower().replace("-", "").replace("_", "") == "utf8"
+    return False
+
+
 def _tui(args: argparse.Namespace, ctx: Context) -> int:
     if getattr(args, "tui_state", None) is not None:
         ctx.state_dir = args.tui_state
@@ -54,7 +68,9 @@ def _tui(args: argparse.Namespace, ctx: Context) -> int:
 
     from gpuadmin.tui.app import GpuadminApp
 
-    app = GpuadminApp(service, theme=args.theme, view=args.view, notice=notice, color=ctx.color)
+    ascii_only = args.ascii if args.ascii is not None else not locale_is_utf8(os.environ)
+    app = GpuadminApp(service, theme=args.theme, view=args.view, notice=notice, color=ctx.color,
+                      ascii_only=ascii_only)
     if args.screenshot is not None:
         path = app.save_screenshot_headless(args.screenshot, size=(args.width, args.height))
         sys.stderr.write(f"gpuadmin: screenshot saved to {safe(path)}\n")
@@ -74,7 +90,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog="examples:\n  gpuadmin                         the console on the default state\n"
                "  gpuadmin tui --readonly --view jobs\n"
                "  gpuadmin tui --inventory sample-inventories/k8s-mixed.yaml --theme gpuadmin-ansi\n"
-               "  gpuadmin tui --screenshot console.svg\n\n"
+               "  gpuadmin tui --screenshot console.svg\n"
+               "  LANG=C gpuadmin tui                the console in ASCII (or: gpuadmin tui --ascii)\n\n"
                "exit codes: 0 quit; 2 bad input (a missing state, an unknown theme); 4 not permitted",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     # Also accepted after `tui`; SUPPRESS keeps a global --state from being reset by this parser's default.
@@ -84,6 +101,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tui.add_argument("--readonly", action="store_true", help="view only: every change is hidden")
     tui.add_argument("--theme", default=None, help="a theme name (see `:theme`); default: picked for the terminal")
     tui.add_argument("--view", choices=VIEWS, default="overview", help="the view to open on")
+    tui.add_argument("--ascii", action=argparse.BooleanOptionalAction, default=None,
+                     help="draw in ASCII only: borders, bars, the MIG drawing, cut text (default: when the locale "
+                          "is not UTF-8, e.g. LANG=C); --no-ascii draws in UTF-8 whatever the locale")
     tui.add_argument("--screenshot", type=Path, default=None, metavar="FILE.svg",
                      help="render the first screen headless to an SVG file and exit")
     tui.add_argument("--width", type=integer(20, 1000, "a width"), default=120,

@@ -111,6 +111,8 @@ class Plan:
     # the slots an undo or redo gives back without the new-placement rules (see `released_slots`); a re-plan
     # of this plan (apply, under the lock) passes them again
     released: dict[str, frozenset[SlotKey]] = field(default_factory=dict)
+    # what the rules allow but an operator should look at twice (e.g. 100 replicas of one GPU); never refuses
+    warnings: list[Violation] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
@@ -157,6 +159,8 @@ class Plan:
             "violations": [{"rule": v.rule, "target": v.target, "message": v.message, "hint": v.hint,
                             **({"caused_by": self.caused_by[i]} if i in self.caused_by else {})}
                            for i, v in enumerate(self.violations)],
+            "warnings": [{"rule": w.rule, "target": w.target, "message": w.message, "hint": w.hint}
+                         for w in self.warnings],
             "diff": [d.to_json() for d in self.diff],
             "effects": self.effects.to_json(),
             "commands": self.commands,
@@ -746,7 +750,30 @@ def plan(state: ClusterState, changes: Sequence[ch.Change],
         "diff": [d.to_json() for d in diff],
     }).encode()).hexdigest()
     return Plan(state.revision, list(changes), violations, diff, _effects(view), commands, digest, view,
-                follow_ons(state, violations), dict(view.released))
+                follow_ons(state, violations), dict(view.released), _many_replicas(view, touched))
+
+
+#: Time-slicing replicas of one GPU (or MIG instance) above which a plan warns. The device plugin takes any count
+#: from 2 up (and the inventory up to MAX_REPLICAS), but every replica is one more process sharing the GPU's
+#: memory, unisolated, and its time slices: GKE caps sharers at 48; past 64 it is more likely a typo than a plan.
+MANY_REPLICAS = 64
+
+
+def _many_replicas(view: View, touched: Touched) -> list[Violation]:
+    """A warning for each GPU or MIG instance the plan leaves time-sliced more than MANY_REPLICAS ways."""
+    out = []
+    for key in sorted(touched.gpus):
+        found = view.gpu_at(key)
+        if found is None:
+            continue
+        gpu = found[1]
+        counts = [(f"GPU {key[1]} on {key[0]}", gpu.replicas if gpu.mode == "time-sliced" else None)]
+        counts += [(f"MIG {i.profile}@{i.start} of GPU {key[1]} on {key[0]}", i.replicas) for i in gpu.mig or ()]
+        out += [Violation("mode.many-replicas", gpu_target(*key),
+                          f"{what} is time-sliced {count} ways: each replica shares its memory, unisolated",
+                          f"more than {MANY_REPLICAS} replicas is rarely meant; check the number")
+                for what, count in counts if count is not None and count > MANY_REPLICAS]
+    return out
 
 
 def _check_positions(view: View, changes: Sequence[ch.Change]) -> None:

@@ -163,6 +163,10 @@ def plan_heading(data: dict[str, Any]) -> list[str]:
     if data["violations"]:
         lines.append("Violations:")
         lines += violation_lines(data["violations"])
+    if data.get("warnings"):  # a plan saved before warnings existed has none
+        lines.append("Warnings (allowed, but look twice):")
+        lines += [f"  ! [{w['rule']}] {safe(w['target'])}: {safe(w['message'])}"
+                  + (f"\n      hint: {safe(w['hint'])}" if w.get("hint") else "") for w in data["warnings"]]
     return lines
 
 

@@ -62,7 +62,7 @@ class ChangeUseCases(ServiceCore):
         try:
             return ch.CHANGE_LIST.validate_python(list(items), strict=False)
         except ValidationError as exc:
-            raise InputError([Diagnostic(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}")
+            raise InputError([Diagnostic(f"{'.'.join(str(p) for p in e['loc'])}: {_bound_message(e)}")
                               for e in exc.errors()]) from exc
 
     @use_case("plan")
@@ -162,7 +162,7 @@ class ChangeUseCases(ServiceCore):
             return None
         wanted = confirmation(the_plan)
         if not wanted.accepts(wanted.token if confirmed is True else (confirmed or "")):
-            raise NotConfirmed(f"type {wanted.token!r} to apply this plan" if wanted.destructive
+            raise NotConfirmed(f"type '{wanted.shown}' to apply this plan" if wanted.destructive
                                else "the plan was not confirmed")
         return self.apply(the_plan, expected_hash=expected_hash, intent=intent)
 
@@ -356,3 +356,14 @@ def _bad_plan(name: str, exc: ValidationError, prefix: tuple[str, ...]) -> Input
     return InputError([Diagnostic(f"not a saved gpuadmin plan: {first['msg']}", path, file=name)])
 
 
+_BOUND_WORDS = {"greater_than_equal": ("ge", "at least"), "less_than_equal": ("le", "at most"),
+                "greater_than": ("gt", "greater than"), "less_than": ("lt", "less than")}
+
+
+def _bound_message(error: Any) -> str:
+    """A number past its bound in the words a change file's error uses (`must be at least 1, got 0`), not
+    pydantic's; any other error as pydantic says it."""
+    if error["type"] in _BOUND_WORDS:
+        key, words = _BOUND_WORDS[error["type"]]
+        return f"must be {words} {(error.get('ctx') or {}).get(key)}, got {error.get('input')}"
+    return str(error["msg"])

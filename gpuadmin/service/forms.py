@@ -12,6 +12,7 @@ from gpuadmin.engine.mig import free_starts
 from gpuadmin.model import Node
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.model.inventory import DEFAULT_RESERVED_GIB
+from gpuadmin.render.overview import holders_by_slice
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.core import ServiceCore
 
@@ -24,9 +25,12 @@ class FormQueries(ServiceCore):
 
     @use_case("read")
     def mig_form(self, node_name: str, gpu_index: int) -> dict[str, Any]:
-        """A GPU's MIG choices: its model's profiles, its current layout, and the named layouts (NVIDIA's
-        mig-parted default config: all-1g.10gb, all-balanced, ...) that the model supports."""
+        """A GPU's MIG choices: its model's profiles, its current layout with each instance's running holders
+        (`holders`: [profile, start, [job, ...]], what the form draws and what removing an instance evicts), and
+        the named layouts (NVIDIA's mig-parted default config: all-1g.10gb, all-balanced, ...) that the model
+        supports."""
         node, gpu, model = self._mig_capable(node_name, gpu_index)
+        by_slice = holders_by_slice(self.view(), node, gpu) if gpu.mode == "mig" else {}
         return {
             "node": node.name, "gpu": gpu.index, "model": model.name,
             "memory_slices": model.memory_slices, "compute_slices": model.compute_slices,
@@ -34,6 +38,8 @@ class FormQueries(ServiceCore):
                           "max_instances": p.max_instances} for p in model.mig_profiles],
             "current": [[i.profile, i.start] for i in gpu.mig or () if i.start is not None]
             if gpu.mode == "mig" else [],
+            "holders": [[i.profile, i.start, [job.name for job in by_slice[i.start]]]
+                        for i in gpu.mig or () if i.start in by_slice] if gpu.mode == "mig" else [],
             "named": named_mig_layouts(model.name),
         }
 

@@ -11,6 +11,7 @@ from gpuadmin.engine.ops import spec_of
 from gpuadmin.engine.planner import Plan
 from gpuadmin.engine.scheduler import Explanation
 from gpuadmin.render.rows import Listing, Row
+from gpuadmin.render.text import safe
 from gpuadmin.store import (
     JournalEntry,
 )
@@ -30,10 +31,17 @@ class Confirmation:
     token: str
     prompt: str
 
+    @property
+    def shown(self) -> str:
+        """The token as both front ends draw it (`safe`: an ESC as `\\x1b`, U+200B as `\\u200b`): what an
+        operator reads is what they can type, since the raw control byte cannot be typed at a prompt."""
+        return safe(self.token)
+
     def accepts(self, answer: str) -> bool:
         answer = answer.strip()
         if self.destructive:
-            return answer == self.token
+            # the drawn form, or the raw name from a script that holds it (`--confirm` through a pipe)
+            return answer in (self.shown, self.token)
         return answer.lower() in ("y", "yes")
 
 
@@ -49,7 +57,7 @@ def confirmation(the_plan: Plan) -> Confirmation:
         if the_plan.vgpus_lost:
             what.append(f"takes {the_plan.vgpus_lost} vGPU(s) from their VMs")
         token = the_plan.confirmation_token
-        return Confirmation(True, token, f"This plan {', '.join(what)}. Type {token!r} to apply: ")
+        return Confirmation(True, token, f"This plan {', '.join(what)}. Type '{safe(token)}' to apply: ")
     return Confirmation(False, "yes", "Apply this plan? [y/N] ")
 
 

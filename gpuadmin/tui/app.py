@@ -23,11 +23,12 @@ from typing import Any, ClassVar
 from textual.actions import parse as parse_action
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
-from gpuadmin.render.text import safe
+from gpuadmin.render.text import safe, to_ascii
 from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.keys import KeyRow, is_global, refused_to
@@ -43,7 +44,14 @@ from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.session import OpenedState, Session, error_lines, open_state, poll_moved
-from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
+from gpuadmin.tui.settings import (
+    default_theme,
+    load_keymap,
+    load_settings,
+    load_themes,
+    save_settings,
+    settings_path,
+)
 from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
@@ -127,17 +135,20 @@ class GpuadminApp(App[int]):
     ]
 
     def __init__(self, service: Service, *, theme: str | None = None, view: str = "overview",
-                 notice: str | None = None, color: bool = True) -> None:
+                 notice: str | None = None, color: bool = True, ascii_only: bool = False) -> None:
         super().__init__()
+        # a terminal whose locale is not UTF-8 (LANG=C) or `--ascii`: ASCII borders (app.tcss, `App.-ascii`), key
+        # names, and every other character the console writes as ASCII of the same width (`to_ascii`)
+        self.ascii_only = ascii_only
+        self.set_class(ascii_only, "-ascii")
+        if ascii_only:
+            self.driver_class = ascii_driver(self.driver_class)
         self.session = Session(service)
         self.service_worker = self.session.worker = ServiceWorker(service, self)
         self._themes = load_themes()  # InputError (exit 2) on a broken theme file, before anything starts
         for loaded in self._themes.values():
             self.register_theme(loaded)
-        wanted = theme or (default_theme() if color else "gpuadmin-contrast")
-        if wanted not in self.available_themes:
-            raise InputError([_unknown_theme(wanted, self.available_themes)])
-        self.theme = wanted
+        self.theme = self._starting_theme(theme, color)
         self._keymap = load_keymap(self.binding_ids())
         self.start_view = view
         self.notice = notice
@@ -147,6 +158,33 @@ class GpuadminApp(App[int]):
         self._cycle: tuple[Plan, str] | None = None  # a finished scheduling cycle and its summary, for its review
         self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
         self._polling: Request[Any] | None = None  # the live watch's question, while it is out
+
+    def _starting_theme(self, asked: str | None, color: bool) -> str:
+        """--theme wins; then NO_COLOR's high-contrast theme; then the one `:theme` last saved (settings.yaml);
+        then the one picked for the terminal. An unknown name is an InputError (exit 2), naming the settings
+        file and its line where that is where it comes from."""
+        if asked is not None or not color:
+            wanted = asked or "gpuadmin-contrast"
+            if wanted not in self.available_themes:
+                raise InputError([_unknown_theme(wanted, self.available_themes)])
+            return wanted
+        saved = load_settings().theme  # InputError (exit 2) on a settings file that does not read
+        if saved is None:
+            return default_theme()
+        if saved not in self.available_themes:
+            path = settings_path()
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            line = next((n for n, text in enumerate(lines, 1) if text.startswith("theme:")), None)
+            raise InputError([_unknown_theme(saved, self.available_themes).located(str(path), line, None)])
+        return saved
+
+    def get_key_display(self, binding: Binding) -> str:
+        """Textual's key names (the footer, the help), spelt out in ASCII mode: `enter`, not `⏎`."""
+        shown = super().get_key_display(binding)
+        if not self.ascii_only or shown.isascii():
+            return shown
+        return "+".join(part if part.isascii() else ASCII_KEY_NAMES.get(part, to_ascii(part))
+                        for part in shown.split("+"))
 
     # the last resort ---------------------------------------------------------------------------------
     unexpected: Exception | None = None  # what ended the console unhandled, for the CLI to say in one line
@@ -450,8 +488,20 @@ class GpuadminApp(App[int]):
             self.notify(f"themes: {names} (and Textual's own); now {self.theme}", markup=False)
         elif name in self.available_themes:
             self.theme = name
+            self._save_theme(name)
         else:
             self.notify(str(_unknown_theme(name, self.available_themes)), severity="error", markup=False)
+
+    def _save_theme(self, name: str) -> None:
+        """Remember the theme for the next start; a settings file that cannot be read or written is said, and
+        the theme still applies to this session."""
+        try:
+            save_settings(load_settings().model_copy(update={"theme": name}))
+        except InputError as bad:
+            self.notify(error_lines(bad), title="theme not saved", severity="warning", markup=False)
+        except OSError as failed:
+            self.notify(f"theme not saved to {safe(settings_path())}: {safe(failed.strerror or failed)}",
+                        severity="warning", markup=False)
 
     def action_help(self) -> None:
         """`?`: the keys that act on the screen on top (grouped), then the global ones."""
@@ -759,6 +809,22 @@ def _summarised_cycle(service: Service) -> tuple[Plan, str]:
     summary explains every job left pending, work no key may wait for."""
     result = service.schedule()
     return result.plan, summary_text(cycle_summary(result))
+
+
+# Textual's key symbols (textual.keys.KEY_DISPLAY_ALIASES) as the names an ASCII footer shows
+ASCII_KEY_NAMES = {"\u23ce": "enter", "\u2191": "up", "\u2193": "down", "\u2190": "left", "\u2192": "right",
+                   "\u232b": "backspace"}
+
+
+def ascii_driver(base: type[Driver]) -> type[Driver]:
+    """`base` (the terminal's driver) writing ASCII only: the last guard of the ASCII mode, for what Textual and
+    Rich draw themselves (scrollbars, a cut line's ellipsis, a Select's arrow, a toast's edge)."""
+
+    class AsciiDriver(base):  # type: ignore[valid-type,misc]  # a subclass of the driver Textual picked
+        def write(self, data: str) -> None:
+            super().write(to_ascii(data))
+
+    return AsciiDriver
 
 
 def _unknown_theme(name: str, available: dict[str, Any]) -> Diagnostic:

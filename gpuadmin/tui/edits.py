@@ -91,7 +91,7 @@ def _mode(_session: Session, row: Row | None) -> FormSpec:
         Field("mode", "mode", "choice", ("full", "time-sliced", "vgpu", "passthrough"), default="full"),
         Field("replicas", "replicas (time-sliced)", "int", required=False),
     ], lambda v: [{"op": "set-mode", "node": node, "gpu": gpu, "mode": v["mode"],
-                   **({"replicas": v["replicas"]} if v["replicas"] else {})}],
+                   **({"replicas": v["replicas"]} if v["replicas"] is not None else {})}],
         note="Leaving MIG or vGPU mode evicts what runs there; the plan shows it.")
 
 

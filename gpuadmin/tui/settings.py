@@ -4,6 +4,7 @@ Where they are looked for (later wins for the same theme name):
   gpuadmin/themes/*.yaml (in the package)       shipped with gpuadmin; an editable install reads <checkout>/themes
   $XDG_CONFIG_HOME/gpuadmin/themes/*.yaml       the operator's own (default ~/.config/gpuadmin/themes)
   $XDG_CONFIG_HOME/gpuadmin/keymap.yaml         binding id -> keys, e.g. `app.quit: "q,ctrl+c,x"`
+  $XDG_CONFIG_HOME/gpuadmin/settings.yaml       what the console remembers: `theme: NAME` (written by `:theme`)
 
 A file that does not read is an InputError naming it, the line and the field (exit 2 before the console
 starts; a notification for `:theme`). The default theme follows the terminal: NO_COLOR picks the
@@ -12,7 +13,10 @@ high-contrast one, a 16-colour terminal (TERM=xterm, screen, linux) the ANSI one
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import tempfile
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
@@ -55,6 +59,14 @@ class ThemeFile(BaseModel):
 
     def to_theme(self) -> Theme:
         return Theme(**self.model_dump())
+
+
+class Settings(BaseModel):
+    """settings.yaml: what the console keeps between runs, read as strictly as a theme file."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    theme: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
 
 class Keymap(RootModel[dict[Annotated[str, Field(min_length=1)], Annotated[str, Field(min_length=1)]]]):
@@ -126,4 +138,39 @@ def load_keymap(known_ids: set[str], environ: Mapping[str, str] | None = None) -
     return dict(keys)
 
 
-__all__ = ["config_dir", "default_theme", "load_keymap", "load_theme", "load_themes"]
+def settings_path(environ: Mapping[str, str] | None = None) -> Path:
+    return config_dir(environ) / "settings.yaml"
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """settings.yaml, or the defaults where there is none; a file that does not read is an InputError naming
+    its line and field (exit 2 before the console starts)."""
+    path = settings_path(environ)
+    if not path.is_file():
+        return Settings()
+    return load_model_file(path, Settings)
+
+
+def save_settings(settings: Settings, environ: Mapping[str, str] | None = None) -> Path:
+    """Write settings.yaml whole or not at all: a temporary file beside it, then renamed over it, so a console
+    killed mid-write never leaves half a file for the next start to refuse. OSError if it cannot be written."""
+    path = settings_path(environ)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # json.dumps writes a YAML double-quoted scalar: any theme name reads back as itself
+    body = "".join(f"{key}: {json.dumps(value)}\n" for key, value in settings.model_dump(exclude_none=True).items())
+    fd, temporary = tempfile.mkstemp(prefix=".settings-", suffix=".yaml", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(body)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return path
+
+
+__all__ = ["Settings", "config_dir", "default_theme", "load_keymap", "load_settings", "load_theme", "load_themes",
+           "save_settings", "settings_path"]

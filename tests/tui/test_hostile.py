@@ -189,7 +189,7 @@ async def test_filters_on_hostile_names(hostile_state: Path) -> None:
         assert app.current_mode == "jobs"
         assert shown(app) == ["\x1b[31mred-job", "[/"]
         assert_literal(app, r"jobs /queue=\x1b[31mred-queue")
-        await press(pilot, "slash")  # the prompt shows the filter to edit, the ESC as a picture of itself
+        await press(pilot, "slash", "up")  # Up recalls the filter to edit, the ESC as a picture of itself
         assert_literal(app, "queue=\u241b[31mred-queue")
         await press(pilot, "enter")  # and gives it back as it was
         assert shown(app) == ["\x1b[31mred-job", "[/"]

@@ -2,7 +2,10 @@
 and the named layouts the model supports (NVIDIA's mig-parted defaults: all-1g.10gb, all-balanced, ...).
 
 The fitting placements come from the service (the engine's own placement rules), so the form never offers
-what the plan would refuse; the plan review still decides, with the running jobs the change would evict.
+what the plan would refuse. Running holders are drawn on their instances, as on the node screen; an instance
+kept at the same profile@start keeps its holder. Removing a held instance is said at once ("evicts NAME"), and
+the plan preempts its holders in the same change set, so the review shows the eviction and asks for the name
+to be typed (a non-preemptible holder makes the plan refused, with the rule that says why).
 """
 
 from __future__ import annotations
@@ -41,12 +44,15 @@ class MigFormScreen(ModalScreen[Items | None]):
         self.form = form
         self.instances: list[tuple[str, int]] = [(p, int(s)) for p, s in form["current"]]
         self._slices = {p["name"]: p for p in form["profiles"]}
+        # who runs on each instance now, by profile@start: what a layout that drops the instance evicts
+        self.holders: dict[tuple[str, int], list[str]] = {(p, int(s)): list(jobs) for p, s, jobs in form["holders"]}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="mig-form") as box:
             box.border_title = Text(f"repartition MIG: {safe(self.form['node'])}/{self.form['gpu']} "
                                     f"{safe(self.form['model'])}")
             yield Static("", id="mig-drawing")
+            yield Static("", id="mig-evicts")
             named = [(Text(safe(name)), name) for name in self.form["named"]]
             yield Select(named, prompt="named layout (mig-parted)", id="mig-named", compact=True)
             yield Static(Text("placements that still fit (Enter adds one):"), classes="form-note")
@@ -63,8 +69,19 @@ class MigFormScreen(ModalScreen[Items | None]):
                 "memory_slices": self.form["memory_slices"], "compute_slices": self.form["compute_slices"],
                 "instances": [{"profile": p, "start": s, "memory_slices": self._slices[p]["memory_slices"],
                                "compute_slices": self._slices[p]["compute_slices"], "replicas": None,
-                               "holders": []} for p, s in sorted(self.instances, key=lambda i: i[1])],
+                               "holders": self.holders.get((p, s), [])}
+                              for p, s in sorted(self.instances, key=lambda i: i[1])],
                 "holders": [], "replicas": None, "vgpus": [], "vm": None}
+
+    def evicted(self, kept: list[tuple[str, int]]) -> list[tuple[str, int, list[str]]]:
+        """The held instances a layout drops, with their holders (profile@start order)."""
+        return [(p, s, jobs) for (p, s), jobs in sorted(self.holders.items(), key=lambda h: h[0][1])
+                if (p, s) not in kept]
+
+    def _preempt(self, kept: list[tuple[str, int]]) -> list[dict[str, Any]]:
+        """A preempt-job change for each holder of an instance the layout drops: the plan evicts them by name."""
+        jobs = sorted({job for _, _, held in self.evicted(kept) for job in held})
+        return [{"op": "preempt-job", "name": job} for job in jobs]
 
     def fitting(self, service: Service) -> list[tuple[str, int]]:
         """Every (profile, start) that can join the layout as it stands (on the service worker)."""
@@ -80,6 +97,12 @@ class MigFormScreen(ModalScreen[Items | None]):
         layout's question supersedes an older one's)."""
         width = max(40, self.size.width - 6)
         self.query_one("#mig-drawing", Static).update(unwrapped(gpu_lines(self._board(), width)))
+        evicts = Text()
+        for profile, start, jobs in self.evicted(self.instances):
+            evicts.append(f"removing {profile}@{start} evicts {', '.join(safe(job) for job in jobs)}\n",
+                          style="bold")
+        evicts.rstrip()
+        self.query_one("#mig-evicts", Static).update(evicts)
         fits = self.query_one("#mig-fits", OptionList)
         fits.clear_options()
         fits.add_option(Option(Text("finding the placements that still fit..."), disabled=True))
@@ -121,10 +144,12 @@ class MigFormScreen(ModalScreen[Items | None]):
         self._redraw()
 
     def action_disable(self) -> None:
-        self.dismiss([{"op": "set-mode", "node": self.form["node"], "gpu": self.form["gpu"], "mode": "full"}])
+        self.dismiss([*self._preempt([]),
+                      {"op": "set-mode", "node": self.form["node"], "gpu": self.form["gpu"], "mode": "full"}])
 
     def action_submit(self) -> None:
-        self.dismiss([{"op": "set-mig", "node": self.form["node"], "gpu": self.form["gpu"],
+        self.dismiss([*self._preempt(self.instances),
+                      {"op": "set-mig", "node": self.form["node"], "gpu": self.form["gpu"],
                        "instances": [{"profile": p, "start": s} for p, s in self.instances]}])
 
     def action_cancel(self) -> None:

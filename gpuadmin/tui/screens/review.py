@@ -55,7 +55,7 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
                              id="review-verdict")
             elif self.asked.destructive:
                 yield Static(Text(self.asked.prompt), id="review-verdict")
-                yield Input(placeholder=f"type {safe(self.asked.token)} and Enter", id="review-token")
+                yield Input(placeholder=f"type {self.asked.shown} and Enter", id="review-token")
             else:
                 yield Static(Text("y to apply, n or Esc to cancel"), id="review-verdict")
 

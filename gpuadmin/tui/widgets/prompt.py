@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -12,23 +11,24 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+from gpuadmin.render.text import UNSAFE
 
 
 def _picture(char: str) -> str:
-    """One visible cell for a control character: its Unicode control picture (ESC: \u241b), else U+FFFD."""
+    """One visible cell for a character `safe` escapes: a C0 control's Unicode control picture (ESC: \u241b),
+    else U+FFFD (a C1 control, a bidi override, a zero-width space: each takes a cell the operator sees)."""
     code = ord(char)
     return chr(0x2400 + code) if code < 0x20 else "\u2421" if code == 0x7F else "\ufffd"
 
 
 class SafeInput(Input):
     """An Input whose value may hold data (a filter from a queue's name, a form's default from the state): a
-    control byte in it is drawn as a picture of itself, one cell for one character so the cursor stays in
-    place, and never reaches the terminal. The value itself is kept as it is."""
+    control byte or an invisible character in it is drawn as a picture of itself, one cell for one character so
+    the cursor stays in place, and never reaches the terminal. The value itself is kept as it is."""
 
     @property
     def _value(self) -> Text:
-        return Text(_UNSAFE.sub(lambda m: _picture(m.group()), self.value), no_wrap=True, overflow="ignore", end="")
+        return Text(UNSAFE.sub(lambda m: _picture(m.group()), self.value), no_wrap=True, overflow="ignore", end="")
 
 
 class Prompt(SafeInput):
@@ -56,17 +56,25 @@ class Prompt(SafeInput):
         self.history: dict[str, list[str]] = history if history is not None else {"command": [], "filter": []}
         self._walk = 0
 
-    def open(self, mode: str, value: str = "") -> None:
+    def open(self, mode: str, active: str = "") -> None:
+        """Open empty, as k9s's `/` does: what is typed is the whole new filter, never appended to the one in
+        force. The `active` filter becomes the latest history entry, so Up brings it back to edit."""
         self.mode = mode
         self.suggester = SuggestFromList(self.words, case_sensitive=False) if mode == "command" else None
-        self.placeholder = ("command: nodes gpus topo slices jobs queues journal overview theme q"
-                            if mode == "command" else "filter: text, key=value, key!=value, key in (a,b); ! inverts")
-        self.value = value
-        self._walk = len(self.history[mode])
+        past = self.history[mode]
+        if active and (not past or past[-1] != active):
+            past.append(active)
+        if mode == "command":
+            self.placeholder = "command: nodes gpus topo slices jobs queues journal overview theme q"
+        elif active:
+            self.placeholder = "new filter (Up: edit the one in force; Enter on empty: clear it)"
+        else:
+            self.placeholder = "filter: text, key=value, key!=value, key in (a,b); ! inverts"
+        self.value = ""
+        self._walk = len(past)
         self.display = True
         # at once, not on the next idle (Widget.focus): keys typed right after `:` must land here
         self.screen.set_focus(self)
-        self.cursor_position = len(value)  # `/` on a filtered view: edit the filter at its end, not before it
 
     def close(self) -> None:
         self.display = False
