@@ -3,7 +3,11 @@
 Every view is reachable by a `:` alias and by a digit. Enter drills down, Esc goes back (within the
 view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists every
 binding, `d`/`y` describe the selection as text or YAML, `q`, `:q` and ctrl+c quit. Mutating actions are
-allowed or refused in one place, `check_action`, which asks the service's permission gate.
+allowed or refused in one place, `check_action`, which asks the service's permission gate; a refused key is not
+silent (`on_key` says why: the role, or where the key works).
+
+Every edit adds its changes to the session's draft (`gpuadmin.tui.draft`) and opens the review of the whole
+draft: one plan, applied as one journal entry.
 
 The app never calls the service itself: it and its screens send requests to the service worker
 (`gpuadmin.tui.worker`) and act on the answers, so no key waits for the engine. Work a user waits for (a
@@ -18,12 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
+from gpuadmin.tui.draft import DraftEdit, draft_items, draft_lines, draft_title
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
@@ -62,7 +68,7 @@ COMMANDS: list[tuple[str, str]] = [
 # within a second (issue 9: noticed within 1 s), and a quiet state costs nothing else
 WATCH_SECONDS = 0.5
 # actions that change the cluster: the gate decides, views never do
-MUTATING = {"node_state", "reverse", "schedule", "edit"}
+MUTATING = {"node_state", "reverse", "schedule", "edit", "draft"}
 
 
 def _view_factory(view: str) -> Any:
@@ -92,6 +98,8 @@ class GpuadminApp(App[int]):
                   id=console_of(op).binding) for op in ("cordon", "uncordon", "drain")),
         Binding("ctrl+z", "reverse('undo')", "Undo", id="edit.undo"),
         Binding("ctrl+y", "reverse('redo')", "Redo", id="edit.redo"),
+        Binding("U", "reverse('undo_to')", "Undo to here", id="edit.undo_to"),
+        Binding("b", "draft", "Draft", id="edit.draft"),
         Binding("p", "schedule", "Schedule", id="edit.schedule"),
         *(Binding(edit.key, f"edit('{edit.id}')", edit.label, id=edit.id) for edit in EDITS),
         *(Binding(key, f"view('{view}')", view, show=False, id=f"view.{view}")
@@ -239,8 +247,9 @@ class GpuadminApp(App[int]):
     # the gate --------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MUTATING:
-            if self.session.readonly:
-                return False  # hidden: a viewer sees no key that would change the cluster
+            if self.session.readonly:  # hidden: a viewer sees no key that would change the cluster (`on_key`
+                # says why when one is pressed), but may run the scheduling cycle as a dry run
+                return action == "schedule" and isinstance(self.screen, ViewScreen)
             if action == "node_state":
                 return self._selected_node() is not None
             if action == "reverse":
@@ -249,6 +258,8 @@ class GpuadminApp(App[int]):
                 return isinstance(self.screen, ViewScreen)
             if action == "edit":
                 return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
+            if action == "draft":
+                return isinstance(self.screen, ViewScreen) and bool(self.session.draft)
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
         if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
@@ -256,6 +267,24 @@ class GpuadminApp(App[int]):
         if action == "describe":
             return isinstance(self.screen, ViewScreen) and self.screen.selected() is not None
         return True
+
+    def on_key(self, event: events.Key) -> None:
+        """A key no active binding took: if it is a hidden change key, say why it does nothing here."""
+        if event.key in self.active_bindings or not isinstance(self.screen, ViewScreen):
+            return
+        hidden = [binding for _, bindings in self.screen._binding_chain
+                  for binding in bindings.key_to_bindings.get(event.key, ())
+                  if binding.action.split("(")[0] in MUTATING]
+        if not hidden:
+            return
+        action = hidden[0].action.split("(")[0]
+        if self.session.readonly:
+            self.notify(self.session.why_readonly(), title="read-only", severity="warning", markup=False)
+        elif action == "reverse":
+            self.notify("undo and redo work in the journal view (8, or :journal), on its entries",
+                        severity="warning", markup=False)
+        elif action == "draft":
+            self.notify("the draft is empty: every edit adds its changes to it", markup=False)
 
     # navigation ------------------------------------------------------------------------------------
     def action_view(self, view: str) -> None:
@@ -442,7 +471,9 @@ class GpuadminApp(App[int]):
             return
         title = (f"scheduling cycle: {len(result.bound)} bind(s), {len(result.preempted)} preemption(s), "
                  f"{len(result.pending)} left pending")
-        self._review_plan(title, result.plan, replan=lambda service: service.schedule().plan)
+        dry_run = (f"role {self.session.role} may not apply this cycle (`gpuadmin whoami` shows why); "
+                   "`gpuadmin schedule --dry-run` shows the same" if self.session.readonly else "")
+        self._review_plan(title, result.plan, replan=lambda service: service.schedule().plan, dry_run=dry_run)
 
     def _selected_node(self) -> str | None:
         screen = self.screen
@@ -463,9 +494,17 @@ class GpuadminApp(App[int]):
             self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names])
 
     def action_reverse(self, which: str) -> None:
-        """Undo or redo from the journal view, reviewed like any plan."""
+        """Undo, undo back to the selected entry (`undo --to` its revision), or redo from the journal view,
+        reviewed like any plan; where it is not available the service says why."""
+        selected = self.screen.selected() if isinstance(self.screen, ListingScreen) else None
+        if which == "undo_to" and selected is None:
+            self.notify("undo to here: select a journal entry first", severity="warning", markup=False)
+            return
+        entry = int(selected[1]) if selected is not None else 0
 
         def reverse(service: Service) -> Reversal:
+            if which == "undo_to":
+                return service.undo_to_entry(entry)
             return service.undo() if which == "undo" else service.redo()
 
         self.foreground(Request(f"planning the {which}", reverse,
@@ -475,20 +514,52 @@ class GpuadminApp(App[int]):
                                 failed=self._failed))
 
     def review(self, title: str, items: list[dict[str, Any]]) -> None:
+        """An edit: its changes join the draft, and the whole draft is reviewed as one plan (a single edit is
+        reviewed at once as before; Esc keeps it in the draft to add more)."""
+        self._review_draft(self.session.draft.with_edit(title, items))
+
+    def action_draft(self) -> None:
+        self._review_draft(list(self.session.draft.edits))
+
+    def _review_draft(self, edits: list[DraftEdit]) -> None:
+        """Plan every item of `edits` at once; once planned they are the draft (changes the service cannot read
+        are said and never enter it), and the review shows their plan."""
+        items = draft_items(edits)
+        title = draft_title(edits)
+
         def plan(service: Service) -> Plan:
             return service.plan(service.build_changes(items))
 
-        self.foreground(Request(f"planning {title}", plan,
-                                lambda planned: self._review_plan(title, planned, replan=plan), failed=self._failed))
+        def planned(the_plan: Plan) -> None:
+            self.session.draft.keep(edits)
+            self._draft_changed()
+            self._review_plan(title, the_plan, replan=plan, draft=edits)
+
+        self.foreground(Request(f"planning {title}", plan, planned, failed=self._failed))
+
+    def _draft_changed(self) -> None:
+        for screen in list(self.live):
+            screen.update_header()
+
+    def _discard_draft(self) -> None:
+        self.session.draft.clear()
+        self._draft_changed()
+        self.notify("draft discarded: nothing applied", markup=False)
 
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
-                     replan: Callable[[Service], Plan] | None = None, note: str = "") -> None:
+                     replan: Callable[[Service], Plan] | None = None, note: str = "",
+                     draft: list[DraftEdit] | None = None, dry_run: str = "") -> None:
         """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
-        again on the new state and shown again — never applied blindly."""
+        again on the new state and shown again — never applied blindly. `draft`: the draft's edits this plan
+        is made of (applied: they leave the draft)."""
 
         def decided(answer: bool | str | None) -> None:
             if answer is None:
-                self.notify("not applied", markup=False)
+                if draft is None:
+                    self.notify("not applied", markup=False)
+                elif self.session.draft:  # not discarded: kept to add more
+                    self.notify(f"not applied: kept in the draft ({self.session.draft.size} change(s)); "
+                                "b reviews it, x there discards it", markup=False)
                 return
             # waits up to `lock_wait` for another writer: shown as work in progress, never as a frozen screen
             self.foreground(Request("applying (waits for the state lock if another writer holds it)",
@@ -497,6 +568,9 @@ class GpuadminApp(App[int]):
                             hint="Esc: drop it before it starts")
 
         def applied(result: Any) -> None:
+            if draft is not None:
+                self.session.draft.remove(draft)
+                self._draft_changed()
             if result is not None:
                 self.notify(f"applied: revision {result.revision}", markup=False)
                 self._watch()
@@ -511,7 +585,7 @@ class GpuadminApp(App[int]):
                                         again, failed=self._failed))
 
         def again(fresh: Plan) -> None:
-            self._review_plan(title, fresh, intent, replan=replan,
+            self._review_plan(title, fresh, intent, replan=replan, draft=draft,
                               note=f"The state moved to revision {fresh.base_revision} since this plan was made: "
                                    "planned again on it. Review it again.")
 
@@ -526,7 +600,10 @@ class GpuadminApp(App[int]):
                                      failed=lambda failed: self.notify(" ".join(failed.lines()), severity="error",
                                                                        markup=False)))
 
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note), decided)
+        lines = draft_lines(draft, plan.to_json()["violations"]) if draft is not None and len(draft) > 1 else None
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note, draft=lines,
+                                          discard=self._discard_draft if draft is not None else None,
+                                          dry_run=dry_run), decided)
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gpuadmin.errors import GpuadminError
 from gpuadmin.render.text import safe_lines
 from gpuadmin.service import Moved, NotPermitted, Service, check_action
+from gpuadmin.tui.draft import Draft
 
 if TYPE_CHECKING:
     from gpuadmin.tui.worker import Request, ServiceWorker
@@ -32,6 +33,7 @@ class Session:
         self.revision = service.revision()
         self.cluster = service.state.cluster if service.store is None else service.store.cluster()
         self.worker: ServiceWorker | None = None  # attached by the app, which owns the thread
+        self.draft = Draft()  # the edits not yet applied: planned and applied together
 
     def ask(self, request: Request[Any]) -> Request[Any]:
         """Send a request to the service worker; its answer comes back as a message on the UI thread."""
@@ -63,6 +65,11 @@ class Session:
     @property
     def readonly(self) -> bool:
         return not self.may("apply")
+
+    def why_readonly(self) -> str:
+        """What a viewer is told when a key would change the cluster: the role, and where to see why."""
+        return (f"read-only: role {self.role} may look and plan, not change the cluster (an operator may); "
+                "`gpuadmin whoami` shows your role and why")
 
 
 def poll_moved(service: Service, revision: int) -> Moved | None:

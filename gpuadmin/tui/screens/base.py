@@ -77,7 +77,7 @@ class ViewScreen(Screen[None]):
         crumbs = [s.crumb() for s in self.app.screen_stack if isinstance(s, ViewScreen)]
         self.query_one(HeaderBar).show(cluster=session.cluster, revision=session.revision, role=session.role,
                                        readonly=session.readonly, persisted=session.persisted,
-                                       crumbs=crumbs or [self.crumb()])
+                                       crumbs=crumbs or [self.crumb()], draft=session.draft.size)
 
     def load(self) -> None:
         """(Re)read this view's data on the service worker: a large state never holds up a key. A newer

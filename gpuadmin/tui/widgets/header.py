@@ -1,4 +1,4 @@
-"""The header: cluster, revision, role, a READ-ONLY badge, and where you are (breadcrumbs)."""
+"""The header: cluster, revision, role, a READ-ONLY badge, the draft's size, and where you are (breadcrumbs)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ class HeaderBar(Static):
     """One line; every part is a word, so it reads the same without colour."""
 
     def show(self, *, cluster: str, revision: int, role: str, readonly: bool, persisted: bool,
-             crumbs: list[str]) -> None:
+             crumbs: list[str], draft: int = 0) -> None:
         line = Text()
         line.append(" gpuadmin ", style="reverse bold")
         line.append(f" {safe(cluster)}", style="bold")
@@ -21,6 +21,9 @@ class HeaderBar(Static):
         if readonly:
             line.append("  ")
             line.append(" READ-ONLY ", style="reverse")
+        if draft:  # changes made and not applied yet: `b` reviews them
+            line.append("  ")
+            line.append(f" DRAFT {draft} ", style="reverse bold")
         if not persisted:
             line.append("  (in memory)")
         line.append("  " + " > ".join(safe(c) for c in crumbs), style="bold")
