@@ -75,7 +75,7 @@ def draft_lines(edits: Sequence[DraftEdit], violations: Sequence[dict[str, Any]]
     """The draft's edits as the review lists them, each followed by the violations it is blamed for: a refused
     draft says which change refuses."""
     blamed = [refusing(edits, violation) for violation in violations]
-    lines = [f"Draft: {len(edits)} edit(s), one plan, one journal entry (x discards it, Esc keeps it):"]
+    lines = [f"Draft: {len(edits)} edits, one plan, one journal entry (x discards, Esc keeps it):"]
     for number, edit in enumerate(edits):
         hits = [v for v, culprits in zip(violations, blamed, strict=True) if number in culprits]
         lines.append(f"  {number + 1}. {edit.title}" + (f"  REFUSES ({len(hits)} violation(s))" if hits else ""))
