@@ -10,8 +10,10 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Select
 
+from gpuadmin.render.text import safe
 from gpuadmin.service import Service
 from gpuadmin.tui.app import GpuadminApp
+from gpuadmin.tui.draft import Draft, DraftEdit, draft_lines, refusing
 from gpuadmin.tui.screens.form import FormScreen
 from gpuadmin.tui.screens.listing import ListingScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
@@ -142,3 +144,25 @@ async def test_a_stale_draft_is_planned_again_from_its_items(state_dir: Path) ->
     service = Service(state_dir=state_dir)
     assert service.revision() == 2
     assert service.describe("node", "gpu-h100-01")["summary"]["state"] == "cordoned"
+
+
+def test_a_refusal_is_blamed_on_the_edit_naming_what_the_rule_names() -> None:
+    """Unit: every edit names the host and the VM; the one naming the group the message names refuses."""
+    edits = Draft().with_edit("detach", [{"op": "detach-vm", "node": HOST, "vm": "train-vm-03"}])
+    edits += [DraftEdit("attach", ({"op": "attach-vm", "node": HOST, "vm": "train-vm-03", "device_group": "dg-c"},)),
+              DraftEdit("queue", ({"op": "set-quota", "queue": "research", "quota": {"gpus": 8}},))]
+    violation = {"rule": "group.vm-holds-whole-group", "target": f"node/{HOST}",
+                 "message": f"VM train-vm-03 holds device group dg-c on {HOST} but not its GPU 7 (mode vgpu)"}
+    assert refusing(edits, violation) == {1}
+    assert refusing(edits, {"rule": "queue.x", "target": "queue/research", "message": "over"}) == {2}
+    assert refusing(edits, {"rule": "job.x", "target": "job/other", "message": "-"}) == set()  # none names it
+
+
+def test_the_draft_lines_draw_a_hostile_name_as_plain_text() -> None:
+    hostile = "vm\x1b[2J\u202eevil"
+    edits = [DraftEdit(f"detach {hostile}", ({"op": "detach-vm", "node": HOST, "vm": hostile},)),
+             DraftEdit("cordon", ({"op": "cordon", "node": HOST},))]
+    lines = draft_lines(edits, [{"rule": "r", "target": f"node/{HOST}", "message": f"{hostile} refuses"}])
+    drawn = "\n".join(safe(line) for line in lines)  # as the review draws them
+    assert "\x1b" not in drawn and "\u202e" not in drawn and "\\x1b[2J" in drawn
+    assert lines[1] == f"  1. detach {hostile}  REFUSES (1 violation(s))"
