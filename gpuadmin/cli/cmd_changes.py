@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 EXAMPLES = {
     "plan": "example:\n  gpuadmin plan -f docs/examples/repartition.yaml --save /tmp/plan.json",
     "apply": "examples:\n  gpuadmin apply -f docs/examples/repartition.yaml --yes\n"
+             "  gpuadmin import kube-nodes nodes.json | gpuadmin apply -f - --yes\n"
              "  gpuadmin apply --plan /tmp/plan.json",
     "undo": "examples:\n  gpuadmin undo --yes          the latest change; again: the one before it\n"
             "  gpuadmin undo --to 3         every change after revision 3",
@@ -46,12 +47,24 @@ def show(plan: Plan, fmt: str) -> None:
         sys.stdout.write(style.plan(plan_text(plan.to_json())))
 
 
+STDIN = Path("-")
+
+
+def load(service: Service, file: Path) -> tuple[list[Change], Path | None]:
+    """A change file's changes and the file to name in a later diagnostic: `-` is standard input, named
+    `<stdin>` (its text is read once: a plan's later diagnostics name the change, not a line)."""
+    if file == STDIN:
+        return service.read_changes(sys.stdin.buffer.read(), "<stdin>"), None
+    return service.load_changes(file), file
+
+
 def _plan(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import style
 
     style.configure(ctx.color)
     service = ctx.service()
-    plan = service.plan(service.load_changes(args.file), source=args.file)
+    changes, source = load(service, args.file)
+    plan = service.plan(changes, source=source)
     show(plan, args.output)
     if args.save is not None:
         service.save_plan(plan, args.save, force=args.force)
@@ -106,8 +119,8 @@ def _apply(args: argparse.Namespace, ctx: Context) -> int:
             sys.stderr.write(f"gpuadmin: this plan was saved by {safe(ready.author)} (uid {ready.author_uid}), not "
                              "by you: read what it does before it is applied\n")
         return submit(service, ready.plan, yes=args.yes, fmt=args.output, expected_hash=ready.hash)
-    return apply_changes(ctx, service, service.load_changes(args.file), yes=args.yes, fmt=args.output,
-                         source=args.file)
+    changes, source = load(service, args.file)
+    return apply_changes(ctx, service, changes, yes=args.yes, fmt=args.output, source=source)
 
 
 def _reverse(args: argparse.Namespace, ctx: Context) -> int:
@@ -133,7 +146,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
     plan = parser("plan", "check a change file against the state; writes nothing")
-    plan.add_argument("-f", "--file", type=Path, required=True, metavar="CHANGES.yaml")
+    plan.add_argument("-f", "--file", type=Path, required=True, metavar="CHANGES.yaml",
+                      help="the change file; - reads standard input")
     plan.add_argument("--save", type=Path, metavar="PLAN.json",
                       help="save the plan for `apply --plan`, as a new file (an existing path is refused)")
     plan.add_argument("--force", action="store_true", help="with --save: replace an existing file at the path")
@@ -142,7 +156,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     apply = parser("apply", "plan, check and apply changes (journaled, undoable)")
     source = apply.add_mutually_exclusive_group(required=True)
-    source.add_argument("-f", "--file", type=Path, metavar="CHANGES.yaml")
+    source.add_argument("-f", "--file", type=Path, metavar="CHANGES.yaml",
+                        help="the change file; - reads standard input")
     source.add_argument("--plan", type=Path, metavar="PLAN.json", help="a plan saved by `plan --save`")
     apply.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     add_wait(apply)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuadmin.errors import ExitCode
 
@@ -13,9 +13,7 @@ if TYPE_CHECKING:
 
 
 def _schedule(args: argparse.Namespace, ctx: Context) -> int:
-    from gpuadmin.cli import output
     from gpuadmin.cli.cmd_changes import ask_confirmation
-    from gpuadmin.render.schedule import cycle_json, cycle_text
 
     if not args.dry_run:
         ctx.caller().require("schedule")
@@ -25,13 +23,30 @@ def _schedule(args: argparse.Namespace, ctx: Context) -> int:
     revision = None
     if not args.dry_run and result.changes:
         ctx.caller().require("schedule", result.changes)
+        asks = not args.yes and result.plan.allowed and not result.plan.empty
+        if asks:  # the operator reads the plan, then is asked: shown first, as `apply` does
+            _show_cycle(result, args.output, None)
         applied = service.submit(result.plan, confirmed=ask_confirmation(result.plan, args.yes))
         revision = applied.revision if applied is not None else None
+        if asks:
+            return _applied(revision)
+    _show_cycle(result, args.output, revision)
+    return _applied(revision)
+
+
+def _show_cycle(result: Any, fmt: str, revision: int | None) -> None:
+    from gpuadmin.cli import output
+    from gpuadmin.render.schedule import cycle_json, cycle_text
+
     data = cycle_json(result, applied_revision=revision)
-    if args.output == "json":
+    if fmt == "json":
         output.as_json(data)
     else:
         sys.stdout.write(cycle_text(data))
+    sys.stdout.flush()
+
+
+def _applied(revision: int | None) -> int:
     if revision is not None:
         sys.stderr.write(f"gpuadmin: applied, revision {revision}\n")
     return ExitCode.OK

@@ -103,8 +103,19 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(ExitCode.BAD_INPUT)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from gpuadmin.cli import cmd_changes, cmd_io, cmd_read, cmd_schedule, cmd_tui, cmd_validate, cmd_whoami, examples
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given the command line, only the verb it names gets its arguments (`cmd_verbs`)."""
+    from gpuadmin.cli import (
+        cmd_changes,
+        cmd_io,
+        cmd_read,
+        cmd_schedule,
+        cmd_tui,
+        cmd_validate,
+        cmd_verbs,
+        cmd_whoami,
+        examples,
+    )
 
     parser = _Parser(prog="gpuadmin", description="Terminal admin console for GPU clusters.", epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -120,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io, cmd_whoami):
         module.register(sub)
+    cmd_verbs.register(sub, used=None if argv is None else set(argv))
     examples.add_examples(sub)  # an example and the exit codes in every command's --help
     return parser
 
@@ -135,8 +147,8 @@ def report(error: GpuadminError) -> ExitCode:
 def run(argv: Sequence[str], before_command: Callable[[str], None] | None = None) -> int:
     """Parse `argv` and run its command; `before_command(name)` is called once the command is known (`main` sets
     the process's GC policy there: a test that calls `run` keeps its own)."""
-    parser = build_parser()
     argv = list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:  # bare `gpuadmin`: the console
         args = parser.parse_args([*argv, "tui"])

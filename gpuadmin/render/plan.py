@@ -85,8 +85,77 @@ def violation_lines(violations: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def plan_text(data: dict[str, Any]) -> str:
-    """The text form of `Plan.to_json()`; status is in words, never colour alone."""
+# what an added or removed job or queue shows under its line: the whole spec (a node is too large: its own
+# `describe` has it); `submitted` is the moment of planning, not a choice the operator reviews
+_SPEC_KINDS = {"job", "queue"}
+_NOT_SPEC = {"name", "submitted"}
+
+
+def _spec_value(value: Any) -> str:
+    if isinstance(value, bool):  # as the change file and `-o yaml` write it
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_spec_value(v)}" for k, v in value.items() if v is not None)
+    if isinstance(value, list) and all(_flat_dict(v) for v in value):
+        return _compact(value)
+    return _show(value)
+
+
+def spec_lines(entity: dict[str, Any]) -> list[str]:
+    """An added (or removed) job or queue, one field a line: what a submit or a removal acts on."""
+    return [f"      {safe(key)}: {safe(_spec_value(value))}" for key, value in entity.items()
+            if key not in _NOT_SPEC and value not in (None, [], {})]
+
+
+def _freed(diff: list[dict[str, Any]]) -> dict[str, str]:
+    """Job → the places it held before this plan and holds no more (a cancel, a preemption, an eviction)."""
+    out = {}
+    for d in diff:
+        if d["kind"] != "job" or not d["before"] or not d["before"].get("placement"):
+            continue
+        held = d["before"]["placement"]
+        kept = (d["after"] or {}).get("placement") or []
+        gone = [slot for slot in held if slot not in kept]
+        if gone:
+            out[d["name"]] = _compact(gone)
+    return out
+
+
+def _vgpus_taken(diff: list[dict[str, Any]]) -> list[str]:
+    """`NODE/GPU: VM PROFILE` for every vGPU a node keeps but a VM loses (taking one is destructive)."""
+    out = []
+    for d in diff:
+        if d["kind"] != "node" or d["action"] != "modify":
+            continue
+        after = {g["index"]: list(g.get("vgpus") or ()) for g in d["after"].get("gpus") or ()}
+        for gpu in d["before"].get("gpus") or ():
+            left = after.get(gpu["index"], [])
+            for vgpu in gpu.get("vgpus") or ():
+                if vgpu in left:
+                    left.remove(vgpu)
+                else:
+                    out.append(f"{d['name']}/{gpu['index']}: {vgpu['vm']} {vgpu['profile']}")
+    return out
+
+
+def effect_lines(data: dict[str, Any]) -> list[str]:
+    """The plan's effects, each stopped job with the GPUs or slices it frees (a running job cancelled is evicted
+    too: said once), and the vGPUs VMs lose."""
+    freed = _freed(data["diff"])
+    lines = []
+    for key, names in data["effects"].items():
+        if names:
+            lines.append(f"  {key}: " + ", ".join(
+                safe(n) + (f" (frees {safe(freed[n])})" if key == "evicted" and n in freed else "")
+                for n in names))
+    taken = _vgpus_taken(data["diff"])
+    if taken:
+        lines.append(f"  vGPUs taken from VMs: {', '.join(safe(t) for t in taken)}")
+    return lines
+
+
+def plan_heading(data: dict[str, Any]) -> list[str]:
+    """The verdict, the hash and the violations: what a summarised review shows above its summary."""
     verdict = "ALLOWED" if data["allowed"] else "REFUSED"
     lines = [f"Plan against revision {data['base_revision']}: {verdict} "
              f"({len(data['changes'])} change(s), {len(data['violations'])} violation(s))",
@@ -94,11 +163,19 @@ def plan_text(data: dict[str, Any]) -> str:
     if data["violations"]:
         lines.append("Violations:")
         lines += violation_lines(data["violations"])
+    return lines
+
+
+def plan_text(data: dict[str, Any]) -> str:
+    """The text form of `Plan.to_json()`; status is in words, never colour alone."""
+    lines = plan_heading(data)
     if data["diff"]:
         lines.append("Diff:" if data["allowed"] else "Diff (refused: nothing is applied):")
         for d in data["diff"]:
             sign = {"add": "+", "remove": "-", "modify": "~"}[d["action"]]
             lines.append(f"  {sign} {d['kind']}/{safe(d['name'])}")
+            if d["action"] != "modify" and d["kind"] in _SPEC_KINDS:
+                lines += spec_lines(d["after"] or d["before"])
             if d["action"] == "modify":
                 changed = field_changes(d["before"], d["after"])
                 for path, old, new in changed:
@@ -107,11 +184,10 @@ def plan_text(data: dict[str, Any]) -> str:
                     lines.append(f"      position: {d['seq']} -> {d.get('moved_to')} (same fields)")
     elif data["allowed"]:
         lines.append("No changes: the state already matches.")
-    effects = {k: v for k, v in data["effects"].items() if v}
+    effects = effect_lines(data)
     if effects:
         lines.append("Effects:")
-        for key, names in effects.items():
-            lines.append(f"  {key}: {', '.join(safe(n) for n in names)}")
+        lines += effects
     if data["commands"] and data["allowed"]:
         lines.append("Node commands:")
         for node, cmds in data["commands"].items():

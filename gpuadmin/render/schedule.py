@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuadmin.render.cycle_summary import cycle_summary, summary_text
 from gpuadmin.render.plan import plan_text
 from gpuadmin.render.text import safe
 
@@ -17,6 +18,7 @@ def cycle_json(result: Any, *, applied_revision: int | None = None) -> dict[str,
         "preempted": result.preempted,
         "pending": [{"job": name, **result.explanations[name].to_json()} for name in result.pending
                     if name in result.explanations],
+        "summary": cycle_summary(result),
         "plan": result.plan.to_json(),
         "stats": result.stats,
         "applied_revision": applied_revision,
@@ -24,10 +26,8 @@ def cycle_json(result: Any, *, applied_revision: int | None = None) -> dict[str,
 
 
 def cycle_text(data: dict[str, Any]) -> str:
-    lines = [f"Scheduling cycle ({data['policy']}): {len(data['bound'])} bound, {len(data['preempted'])} "
-             f"preempted, {len(data['pending'])} left pending"]
-    for name in data["preempted"]:
-        lines.append(f"  preempt {safe(name)}")
+    # the summary first (its first line: the counts), then the full plan, then every pending job's reason
+    lines = [f"Scheduling cycle ({data['policy']}): " + summary_text(data["summary"]).rstrip("\n")]
     lines.append(plan_text(data["plan"]).rstrip("\n"))
     if data["pending"]:
         lines.append("Pending:")

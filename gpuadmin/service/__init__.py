@@ -33,6 +33,7 @@ from gpuadmin.service.results import (
     Confirmation,
     Moved,
     ReadyPlan,
+    Remedy,
     Reversal,
     SavedPlan,
     Table,
@@ -46,7 +47,9 @@ from gpuadmin.store.shared import DB_NAME
 __all__ = [
     "DB_NAME", "OPS", "ApplyResult", "Caller", "Change", "Confirmation", "Conflict", "HostFacts", "Inventory",
     "Moved", "Node", "NotConfirmed", "NotPermitted", "Orchestrator", "Plan", "Platform", "ReadNodes", "ReadyPlan",
-    "Refused", "Reversal", "Role", "RoleDecision", "SavedPlan", "SchedulePlan", "Service", "ServiceCore", "Stale",
+    "Refused",
+    "Remedy",  # a pending job's checked remedy, planned (the console's `R`)
+    "Reversal", "Role", "RoleDecision", "SavedPlan", "SchedulePlan", "Service", "ServiceCore", "Stale",
     "Table", "admin_reasons", "check_action", "check_state", "confirmation", "console_of", "consumer_refused",
     "default_state_dir", "inventory_text",
     "load_model_file",  # the located YAML reader, for the console's settings files

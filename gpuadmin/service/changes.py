@@ -12,18 +12,28 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import EntityDiff, Plan, inverse, plan, released_slots
+from gpuadmin.engine.scheduler import explain
 from gpuadmin.engine.state import SlotKey
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.core import ServiceCore
 from gpuadmin.service.errors import Conflict, NotConfirmed, Refused, Stale
-from gpuadmin.service.results import ApplyResult, Intent, ReadyPlan, Reversal, SavedPlan, _entry_label, confirmation
+from gpuadmin.service.results import (
+    ApplyResult,
+    Intent,
+    ReadyPlan,
+    Remedy,
+    Reversal,
+    SavedPlan,
+    _entry_label,
+    confirmation,
+)
 from gpuadmin.store import (
     JournalEntry,
     LockHeld,
     StaleRevision,
 )
-from gpuadmin.store.changes_io import load_changes, located_in
+from gpuadmin.store.changes_io import load_changes, located_in, parse_changes
 from gpuadmin.store.identity import user_name
 from gpuadmin.store.plan_files import read_plan_file, write_plan_file
 from gpuadmin.store.state_db import Outcome, Verdict
@@ -36,6 +46,12 @@ class ChangeUseCases(ServiceCore):
     @use_case("plan")
     def load_changes(self, path: Path) -> list[ch.Change]:
         return load_changes(path)
+
+    @use_case("plan")
+    def read_changes(self, data: bytes, file: str) -> list[ch.Change]:
+        """A change file's changes from its bytes (`apply -f -` reads standard input); a bad one is named by
+        `file` with its line:column."""
+        return parse_changes(data, file)
 
     @staticmethod
     def build_changes(items: Sequence[dict[str, Any]]) -> list[ch.Change]:
@@ -248,6 +264,17 @@ class ChangeUseCases(ServiceCore):
                                          "no change in effect came after it",
                                          hint="select an earlier entry; undo (ctrl+z) undoes the latest")])
         return self.undo(entry.revision)
+
+    @use_case("plan")
+    def plan_remedy(self, job: str) -> Remedy:
+        """Act on `explain`'s remedy: its change ops (checked by explain: the rules allow them and the next cycle
+        binds the job) planned on the current state, to be reviewed and applied like any change."""
+        if job not in self.state.jobs:
+            raise InputError([Diagnostic(f"job {job!r} not found")])
+        found = explain(self.state, job)
+        if not found.remedy_changes:
+            return Remedy(found, None)
+        return Remedy(found, self.plan(self.build_changes(found.remedy_changes)))
 
     @use_case("plan")
     def redo(self) -> Reversal:

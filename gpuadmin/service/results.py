@@ -9,6 +9,7 @@ from typing import Any
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.ops import spec_of
 from gpuadmin.engine.planner import Plan
+from gpuadmin.engine.scheduler import Explanation
 from gpuadmin.render.rows import Listing, Row
 from gpuadmin.store import (
     JournalEntry,
@@ -86,6 +87,15 @@ class Reversal:
     plan: Plan
     intent: Intent
     description: str
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """A pending job's remedy to act on: why it waits (with the remedy in words), and the remedy's change ops
+    planned on the current state — None where explain found no remedy that planning can check."""
+
+    explanation: Explanation
+    plan: Plan | None
 
 
 def _entry_label(entry: JournalEntry) -> str:

@@ -28,7 +28,8 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
-from gpuadmin.service import Moved, Plan, Reversal, SchedulePlan, Service, Stale, confirmation, console_of
+from gpuadmin.render.cycle_summary import cycle_summary, summary_text
+from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
 from gpuadmin.tui.draft import DraftEdit, draft_items, draft_lines, draft_title
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.screens.base import ViewScreen
@@ -68,7 +69,7 @@ COMMANDS: list[tuple[str, str]] = [
 # within a second (issue 9: noticed within 1 s), and a quiet state costs nothing else
 WATCH_SECONDS = 0.5
 # actions that change the cluster: the gate decides, views never do
-MUTATING = {"node_state", "reverse", "schedule", "edit", "draft"}
+MUTATING = {"node_state", "reverse", "schedule", "edit", "remedy", "draft"}
 
 
 def _view_factory(view: str) -> Any:
@@ -101,6 +102,7 @@ class GpuadminApp(App[int]):
         Binding("U", "reverse('undo_to')", "Undo to here", id="edit.undo_to"),
         Binding("b", "draft", "Draft", id="edit.draft"),
         Binding("p", "schedule", "Schedule", id="edit.schedule"),
+        Binding("R", "remedy", "Remedy", id="edit.remedy"),
         *(Binding(edit.key, f"edit('{edit.id}')", edit.label, id=edit.id) for edit in EDITS),
         *(Binding(key, f"view('{view}')", view, show=False, id=f"view.{view}")
           for view, (_, key, _) in VIEWS.items()),
@@ -124,7 +126,7 @@ class GpuadminApp(App[int]):
         self.mode_history: list[str] = []
         self.prompt_history: dict[str, list[str]] = {"command": [], "filter": []}  # shared by every view's prompt
         self.live: set[ViewScreen] = set()
-        self._cycle: SchedulePlan | None = None  # a finished scheduling cycle, handed to its review
+        self._cycle: tuple[Plan, str] | None = None  # a finished scheduling cycle and its summary, for its review
         self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
         self._polling: Request[Any] | None = None  # the live watch's question, while it is out
 
@@ -260,6 +262,8 @@ class GpuadminApp(App[int]):
                 return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
             if action == "draft":
                 return isinstance(self.screen, ViewScreen) and bool(self.session.draft)
+            if action == "remedy":
+                return self._pending_job() is not None
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
         if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
@@ -449,7 +453,7 @@ class GpuadminApp(App[int]):
         progress = ProgressScreen("scheduling cycle (a plan: nothing is applied yet)")
         self.push_screen(progress, self._schedule_done)
 
-        def done(result: SchedulePlan) -> None:
+        def done(result: tuple[Plan, str]) -> None:
             if self.screen is progress:
                 self._cycle = result
                 progress.dismiss(True)
@@ -460,20 +464,48 @@ class GpuadminApp(App[int]):
                 progress.dismiss(False)
 
         # owned by the progress screen: Esc dismisses it, and the cycle's answer is discarded
-        self.session.ask(Request("scheduling cycle", lambda service: service.schedule(), done, failed=failed,
-                                 owner=progress))
+        self.session.ask(Request("scheduling cycle", _summarised_cycle, done, failed=failed, owner=progress))
 
     def _schedule_done(self, finished: bool | None) -> None:
-        result = self._cycle
+        cycle = self._cycle
         self._cycle = None
-        if not finished or result is None:
+        if not finished or cycle is None:
             self.notify("scheduling cycle cancelled: nothing applied", markup=False)
             return
-        title = (f"scheduling cycle: {len(result.bound)} bind(s), {len(result.preempted)} preemption(s), "
-                 f"{len(result.pending)} left pending")
+        plan, summary = cycle
+        counts = summary.split("\n", 1)[0]  # the summary's first line; the review opens on the summary
         dry_run = (f"role {self.session.role} may not apply this cycle (`gpuadmin whoami` shows why); "
                    "`gpuadmin schedule --dry-run` shows the same" if self.session.readonly else "")
-        self._review_plan(title, result.plan, replan=lambda service: service.schedule().plan, dry_run=dry_run)
+        self._review_plan(f"scheduling cycle: {counts}", plan, replan=_summarised_cycle, summary=summary,
+                          dry_run=dry_run)
+
+    def _pending_job(self) -> str | None:
+        """The pending (or preempted) job a remedy would be for: the jobs view's row, or the job described."""
+        screen = self.screen
+        if isinstance(screen, ListingScreen) and screen.kind == "jobs":
+            row = screen.current_row()
+            return str(row["NAME"]) if row is not None and row["STATUS"] in ("pending", "preempted") else None
+        if isinstance(screen, DescribeScreen):  # a pending job's description carries its explanation
+            return str(screen.data["pending"]["job"]) if "pending" in screen.data else None
+        return None
+
+    def action_remedy(self) -> None:
+        """Plan the selected pending job's remedy (explain's checked change ops) into the review."""
+        job = self._pending_job()
+        if job is None:
+            return
+
+        def planned(remedy: Remedy) -> None:
+            found = remedy.explanation
+            if remedy.plan is None:
+                self.notify(f"{job}: no remedy that planning can check ({found.reason}"
+                            + (f"; {found.remedy}" if found.remedy else "") + ")", severity="warning", markup=False)
+                return
+            self._review_plan(f"remedy for {job}: {found.remedy}", remedy.plan,
+                              replan=lambda service: _remedy_plan(service, job))
+
+        self.foreground(Request(f"planning the remedy for {job}", lambda service: service.plan_remedy(job), planned,
+                                failed=self._failed))
 
     def _selected_node(self) -> str | None:
         screen = self.screen
@@ -547,7 +579,7 @@ class GpuadminApp(App[int]):
         self.notify("draft discarded: nothing applied", markup=False)
 
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
-                     replan: Callable[[Service], Plan] | None = None, note: str = "",
+                     replan: Callable[[Service], Replanned] | None = None, note: str = "", summary: str = "",
                      draft: list[DraftEdit] | None = None, dry_run: str = "") -> None:
         """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
         again on the new state and shown again — never applied blindly. `draft`: the draft's edits this plan
@@ -584,9 +616,10 @@ class GpuadminApp(App[int]):
                 self.foreground(Request("planning again on the new state", lambda service: _replanned(service, replan),
                                         again, failed=self._failed))
 
-        def again(fresh: Plan) -> None:
-            self._review_plan(title, fresh, intent, replan=replan, draft=draft,
-                              note=f"The state moved to revision {fresh.base_revision} since this plan was made: "
+        def again(fresh: Replanned) -> None:
+            plan, summary = fresh if isinstance(fresh, tuple) else (fresh, "")
+            self._review_plan(title, plan, intent, replan=replan, summary=summary, draft=draft,
+                              note=f"The state moved to revision {plan.base_revision} since this plan was made: "
                                    "planned again on it. Review it again.")
 
         def save(typed: str, saved: Callable[[], None]) -> None:
@@ -601,7 +634,7 @@ class GpuadminApp(App[int]):
                                                                        markup=False)))
 
         lines = draft_lines(draft, plan.to_json()["violations"]) if draft is not None and len(draft) > 1 else None
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note, draft=lines,
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note, summary, draft=lines,
                                           discard=self._discard_draft if draft is not None else None,
                                           dry_run=dry_run), decided)
 
@@ -622,9 +655,28 @@ class GpuadminApp(App[int]):
         return path
 
 
-def _replanned(service: Service, replan: Callable[[Service], Plan]) -> Plan:
+# what planning a reviewed change again gives: its plan, or its plan and its summary (a scheduling cycle)
+Replanned = Plan | tuple[Plan, str]
+
+
+def _replanned(service: Service, replan: Callable[[Service], Replanned]) -> Replanned:
     service.refresh()
     return replan(service)
+
+
+def _remedy_plan(service: Service, job: str) -> Plan:
+    """The remedy planned again on a moved state; one no longer needed is an empty plan (nothing to apply)."""
+    remedy = service.plan_remedy(job)
+    if remedy.plan is None:
+        return service.plan([])
+    return remedy.plan
+
+
+def _summarised_cycle(service: Service) -> tuple[Plan, str]:
+    """One scheduling cycle's plan and its summary, both made on the service worker: at 100,000 jobs the
+    summary explains every job left pending, work no key may wait for."""
+    result = service.schedule()
+    return result.plan, summary_text(cycle_summary(result))
 
 
 def _unknown_theme(name: str, available: dict[str, Any]) -> Diagnostic:

@@ -14,7 +14,9 @@ import pytest
 from tests.cli.clikit import ROOT, gpuadmin
 
 COMMANDS = ["init", "validate", "get", "describe", "plan", "apply", "undo", "redo", "schedule", "explain", "import",
-            "export", "whoami", "tui"]
+            "export", "whoami", "tui",
+            # issue 21 point 18: the verbs, and the commands that group two (`vgpu assign|remove`)
+            "cordon", "mig", "submit", "vgpu", "queue", "node"]
 
 
 def _first_session() -> list[str]:
@@ -27,6 +29,9 @@ def _first_session() -> list[str]:
 def test_the_readme_first_session_runs_twice(tmp_path: Path) -> None:
     lines = _first_session()
     assert len(lines) >= 10 and any(" init " in line for line in lines)
+    # issue 21 point 18: the session makes its changes with verbs, as an operator scripts them
+    assert any(" mig " in line and "--dry-run" in line for line in lines)
+    assert any(" cordon " in line and "--yes" in line for line in lines)
     bindir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1"}
     for round_ in (1, 2):

@@ -100,11 +100,13 @@ def test_every_rule_id_the_planner_raises_is_a_registered_one() -> None:
 def render_table() -> str:
     key = {True: "yes", False: "no"}
     lines = [BEGIN, "",
-             "| op | role | destructive | idempotent | console | Kubernetes | bare metal | vSphere |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| op | role | destructive | idempotent | console | command | Kubernetes | bare metal | vSphere |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for spec in ops.OPS.values():
         console = f"`{spec.console.key}`" if isinstance(spec.console, ops.Console) else f"- ({spec.console.why})"
+        verb = f"`gpuadmin {' '.join(spec.verb.words)}`" if isinstance(spec.verb, ops.Verb) else f"- ({spec.verb.why})"
         lines.append(f"| `{spec.op}` | {spec.role} | {key[spec.destructive]} | {key[spec.idempotent]} | {console} | "
+                     f"{verb} | "
                      + " | ".join(ops.said(spec.runs[t]).replace("|", "\\|") for t in
                                   ("kubernetes", "baremetal", "vsphere")) + " |")
     return "\n".join([*lines, "", END])

@@ -617,9 +617,11 @@ async def test_p_plans_a_cycle_with_progress_then_reviews_and_applies_its_binds(
         gate.set()
         await settle(pilot)
         shown = review(app)
-        assert shown.title_text == "scheduling cycle: 2 bind(s), 0 preemption(s), 3 left pending"
+        assert shown.title_text == ("scheduling cycle: 2 bind(s) placing 2.25 GPU(s), 0 preemption(s), "
+                                    "3 job(s) left pending")
         assert sorted((c.op, c.name) for c in shown.plan.changes) == [  # type: ignore[union-attr]
             ("bind-job", "nb-dana"), ("bind-job", "sd-xl-finetune")]
+        await press(pilot, "f")  # the review opens on the cycle's summary; `f` shows the diff
         assert "job/sd-xl-finetune" in static_text(app, "#review")
         await press(pilot, "y")
         assert notes(app)[-1] == ("information", "", "applied: revision 1")

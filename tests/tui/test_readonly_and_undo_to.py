@@ -100,7 +100,7 @@ async def test_a_viewer_runs_the_scheduling_dry_run(state_dir: Path) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, PlanReviewScreen))
         review = app.screen
         assert isinstance(review, PlanReviewScreen)
-        assert review.title_text.startswith("scheduling cycle:") and "bound: " in static_text(app, "#review")
+        assert review.title_text.startswith("scheduling cycle:") and "bind(s)" in static_text(app, "#review")
         assert static_text(app, "#review-verdict").startswith("Dry run: role viewer may not apply this cycle")
         assert "confirm" not in {b.binding.action for b in app.active_bindings.values()}
         await press(pilot, "y")

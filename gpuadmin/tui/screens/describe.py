@@ -27,6 +27,9 @@ class DescribeScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "dismiss", "Back", id="describe.close"),
         Binding("y", "switch_format", "YAML/text", id="describe.format"),
+        # a pending job's remedy, planned into the review: the app's action (and gate), under the jobs view's id
+        # so one keymap entry moves both
+        Binding("R", "app.remedy", "Remedy", id="edit.remedy"),
     ]
 
     def __init__(self, title: str, data: dict[str, Any], fmt: str) -> None:

@@ -1,7 +1,8 @@
 """The plan review: every change made from the console is shown as its plan — verdict, violations with
 their rule ids, the diff, effects and node commands — and applied only on confirmation. A destructive
 plan (evictions, a drain, a removal) asks for the name it hits to be typed; a refused plan cannot be
-applied. The decision (apply or not) is the service's `submit`; this screen only asks.
+applied. A plan with a summary (a scheduling cycle: thousands of binds) opens on the summary under its verdict;
+`f` shows the full plan and back. The decision (apply or not) is the service's `submit`; this screen only asks.
 
 A draft's review (see `gpuadmin.tui.draft`) also lists the draft's edits, each with the violations that fall
 on it, and offers `x` to discard the draft; Esc keeps it. A viewer's scheduling dry run is reviewed without
@@ -19,7 +20,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from gpuadmin.render.plan import plan_text
+from gpuadmin.render.plan import plan_heading, plan_text
 from gpuadmin.render.text import safe
 from gpuadmin.service import Confirmation, Plan
 
@@ -31,12 +32,13 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         Binding("escape,n", "cancel", "Cancel", id="review.cancel"),
         Binding("y", "confirm", "Apply", id="review.apply"),
         Binding("w", "save", "Save plan", id="review.save"),
+        Binding("f", "full_diff", "Full diff/summary", id="review.full_diff"),
         Binding("x", "discard", "Discard draft", id="review.discard"),
     ]
 
     def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[str, Callable[[], None]], None],
-                 note: str = "", *, draft: list[str] | None = None, discard: Callable[[], None] | None = None,
-                 dry_run: str = "") -> None:
+                 note: str = "", summary: str = "", *, draft: list[str] | None = None,
+                 discard: Callable[[], None] | None = None, dry_run: str = "") -> None:
         """`draft`: the draft's lines, for a draft's review; `discard` empties the draft (x). `dry_run`: why
         this plan is shown only (a viewer's scheduling cycle): no apply action."""
         super().__init__()
@@ -45,6 +47,8 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         self.asked = asked
         self.save = save
         self.note = note
+        self.summary = summary
+        self.full = not summary  # a summarised plan opens on its summary
         self.draft = draft
         self.discard = discard
         self.dry_run = dry_run
@@ -56,7 +60,7 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
                 yield Static(Text(self.note), id="review-note")
             if self.draft:  # a draft of several edits: which is which, and which refuses
                 yield Static(Text("\n".join(safe(line) for line in self.draft)), id="review-draft")
-            yield Static(Text(plan_text(self.plan.to_json())), id="review")
+            yield Static(self._body(), id="review")
             if self.dry_run:
                 yield Static(Text(f"Dry run: {self.dry_run}. Esc to go back."), id="review-verdict")
             elif not self.plan.allowed:
@@ -80,7 +84,19 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         else:
             self.query_one("#review-scroll").focus()
 
+    def _body(self) -> Text:
+        data = self.plan.to_json()
+        if self.full:
+            return Text(plan_text(data))
+        lines = plan_heading(data)
+        full = len(plan_text(data).splitlines())
+        # in a destructive review the typed confirmation has the focus, and takes the letter `f`
+        tab = " (Tab first, out of the confirmation)" if self.asked.destructive else ""
+        return Text("\n".join([*lines, self.summary.rstrip("\n"), f"f{tab}: the full plan ({full} lines)"]) + "\n")
+
     def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
+        if action == "full_diff":  # only a summarised plan has two forms
+            return bool(self.summary)
         if action == "confirm":  # a refused or empty plan has nothing to confirm; a destructive one is typed
             return self.plan.allowed and not self.plan.empty and not self.asked.destructive and not self.dry_run
         if action == "discard":
@@ -89,6 +105,10 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
 
     def action_confirm(self) -> None:
         self.dismiss(True)
+
+    def action_full_diff(self) -> None:
+        self.full = not self.full
+        self.query_one("#review", Static).update(self._body())
 
     def action_cancel(self) -> None:
         self.dismiss(None)
