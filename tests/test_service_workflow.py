@@ -211,12 +211,12 @@ def test_pending_reasons_are_computed_once_per_revision(state_dir: Path, monkeyp
 def test_the_reasons_cache_is_keyed_by_revision(state_dir: Path) -> None:
     service = Service(state_dir=state_dir)
     assert service.store is not None
-    assert service.store.derived("why-pending", 0) is None, "a state made before the cache: no table"
+    assert service.store.derived("why-pending/2", 0) is None, "a state made before the cache: no table"
     reasons = service.pending_reasons()
-    cached = service.store.derived("why-pending", 0)
+    cached = service.store.derived("why-pending/2", 0)
     assert {job: cached["distinct"][i][1] for job, i in cached["by_job"].items()} == reasons
     assert len(cached["distinct"]) < len(cached["by_job"]), "each distinct reason is stored once"
-    assert service.store.derived("why-pending", 1) is None
+    assert service.store.derived("why-pending/2", 1) is None
 
 
 def _node_states(service: Service) -> tuple[str, str]:

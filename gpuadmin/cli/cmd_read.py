@@ -66,7 +66,9 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
     fmt = args.output
     if fmt == "name" and args.name is None and not args.selector and _names_only(args.kind, ctx):
         return ExitCode.OK
-    table = ctx.service().get(args.kind, name=args.name, selector=args.selector, reasons=fmt != "name",
+    # `-o name` skips the why-pending cycle unless a selector may ask for it (`-l reason=over-limit`)
+    reasons = fmt != "name" or bool(args.selector)
+    table = ctx.service().get(args.kind, name=args.name, selector=args.selector, reasons=reasons,
                               specs=fmt in ("json", "yaml"))
     kind = table.listing.kind
     if fmt in ("table", "wide"):

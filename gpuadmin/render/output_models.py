@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from gpuadmin.model import Job, Node, Queue
 from gpuadmin.render.rows import JOURNAL, LISTINGS, Listing
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: jobs REASON is the code (the words are MESSAGE); USED, SHARE, QUOTA, LIMIT gone
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 # the listings whose items carry their whole object as `spec` (`Service.get(specs=True)`)

@@ -65,7 +65,6 @@ def node_row(view: View, node: Node) -> Row:
         "NAME": node.name, "PLATFORM": node.platform, "ORCHESTRATOR": node.orchestrator, "STATE": node.state,
         "GPUS": len(node.gpus),
         "FREE": uses["free"], "PARTLY_USED": uses["partly used"], "FULL": uses["full"],
-        "USED": len(node.gpus) - uses["free"],  # any part held (the console's column)
         "MODELS": _models(node), "MODES": _mode_summary(node),
         "RDMA": rdma, "SHAPE": node.shape or "-", "CPUS": node.cpus, "MEMORY_GIB": node.memory_gib,
         "NVLINK": node.nvlink_kind, "LABELS": ",".join(f"{k}={v}" for k, v in sorted(node.labels.items())),
@@ -140,7 +139,7 @@ def _slices(view: View, node: Node, gpu: Gpu) -> Iterator[Row]:
 
     def row(slice_: str, size: float, used: float, replicas: str, holders: list[str], name: str) -> Row:
         return {**base, "SLICE": slice_, "SIZE_GPUS": round(size, 3), "HELD_GPUS": used, "REPLICAS": replicas,
-                "SHARE": replicas, "HOLDERS": ",".join(holders) or "-", "NAME": name}
+                "HOLDERS": ",".join(holders) or "-", "NAME": name}
 
     if gpu.mode == "mig":
         for inst in gpu.mig or ():
@@ -255,25 +254,18 @@ def age_text(submitted: str | None, now: datetime) -> str:
     return f"{seconds}s"
 
 
-def job_row(view: View, job: Job, reason: str | None = None) -> Row:
+def job_row(view: View, job: Job) -> Row:
     """A job's row. AGE needs the clock: "-" here, filled by the caller that has `now` (`age_text`), as
-    REASON is by the one that ran the cycle."""
+    REASON (why a pending job waits, as a stable code: `over-limit`, `capacity`...), REMEDY (what would make
+    room) and MESSAGE (all in words, with the figures) are by the one that ran the cycle."""
     return {
         "NAME": job.name, "QUEUE": job.queue, "STATUS": job.status, "REQUEST": describe_request(job),
         "PRIORITY": job.priority, "PREEMPTIBLE": job.preemptible,
-        "PLACEMENT": placement_text(job, view) or "-", "AGE": "-", "REASON": reason or "-",
+        "PLACEMENT": placement_text(job, view) or "-", "AGE": "-", "REASON": "-", "REMEDY": "-",
+        "MESSAGE": "-",
         "OWNER": job.owner or "-", "SUBMITTED": job.submitted.isoformat() if job.submitted else "-",
         "VM": job.vm or "-",
     }
-
-
-def _fmt_res(gpus: float | None, mem: float | None) -> str:
-    parts = []
-    if gpus is not None:
-        parts.append(f"{gpus:g} GPU")
-    if mem is not None:
-        parts.append(f"{mem:g} GiB")
-    return " ".join(parts) or "-"
 
 
 def queue_row(view: View, queue: Queue) -> Row:
@@ -286,9 +278,6 @@ def queue_row(view: View, queue: Queue) -> Row:
         "QUOTA_GIB": queue.quota.gpu_memory_gib, "LIMIT_GIB": limit.gpu_memory_gib if limit else None,
         "USED_GIB": round(used.gpu_memory_gib, 1), "WEIGHT": queue.over_quota_weight,
         "PRIORITY": queue.priority,
-        # both resources in one cell, as the console's queue table shows them
-        "QUOTA": _fmt_res(queue.quota.gpus, queue.quota.gpu_memory_gib),
-        "LIMIT": _fmt_res(limit.gpus, limit.gpu_memory_gib) if limit else "-",
     }
 
 
@@ -336,52 +325,63 @@ def _job_names(view: View) -> Iterator[str]:
 
 
 _NODE_NAME = Column("NODE", Kind.PLACEMENT)
-_GPU_INDEX = number("GPU")
 
 JOURNAL = Listing("entry", (
-    number("ID"), number("REVISION", int | None), text("AT"), text("ACTOR"), text("ORIGIN"), text("OUTCOME"),
-    text("CHANGES"),
+    number("ID"), number("REVISION", int | None, priority=4), text("AT", priority=2), text("ACTOR", priority=3),
+    text("ORIGIN", priority=1), text("OUTCOME", priority=5), text("CHANGES", priority=3),
     number("BASE", wide=True), text("VERDICT", wide=True), text("COMMAND", wide=True), text("DIFF", wide=True),
     text("MESSAGE", wide=True),
     text("NAME", hidden=True),
 ), None, key="ID")
 
 
+# Priorities (`Column.priority`: higher stays longer on a narrow terminal, in the console and the CLI alike) keep
+# each listing's most telling columns at 80 columns: what holds a GPU, a job's queue, request and why it waits.
 LISTINGS: dict[str, Listing] = {
     # ORCHESTRATOR, added last, gives way first: a terminal of 80 keeps what it showed before it existed
     "nodes": Listing("node", (
-        Column("NAME", Kind.PLACEMENT), text("PLATFORM"), text("STATE"), number("GPUS"), number("FREE"),
-        number("PARTLY_USED"), number("FULL"), text("MODES"), text("RDMA"), text("ORCHESTRATOR", priority=-1),
+        Column("NAME", Kind.PLACEMENT), text("PLATFORM"), text("STATE", priority=6), number("GPUS", priority=5),
+        number("FREE", priority=5), number("PARTLY_USED", priority=4), number("FULL", priority=4),
+        text("MODES", priority=3), text("RDMA", priority=1), text("ORCHESTRATOR", priority=-1),
         text("MODELS", wide=True), text("SHAPE", wide=True), number("CPUS", int | None, wide=True),
         number("MEMORY_GIB", float | None, wide=True), text("NVLINK", wide=True), text("LABELS", wide=True),
-        number("USED", hidden=True),
     ), _node_rows),
     "gpus": Listing("gpu", (
-        _NODE_NAME, _GPU_INDEX, text("MODEL"), text("MODE"), text("LAYOUT"), text("USE"), text("HOLDERS"),
+        # HOLDERS, long and last, is kept after the short ones: it takes the room they leave, MODE and USE too
+        _NODE_NAME, number("GPU", priority=6), text("MODEL", priority=-1), text("MODE", priority=4),
+        text("LAYOUT", priority=1), text("USE", priority=5), text("HOLDERS", priority=3),
         number("MEMORY_MIB", int | None, wide=True), text("NODE_STATE", wide=True),
         Column("NAME", Kind.PLACEMENT, hidden=True),
     ), _gpu_rows),
     "slices": Listing("slice", (
-        _NODE_NAME, _GPU_INDEX, text("SLICE"), number("SIZE_GPUS", float), number("HELD_GPUS", float),
-        Column("REPLICAS", Kind.QUANTITY), text("HOLDERS"),
+        # HOLDERS, as on gpus, after the short columns: it takes the room they leave
+        _NODE_NAME, number("GPU", priority=6), text("SLICE", priority=5), number("SIZE_GPUS", float, priority=2),
+        number("HELD_GPUS", float, priority=4), Column("REPLICAS", Kind.QUANTITY, priority=4),
+        text("HOLDERS", priority=3),
         text("MODEL", wide=True),
-        Column("SHARE", Kind.QUANTITY, hidden=True), Column("NAME", Kind.PLACEMENT, hidden=True),
+        Column("NAME", Kind.PLACEMENT, hidden=True),
     ), _slice_rows),
     "groups": Listing("group", (
-        _NODE_NAME, text("NAME"), number("SIZE"), Column("GPUS", Kind.PLACEMENT), text("VM"),
+        _NODE_NAME, text("NAME", priority=3), number("SIZE", priority=1), Column("GPUS", Kind.PLACEMENT, priority=2),
+        text("VM", priority=3),
         text("NVLINK", wide=True),
     ), _group_rows),
     "jobs": Listing("job", (
-        text("NAME"), text("QUEUE"), text("STATUS"), Column("REQUEST", Kind.QUANTITY),
-        Column("PLACEMENT", Kind.PLACEMENT), Column("AGE", Kind.DURATION), text("REASON"),
+        text("NAME"), text("QUEUE", priority=4), text("STATUS", priority=6),
+        Column("REQUEST", Kind.QUANTITY, priority=3), Column("PLACEMENT", Kind.PLACEMENT, priority=1),
+        Column("AGE", Kind.DURATION, priority=2), text("REASON", priority=5),
+        # the remedy alone, last: where a wide terminal has room for it (at 160 columns), the MESSAGE cut before it
+        # still shows what to do
+        text("REMEDY", priority=1),
         number("PRIORITY", wide=True), text("PREEMPTIBLE", wide=True, json_type=bool), text("OWNER", wide=True),
         text("SUBMITTED", wide=True), text("VM", wide=True),
+        # last, and kept before REQUEST: the console's wide toggle shows the start of it even at 80 columns
+        text("MESSAGE", wide=True, priority=4),
     ), _job_rows, names=_job_names),
     "queues": Listing("queue", (
-        text("NAME"), number("QUOTA_GPUS", int | None), number("LIMIT_GPUS", int | None),
-        number("USED_GPUS", float), number("BORROWED_GPUS", float),
+        text("NAME"), number("QUOTA_GPUS", int | None, priority=3), number("LIMIT_GPUS", int | None, priority=2),
+        number("USED_GPUS", float, priority=4), number("BORROWED_GPUS", float, priority=3),
         number("QUOTA_GIB", float | None, wide=True), number("LIMIT_GIB", float | None, wide=True),
         number("USED_GIB", float, wide=True), number("WEIGHT", float, wide=True), number("PRIORITY", wide=True),
-        Column("QUOTA", Kind.QUANTITY, hidden=True), Column("LIMIT", Kind.QUANTITY, hidden=True),
     ), _queue_rows),
 }

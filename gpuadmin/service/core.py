@@ -52,7 +52,8 @@ class ServiceCore:
         self.store: Store | None = Store.open(state_dir) if state_dir is not None else None
         self._state: ClusterState | None = None
         self._holding: ClusterState | None = None  # nodes and the jobs holding GPUs, for node listings
-        self._reasons: tuple[int, dict[str, tuple[str, str]]] | None = None  # revision, job → (code, text)
+        # revision, job → (code, text, remedy)
+        self._reasons: tuple[int, dict[str, tuple[str, str, str]]] | None = None
 
     @property
     def role(self) -> Role:

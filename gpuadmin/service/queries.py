@@ -12,7 +12,14 @@ from gpuadmin.engine.state import View
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.model.inventory import MAX_GPU_INDEX, MAX_SEQ, decimal_at_most
 from gpuadmin.render.board import node_board
-from gpuadmin.render.describe import describe_entry, describe_gpu, describe_job, describe_node, describe_queue
+from gpuadmin.render.describe import (
+    describe_entry,
+    describe_gpu,
+    describe_job,
+    describe_node,
+    describe_queue,
+    history,
+)
 from gpuadmin.render.overview import cluster_overview
 from gpuadmin.render.rows import JOURNAL, LISTINGS, Listing, Row, age_text, journal_row
 from gpuadmin.render.selector import Selector, Term, check_keys, parse_selector
@@ -25,7 +32,10 @@ from gpuadmin.store import (
 
 Policy = Literal["binpack", "spread"]
 _NODE_LISTINGS = ("nodes", "gpus", "groups")
-_REASONS_KEY, _OVERVIEW_KEY = "why-pending", "overview"  # keys of the per-revision cache
+# keys of the per-revision cache; why-pending/2 holds each reason's remedy too (a cache of the earlier form,
+# code and text only, is never read as this one)
+_REASONS_KEY, _OVERVIEW_KEY = "why-pending/2", "overview"
+_NOT_WAITING = ("-", "-", "-")  # REASON, MESSAGE, REMEDY of a job no cycle explains
 
 
 class Queries(ServiceCore):
@@ -41,7 +51,9 @@ class Queries(ServiceCore):
             specs: bool = False, now: datetime | None = None) -> Table:
         """One listing: its rows (only `name`'s, or those `selector` picks), read at one revision.
 
-        Job rows carry the REASON a pending job waits (computed once per revision) unless `reasons` is off,
+        Job rows carry why a pending job waits (computed once per revision) unless `reasons` is off: REASON its
+        stable code (`over-limit`, `capacity`, ... `schedulable`), MESSAGE the sentence with figures and remedy,
+        REMEDY the remedy alone;
         and their AGE at `now` (the front end's clock; the current time where not given);
         `specs` adds each row's full object (nodes, jobs, queues) for JSON and YAML output."""
         listing = JOURNAL if kind == "journal" else LISTINGS.get(kind)
@@ -58,11 +70,11 @@ class Queries(ServiceCore):
             assert make_rows is not None
             rows = list(make_rows(view))
             if kind == "jobs":
-                why = self.pending_reasons() if reasons else {}
+                why = self._why_pending() if reasons else {}
                 requests: dict[str, str] = {}  # 100,000 rows repeat a few dozen request texts: keep one each
                 clock = now or datetime.now(UTC)
                 for row in rows:
-                    row["REASON"] = why.get(row["NAME"], "-")
+                    row["REASON"], row["MESSAGE"], row["REMEDY"] = why.get(row["NAME"], _NOT_WAITING)
                     row["REQUEST"] = requests.setdefault(row["REQUEST"], row["REQUEST"])
                     row["AGE"] = age_text(row["SUBMITTED"], clock)
         if name is not None:
@@ -101,11 +113,14 @@ class Queries(ServiceCore):
 
     @use_case("read")
     def describe(self, kind: str, name: str, now: datetime | None = None) -> dict[str, Any]:
+        """One entity described; a node, job or queue with its history from the journal (`events`, newest
+        first, bounded), a pending job with why it waits (`pending`: the explanation, as `explain` gives it)."""
         view = self.view()
+        clock = now or datetime.now(UTC)
+        found: dict[str, Any] | None = None
         if kind == "node":
             node = view.node(name)
-            if node is not None:
-                return describe_node(view, node)
+            found = describe_node(view, node) if node is not None else None
         elif kind == "gpu":
             node_name, _, index = name.rpartition("/")
             node = view.node(node_name)
@@ -116,18 +131,21 @@ class Queries(ServiceCore):
         elif kind == "job":
             job = view.job(name)
             if job is not None:
-                found = describe_job(view, job)
-                found["summary"]["age"] = age_text(found["summary"]["submitted"], now or datetime.now(UTC))
-                return found
+                waits = job.status in ("pending", "preempted")
+                found = describe_job(view, job, self.explain(name).to_json() if waits else None)
+                found["summary"]["age"] = age_text(found["summary"]["submitted"], clock)
         elif kind == "queue":
             queue = view.queue(name)
-            if queue is not None:
-                return describe_queue(view, queue)
+            found = describe_queue(view, queue) if queue is not None else None
         elif kind == "entry":
             entry_id = decimal_at_most(name, MAX_SEQ)
             entry = self.store.entry(entry_id) if self.store is not None and entry_id is not None else None
             if entry is not None:
                 return describe_entry(entry)
+        if found is not None:
+            touching = self.store.touching(kind, name) if self.store is not None else []
+            found["events"] = history(touching, kind, name, clock)
+            return found
         hint = " (write a GPU as NODE/INDEX, e.g. gpu-h100-01/3)" if kind == "gpu" else ""
         raise InputError([Diagnostic(f"{kind} {name!r} not found{hint}")])
 
@@ -174,13 +192,13 @@ class Queries(ServiceCore):
 
     @use_case("read")
     def pending_reasons(self) -> dict[str, str]:
-        """Job → the one-line reason it waits (the REASON column), from a dry-run cycle."""
-        return {job: summary for job, (_, summary) in self._why_pending().items()}
+        """Job → the one-line reason it waits (the MESSAGE column), from a dry-run cycle."""
+        return {job: summary for job, (_, summary, _) in self._why_pending().items()}
 
     @use_case("read")
     def pending_reason_codes(self) -> dict[str, str]:
         """Job → the stable code of why it waits (capacity, over-limit, ...; `schedulable`)."""
-        return {job: code for job, (code, _) in self._why_pending().items()}
+        return {job: code for job, (code, _, _) in self._why_pending().items()}
 
     @use_case("read")
     def reasons_ready(self) -> bool:
@@ -191,7 +209,7 @@ class Queries(ServiceCore):
             return True
         return self.store is not None and self.store.derived(_REASONS_KEY, revision) is not None
 
-    def _why_pending(self) -> dict[str, tuple[str, str]]:
+    def _why_pending(self) -> dict[str, tuple[str, str, str]]:
         """Computed once per revision: kept in memory, and in the state's cache so the next process reads it."""
         revision = self.revision()
         if self._reasons is not None and self._reasons[0] == revision:
@@ -200,25 +218,28 @@ class Queries(ServiceCore):
         if cached is not None:
             # stored as the distinct reasons and each job's index into them: ~100,000 pending jobs share a
             # few hundred reasons, and this form loads in a fraction of the memory
-            distinct = [(str(code), str(summary)) for code, summary in cached["distinct"]]
+            distinct = [(str(code), str(summary), str(remedy)) for code, summary, remedy in cached["distinct"]]
             why = {job: distinct[i] for job, i in cached["by_job"].items()}
         else:
             why = self._compute_reasons()
             if self.store is not None and self.state.revision == revision:
-                index: dict[tuple[str, str], int] = {}
+                index: dict[tuple[str, str, str], int] = {}
                 by_job = {job: index.setdefault(reason, len(index)) for job, reason in why.items()}
                 self.store.save_derived(_REASONS_KEY, revision, {"distinct": list(index), "by_job": by_job})
         self._reasons = (revision, why)
         return why
 
-    def _compute_reasons(self) -> dict[str, tuple[str, str]]:
+    def _compute_reasons(self) -> dict[str, tuple[str, str, str]]:
+        """Job → (the reason's code, its one-line summary, its remedy or "-")."""
         if not any(j.status in ("pending", "preempted") for j in self.state.jobs.values()):
             return {}
         cycle = self.schedule()
-        distinct: dict[tuple[str, str], tuple[str, str]] = {}  # one tuple per distinct reason, not per job
-        reasons = {name: distinct.setdefault((e.reason, e.summary), (e.reason, e.summary))
-                   for name, e in cycle.explanations.items()}
-        schedulable = ("schedulable", "schedulable: the next cycle places it")
+        distinct: dict[tuple[str, str, str], tuple[str, str, str]] = {}  # one tuple per distinct reason, not per job
+        reasons = {}
+        for name, e in cycle.explanations.items():
+            why = (e.reason, e.summary, e.remedy or "-")
+            reasons[name] = distinct.setdefault(why, why)
+        schedulable = ("schedulable", "schedulable: the next cycle places it", "-")
         reasons.update({name: schedulable for name in cycle.bound})
         return reasons
 

@@ -69,6 +69,8 @@ SCHEMA_VERSION = FIRST_SCHEMA_VERSION + len(MIGRATIONS)
 DB_NAME = "state.db"
 BUSY_TIMEOUT_S = 2.0
 _CHUNK = 5_000  # rows validated per pydantic call
+# a describe's history: at most this many entries that touched the object, among the newest scanned
+HISTORY_LIMIT, HISTORY_SCAN = 10, 5_000
 # the jobs that hold a GPU: those with a row in `slots` (a running job's placed slots; `verify` checks them)
 _HOLDS_A_GPU = "name IN (SELECT job FROM slots)"
 
@@ -430,6 +432,24 @@ class Store:
         with self._db() as conn:
             row = conn.execute(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE id = ?", (id,)).fetchone()
         return None if row is None else self._entry_from_row(row)
+
+    def touching(self, kind: str, name: str, limit: int = HISTORY_LIMIT,
+                 scan: int = HISTORY_SCAN) -> list[JournalEntry]:
+        """The newest `limit` applied entries (newest first) whose diff touches `kind`/`name`, looked for
+        among the last `scan` entries only: a describe's history, bounded whatever the journal's size.
+
+        No index: SQLite tests each scanned row's stored diff for the object's own opening
+        (`{"kind": K, "name": N,`, how `Diff.to_json` and `json.dumps` write every diff item) with `instr`,
+        a byte search that parses nothing, and stops at `limit` hits; only the hits are parsed, and checked
+        again item by item. The cost is one pass over the text of at most `scan` diffs, newest first."""
+        needle = f'{{"kind": {json.dumps(kind)}, "name": {json.dumps(name)},'
+        with self._db() as conn:
+            rows = conn.execute(
+                f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE outcome = 'applied' "
+                "AND id > (SELECT coalesce(max(id), 0) FROM journal) - ? AND instr(diff, ?) > 0 "
+                "ORDER BY id DESC LIMIT ?", (scan, needle, limit)).fetchall()
+        entries = [self._entry_from_row(row) for row in rows]
+        return [e for e in entries if any(d.get("kind") == kind and d.get("name") == name for d in e.diff or ())]
 
     def last_applied(self) -> JournalEntry | None:
         with self._db() as conn:

@@ -1,9 +1,10 @@
 """The console app: views as modes (one back stack each), k9s navigation, themes, keymap, the one gate.
 
 Every view is reachable by a `:` alias and by a digit. Enter drills down, Esc goes back (within the
-view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists every
-binding, `d`/`y` describe the selection as text or YAML, `q`, `:q` and ctrl+c quit. Mutating actions are
-allowed or refused in one place, `check_action`, which asks the service's permission gate; a refused key is not
+view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists the keys
+of the view on top (grouped by `gpuadmin.tui.keys`), `d`/`y` describe the selection as text or YAML, `q`, `:q`
+and ctrl+c quit. Mutating actions are allowed or refused in one place, `check_action`, which asks the service's
+permission gate; a refused key is not
 silent (`on_key` says why: the role, or where the key works).
 
 Every edit adds its changes to the session's draft (`gpuadmin.tui.draft`) and opens the review of the whole
@@ -19,19 +20,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events
+from textual.actions import parse as parse_action
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
+from gpuadmin.render.text import safe
 from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
 from gpuadmin.tui.draft import DraftEdit, draft_items, draft_lines, draft_title
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
+from gpuadmin.tui.keys import KeyRow, is_global, refused_to
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.form import FormScreen, FormSpec, Items
@@ -39,12 +44,13 @@ from gpuadmin.tui.screens.help import HelpScreen
 from gpuadmin.tui.screens.listing import ListingScreen
 from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.node import NodeScreen
-from gpuadmin.tui.screens.overview import OverviewScreen
+from gpuadmin.tui.screens.overview import Drill, OverviewBody, OverviewScreen
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
-from gpuadmin.tui.session import Session, error_lines, poll_moved
+from gpuadmin.tui.session import OpenedState, Session, error_lines, open_state, poll_moved
 from gpuadmin.tui.settings import default_theme, load_keymap, load_themes
+from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.widgets.table import RowTable
 from gpuadmin.tui.worker import Request, ServiceAnswer, ServiceWorker
@@ -63,13 +69,33 @@ VIEWS: dict[str, tuple[tuple[str, ...], str, str]] = {
 COMMANDS: list[tuple[str, str]] = [
     *((aliases[0] + " [FILTER]", text) for aliases, _, text in VIEWS.values()),
     ("node NAME", "open one node"), ("sort COLUMN", "sort the table (again: reverse)"),
-    ("theme [NAME]", "switch theme (no name: list them)"), ("help", "this list"), ("q, quit", "quit"),
+    ("theme [NAME]", "switch theme (no name: list them)"),
+    ("state DIR", "switch to another state directory (no DIR: say which this is)"),
+    ("help", "this list"), ("q, quit", "quit"),
 ]
 # how often the console asks whether the revision moved: one small query, so an apply elsewhere shows well
 # within a second (issue 9: noticed within 1 s), and a quiet state costs nothing else
 WATCH_SECONDS = 0.5
 # actions that change the cluster: the gate decides, views never do
 MUTATING = {"node_state", "reverse", "schedule", "edit", "remedy", "draft"}
+
+
+@dataclass(frozen=True)
+class Marks:
+    """The marked rows a bulk action acts on: every one, those the filter hides too (k9s acts on all its
+    marks), so the review names each and says which are off screen."""
+
+    table: RowTable
+    names: list[str]
+    hidden: list[str]
+    filter_text: str
+
+    def note(self) -> str:
+        text = f"{len(self.names)} marked: {', '.join(safe(n) for n in self.names)}."
+        if self.hidden:
+            text += (f" {len(self.hidden)} of them hidden by the filter /{safe(self.filter_text)}: "
+                     f"{', '.join(safe(n) for n in self.hidden)}.")
+        return text + " The marks are cleared once this plan is applied."
 
 
 def _view_factory(view: str) -> Any:
@@ -152,11 +178,15 @@ class GpuadminApp(App[int]):
         self.set_interval(WATCH_SECONDS, self._watch)
 
     @classmethod
+    def binding_owners(cls) -> tuple[type[Any], ...]:
+        """Every class whose bindings the keymap may remap: the app, the table, the prompt, the pop-ups."""
+        return (cls, RowTable, ListingScreen, OverviewBody, BoardsView, TopologyScreen, Prompt, DescribeScreen,
+                HelpScreen, PlanReviewScreen, FormScreen, MigFormScreen, ProgressScreen)
+
+    @classmethod
     def all_bindings(cls) -> list[Binding]:
         """Every binding of the console with an id: the app's, the table's, the prompt's, the pop-ups'."""
-        owners = (cls, RowTable, ListingScreen, Prompt, DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen,
-                  MigFormScreen, ProgressScreen)
-        return [binding for owner in owners for binding in owner.BINDINGS
+        return [binding for owner in cls.binding_owners() for binding in owner.BINDINGS
                 if isinstance(binding, Binding) and binding.id]
 
     @classmethod
@@ -165,7 +195,7 @@ class GpuadminApp(App[int]):
 
     def command_words(self) -> list[str]:
         words = [alias for aliases, _, _ in VIEWS.values() for alias in aliases]
-        return [*words, "node ", "sort ", "theme ", "help", "quit", "q"]
+        return [*words, "node ", "sort ", "theme ", "state ", "help", "quit", "q"]
 
     # the live watch: another console's or a script's apply, noticed within a second ------------------
     def _watch(self) -> None:
@@ -248,22 +278,27 @@ class GpuadminApp(App[int]):
 
     # the gate --------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in MUTATING:
-            if self.session.readonly:  # hidden: a viewer sees no key that would change the cluster (`on_key`
-                # says why when one is pressed), but may run the scheduling cycle as a dry run
-                return action == "schedule" and isinstance(self.screen, ViewScreen)
-            if action == "node_state":
-                return self._selected_node() is not None
-            if action == "reverse":
-                return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
-            if action == "schedule":
-                return isinstance(self.screen, ViewScreen)
-            if action == "edit":
-                return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
-            if action == "draft":
-                return isinstance(self.screen, ViewScreen) and bool(self.session.draft)
-            if action == "remedy":
-                return self._pending_job() is not None
+        if action in MUTATING and self.session.readonly:
+            # hidden: a viewer sees no key that would change the cluster (`on_key` says why when one is pressed),
+            # but may run the scheduling cycle as a dry run
+            return action == "schedule" and isinstance(self.screen, ViewScreen)
+        return self.acts_here(action, parameters)
+
+    def acts_here(self, action: str, parameters: tuple[object, ...]) -> bool:
+        """Whether a key acts on the screen on top, whatever the role may do: the gate adds the role, and `?`
+        lists the keys that act here, marking those the role may not use."""
+        if action == "node_state":
+            return self._selected_node() is not None
+        if action == "reverse":
+            return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
+        if action == "schedule":
+            return isinstance(self.screen, ViewScreen)
+        if action == "edit":
+            return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
+        if action == "remedy":
+            return self._pending_job() is not None
+        if action == "draft":  # in every view; on an empty draft it says so
+            return isinstance(self.screen, ViewScreen)
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
         if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
@@ -287,8 +322,6 @@ class GpuadminApp(App[int]):
         elif action == "reverse":
             self.notify("undo and redo work in the journal view (8, or :journal), on its entries",
                         severity="warning", markup=False)
-        elif action == "draft":
-            self.notify("the draft is empty: every edit adds its changes to it", markup=False)
 
     # navigation ------------------------------------------------------------------------------------
     def action_view(self, view: str) -> None:
@@ -317,14 +350,42 @@ class GpuadminApp(App[int]):
             self.switch_mode(self.mode_history.pop())
 
     def drill_down(self, kind: str, row: dict[str, Any]) -> None:
-        if kind in ("nodes", "gpus", "slices"):
-            self.push_screen(NodeScreen(str(row["NAME"] if kind == "nodes" else row["NODE"])))
+        """Enter on a row opens the thing under the cursor: a node's screen; a GPU: its node's screen at that
+        GPU; a slice: the job holding it (one job), else its GPU; a queue's jobs; a job's or an entry's
+        describe."""
+        if kind == "nodes":
+            self.open_thing("node", str(row["NAME"]))
+        elif kind == "gpus":
+            self.open_thing("gpu", f"{row['NODE']}/{row['GPU']}")
+        elif kind == "slices":
+            holders = str(row.get("HOLDERS") or "-")
+            alone = holders not in ("", "-") and "," not in holders and not holders.startswith("vm:")
+            self.open_thing(*(("job", holders) if alone else ("gpu", f"{row['NODE']}/{row['GPU']}")))
         elif kind == "queues":
             self.open_view("jobs", f"queue={row['NAME']}")
         elif kind == "jobs":
             self._describe("job", str(row["NAME"]), "text")
         elif kind == "journal":
             self._describe("entry", str(row["ID"]), "text")
+
+    def open_thing(self, kind: str, name: str) -> None:
+        """Open what a cursor is on: a node's screen, a GPU (its node's screen at it: `NODE/INDEX`), a job's
+        describe."""
+        if kind == "job":
+            self._describe("job", name, "text")
+        elif kind == "gpu":
+            node, _, index = name.rpartition("/")
+            self.push_screen(NodeScreen(node, gpu=int(index)))
+        else:
+            self.push_screen(NodeScreen(name))
+
+    def drill_to(self, target: Drill) -> None:
+        """Enter on an overview count: the listing behind it, filtered (the pending jobs of one reason by the
+        jobs' REASON column), or one node's screen."""
+        if target.node:
+            self.push_screen(NodeScreen(target.node))
+        else:
+            self.open_view(target.view, target.filter)
 
     def action_prompt(self, mode: str) -> None:
         if isinstance(self.screen, ViewScreen):
@@ -368,10 +429,48 @@ class GpuadminApp(App[int]):
                 self.notify(f"no column {rest!r} to sort by here", severity="warning", markup=False)
         elif word == "theme":
             self._switch_theme(rest)
+        elif word == "state":
+            self.switch_state(rest)
         elif word in ("help", "?"):
             self.action_help()
         else:
             self.notify(f"unknown command {line!r}; `?` lists them", severity="error", markup=False)
+
+    def switch_state(self, directory: str) -> None:
+        """`:state DIR`: the console on another state without a restart (the seed of `:ctx`). It is opened on the
+        service worker, which runs on it from then on; a bad DIR is a notification naming the reason, and the
+        console stays on the state it shows."""
+        if not directory:
+            self.notify(f"on {safe(self.session.place)} (cluster {safe(self.session.cluster)}); "
+                        "`:state DIR` opens another",
+                        markup=False)
+            return
+
+        def reopen(service: Service) -> OpenedState:
+            opened = open_state(service, directory)
+            self.service_worker.service = opened.service  # this thread's next request runs on it
+            return opened
+
+        # not cancellable once started: the worker has moved to the new state, and the console must follow
+        self.foreground(Request(f"opening state {directory}", reopen, self._state_opened, failed=self._failed,
+                                cancellable=False))
+
+    def _state_opened(self, opened: OpenedState) -> None:
+        """Show the new state: what belonged to the old one (a node's screen, a review, a scheduling cycle,
+        marks) is dropped, every view reads again, the header says where the console is now."""
+        self.session.rebind(opened)
+        self._cycle = None
+        while len(self.screen_stack) > 1:  # down to the view the mode opened with
+            self.pop_screen()
+        for screen in list(self.live):
+            screen.stale = True
+            if isinstance(screen, ListingScreen):
+                screen.query_one(RowTable).marked.clear()
+        if isinstance(self.screen, ViewScreen):
+            self.screen.load()
+            self.screen.update_header()
+        self.notify(f"now on state {safe(self.session.place)}: cluster {safe(opened.cluster)}, "
+                    f"revision {opened.revision}, role {self.session.role}", markup=False)
 
     def _switch_theme(self, name: str) -> None:
         if not name:
@@ -383,9 +482,41 @@ class GpuadminApp(App[int]):
             self.notify(str(_unknown_theme(name, self.available_themes)), severity="error", markup=False)
 
     def action_help(self) -> None:
-        rows = [(self._keymap.get(binding.id or "", binding.key), binding.description or binding.action,
-                 binding.id or "") for binding in self.all_bindings()]
-        self.push_screen(HelpScreen(rows, COMMANDS))
+        """`?`: the keys that act on the screen on top (grouped), then the global ones."""
+        screen = self.screen
+        title = screen.view_name if isinstance(screen, ViewScreen) else "this screen"
+        # the focused widget's keys and its screen's (a table's moves, the view's reload), then the app's
+        own = [row for node in (self.focused or screen).ancestors_with_self if node is not self
+               for row in self._key_rows(node.BINDINGS)]
+        here = [*own, *self._key_rows(self.BINDINGS, globals_only=False)]
+        self.push_screen(HelpScreen(title, here, self._key_rows(self.BINDINGS, globals_only=True),
+                                    self.session.role, COMMANDS))
+
+    def _key_rows(self, bindings: list[BindingType], globals_only: bool | None = None) -> list[KeyRow]:
+        """`?`'s lines for these bindings (those with an id), keyed as the keymap has them: with `globals_only`
+        True the global keys, False the others that act here (an edit: in its views, whatever the cursor is on),
+        None every one."""
+        rows = []
+        for binding in bindings:
+            if not isinstance(binding, Binding) or not binding.id:
+                continue
+            if globals_only is not None and is_global(binding.id) != globals_only:
+                continue
+            _, action, parameters = parse_action(binding.action)
+            if globals_only is False and not self._acts_in_view(action, parameters):
+                continue
+            needs = refused_to(self.session.role, binding.id) if action in MUTATING else None
+            rows.append(KeyRow(self._keymap.get(binding.id, binding.key), binding.description or action,
+                               binding.id, needs or ""))
+        return rows
+
+    def _acts_in_view(self, action: str, parameters: tuple[object, ...]) -> bool:
+        if action == "edit":  # the edits of this view, listed with or without a row under the cursor
+            screen = self.screen
+            return isinstance(screen, ViewScreen) and screen.view_name in EDITS_BY_ID[str(parameters[0])].views
+        if action == "remedy":  # on the jobs view, listed whatever job the cursor is on (it acts on a pending one)
+            return isinstance(self.screen, ListingScreen) and self.screen.kind == "jobs"
+        return self.acts_here(action, parameters)
 
     def action_describe(self, fmt: str) -> None:
         if isinstance(self.screen, ViewScreen):
@@ -395,10 +526,7 @@ class GpuadminApp(App[int]):
 
     def _describe(self, kind: str, name: str, fmt: str) -> None:
         def read(service: Service) -> dict[str, Any]:
-            data = service.describe(kind, name)
-            if kind == "job" and data["summary"]["status"] in ("pending", "preempted"):  # why it waits
-                data["pending"] = service.explain(name).to_json()
-            return data
+            return service.describe(kind, name)  # a pending job's carries why it waits (`pending`)
 
         def show(data: dict[str, Any]) -> None:
             self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt))
@@ -421,6 +549,10 @@ class GpuadminApp(App[int]):
 
     def action_edit(self, edit_id: str) -> None:
         edit = EDITS_BY_ID[edit_id]
+        marks = next((m for m in map(self._marks, edit.views) if m is not None), None) if edit.bulk else None
+        if marks is not None:
+            self._edit_marked(edit, marks)
+            return
         row = self._edit_target(edit)[1]  # the gate has checked that it applies
 
         def open_edit(service: Service) -> FormSpec | Items | dict[str, Any]:
@@ -434,6 +566,19 @@ class GpuadminApp(App[int]):
 
         self.foreground(Request(f"opening {edit.label.lower()}", open_edit,
                                 lambda opened: self._opened(edit, opened), failed=self._failed))
+
+    def _edit_marked(self, edit: Edit, marks: Marks) -> None:
+        """A bulk edit on marked rows: one change item per target (as the row's own edit builds it), one plan."""
+        rows = marks.table.marked_rows()
+
+        def open_each(_service: Service) -> Items:
+            opened = [edit.open(self.session, row) for row in rows]  # on the service worker, as one edit's
+            return [item for items in opened if isinstance(items, list) for item in items]
+
+        self.foreground(Request(f"opening {edit.label.lower()} on {len(rows)} marked", open_each,
+                                lambda items: self.review(f"{edit.label.lower()} {', '.join(marks.names)}", items,
+                                                          marks),
+                                failed=self._failed))
 
     def _opened(self, edit: Edit, opened: FormSpec | Items | dict[str, Any]) -> None:
         if isinstance(opened, dict):  # the MIG form's data
@@ -516,14 +661,21 @@ class GpuadminApp(App[int]):
             return selected[1] if selected else None
         return None
 
-    def action_node_state(self, op: str) -> None:
+    def _marks(self, kind: str) -> Marks | None:
+        """The marks of the `kind` listing on top, if it has any."""
         screen = self.screen
+        if not isinstance(screen, ListingScreen) or screen.kind != kind:
+            return None
+        table = screen.query_one(RowTable)
+        names = [str(row.get(table.key)) for row in table.marked_rows()]
+        return Marks(table, names, table.hidden_marks(), screen.filter_text) if names else None
+
+    def action_node_state(self, op: str) -> None:
+        marks = self._marks("nodes")
         selected = self._selected_node()
-        names = [selected] if selected is not None else []
-        if isinstance(screen, ListingScreen) and screen.kind == "nodes":
-            names = [str(r["NAME"]) for r in screen.query_one(RowTable).marked_rows()] or names
+        names = marks.names if marks is not None else [selected] if selected is not None else []
         if names:
-            self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names])
+            self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names], marks)
 
     def action_reverse(self, which: str) -> None:
         """Undo, undo back to the selected entry (`undo --to` its revision), or redo from the journal view,
@@ -545,15 +697,18 @@ class GpuadminApp(App[int]):
                                                                    replan=lambda service: reverse(service).plan),
                                 failed=self._failed))
 
-    def review(self, title: str, items: list[dict[str, Any]]) -> None:
+    def review(self, title: str, items: list[dict[str, Any]], marks: Marks | None = None) -> None:
         """An edit: its changes join the draft, and the whole draft is reviewed as one plan (a single edit is
         reviewed at once as before; Esc keeps it in the draft to add more)."""
-        self._review_draft(self.session.draft.with_edit(title, items))
+        self._review_draft(self.session.draft.with_edit(title, items), marks)
 
     def action_draft(self) -> None:
+        if not self.session.draft:
+            self.notify("the draft is empty: every edit adds its changes to it", markup=False)
+            return
         self._review_draft(list(self.session.draft.edits))
 
-    def _review_draft(self, edits: list[DraftEdit]) -> None:
+    def _review_draft(self, edits: list[DraftEdit], marks: Marks | None = None) -> None:
         """Plan every item of `edits` at once; once planned they are the draft (changes the service cannot read
         are said and never enter it), and the review shows their plan."""
         items = draft_items(edits)
@@ -565,7 +720,7 @@ class GpuadminApp(App[int]):
         def planned(the_plan: Plan) -> None:
             self.session.draft.keep(edits)
             self._draft_changed()
-            self._review_plan(title, the_plan, replan=plan, draft=edits)
+            self._review_plan(title, the_plan, replan=plan, draft=edits, marks=marks)
 
         self.foreground(Request(f"planning {title}", plan, planned, failed=self._failed))
 
@@ -580,10 +735,12 @@ class GpuadminApp(App[int]):
 
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
                      replan: Callable[[Service], Replanned] | None = None, note: str = "", summary: str = "",
-                     draft: list[DraftEdit] | None = None, dry_run: str = "") -> None:
+                     marks: Marks | None = None, draft: list[DraftEdit] | None = None, dry_run: str = "") -> None:
         """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
-        again on the new state and shown again — never applied blindly. `draft`: the draft's edits this plan
-        is made of (applied: they leave the draft)."""
+        again on the new state and shown again — never applied blindly. A plan made from marked rows names
+        every one of them, and clears the marks once applied (they did their work; kept, the next `c` would
+        act on them again unseen). `draft`: the draft's edits this plan is made of (applied: they leave the
+        draft)."""
 
         def decided(answer: bool | str | None) -> None:
             if answer is None:
@@ -605,6 +762,8 @@ class GpuadminApp(App[int]):
                 self._draft_changed()
             if result is not None:
                 self.notify(f"applied: revision {result.revision}", markup=False)
+                if marks is not None and marks.table.is_attached:
+                    marks.table.clear_marks()
                 self._watch()
 
         def refused(failed: GpuadminError) -> None:
@@ -618,7 +777,7 @@ class GpuadminApp(App[int]):
 
         def again(fresh: Replanned) -> None:
             plan, summary = fresh if isinstance(fresh, tuple) else (fresh, "")
-            self._review_plan(title, plan, intent, replan=replan, summary=summary, draft=draft,
+            self._review_plan(title, plan, intent, replan=replan, summary=summary, marks=marks, draft=draft,
                               note=f"The state moved to revision {plan.base_revision} since this plan was made: "
                                    "planned again on it. Review it again.")
 
@@ -633,8 +792,9 @@ class GpuadminApp(App[int]):
                                      failed=lambda failed: self.notify(" ".join(failed.lines()), severity="error",
                                                                        markup=False)))
 
+        notes = "\n".join(text for text in (note, marks.note() if marks is not None else "") if text)
         lines = draft_lines(draft, plan.to_json()["violations"]) if draft is not None and len(draft) > 1 else None
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, note, summary, draft=lines,
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, notes, summary, draft=lines,
                                           discard=self._discard_draft if draft is not None else None,
                                           dry_run=dry_run), decided)
 

@@ -8,6 +8,7 @@ goes in as plain text (`Text.append`), so names are never read as markup.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rich.cells import cell_len
@@ -195,23 +196,159 @@ def topology_line_count(board: dict[str, Any]) -> int:
     return 1 + len(board["domains"]) + len(board["device_groups"]) + 1
 
 
+@dataclass(frozen=True)
+class TreeItem:
+    """One line of the topology tree (k9s's xray): node -> NVLink domain / device group -> GPU -> slice ->
+    holder. `key` is its path from the node, which is what expanding and collapsing remember; `opens` is what
+    Enter opens: ("node", NODE), ("gpu", "NODE/INDEX") or ("job", NAME)."""
+
+    depth: int
+    key: tuple[str, ...]
+    kind: str  # node, domain, group, loose, rdma, gpu, slice, holder
+    parts: tuple[tuple[str, str], ...]  # (text, style); names already made safe
+    expandable: bool
+    opens: tuple[str, str]
+    ref: tuple[Any, ...] = ()  # the GPUs of a domain or group; a GPU's index; a slice's holders
+
+
+Toggled = set[tuple[str, ...]]  # items whose expansion differs from the default (nodes open, the rest shut)
+
+
+def is_open(item: TreeItem, toggled: Toggled) -> bool:
+    return item.expandable and (item.depth == 0) != (item.key in toggled)
+
+
+def tree_items(board: dict[str, Any], toggled: Toggled) -> list[TreeItem]:
+    """The lines of one node's tree as it is expanded now: only what is open is built (1,024 shut nodes cost
+    a few lines each)."""
+    name = str(board["name"])
+    root = TreeItem(0, (name,), "node", ((safe(name), "bold"), (f"  {_host(board)}  {board['state']}", "")), True,
+                    ("node", name))
+    out: list[TreeItem] = []
+    _walk(board, root, toggled, out)
+    return out
+
+
+def _walk(board: dict[str, Any], item: TreeItem, toggled: Toggled, out: list[TreeItem]) -> None:
+    out.append(item)
+    if is_open(item, toggled):
+        for child in _children(board, item):
+            _walk(board, child, toggled, out)
+
+
+def _child(parent: TreeItem, kind: str, name: str, parts: tuple[tuple[str, str], ...], expandable: bool,
+           opens: tuple[str, str], ref: tuple[Any, ...] = ()) -> TreeItem:
+    return TreeItem(parent.depth + 1, (*parent.key, f"{kind}:{name}"), kind, parts, expandable, opens, ref)
+
+
+def _children(board: dict[str, Any], item: TreeItem) -> list[TreeItem]:
+    node = str(board["name"])
+    if item.kind == "node":
+        return _node_children(board, item)
+    if item.kind in ("domain", "group", "loose"):
+        gpus = {gpu["index"]: gpu for gpu in board["gpus"]}
+        return [_gpu_item(node, gpus[i], item) for i in item.ref if i in gpus]
+    if item.kind == "gpu":
+        gpu = next(g for g in board["gpus"] if g["index"] == item.ref[0])
+        return [_child(item, "slice", str(n), ((label, ""), *_held(holders)), bool(holders), item.opens, tuple(holders))
+                for n, (label, holders) in enumerate(_slices(gpu))]
+    if item.kind == "slice":
+        return [_child(item, "holder", f"{kind}:{name}", ((f"{kind} ", ""), (safe(name), HELD)), False,
+                       ("job", name) if kind == "job" else ("node", node)) for kind, name in item.ref]
+    return []
+
+
+def _node_children(board: dict[str, Any], item: TreeItem) -> list[TreeItem]:
+    node = str(board["name"])
+    label = {"nvswitch": "NVSwitch domain", "mesh": "NVLink mesh", "pairs": "NVLink pair", "none": "no NVLink",
+             "unknown": "NVLink unknown"}[board["nvlink"]]
+    out = [_child(item, "domain", str(n), ((f"{label}: [" + " ".join(str(i) for i in domain) + "]", ""),), True,
+                  ("node", node), tuple(domain)) for n, domain in enumerate(board["domains"])]
+    for group in board["device_groups"]:
+        vm = ((f" -> vm {safe(group['vm'])}", HELD) if group["vm"] else (" (free)", FREE))
+        parts = ((f"device group {len(group['gpus'])}: ", ""), (safe(group["name"]), "bold"),
+                 (" [" + " ".join(str(i) for i in group["gpus"]) + "]", ""), vm)
+        out.append(_child(item, "group", str(group["name"]), parts, True, ("node", node), tuple(group["gpus"])))
+    placed = {i for domain in board["domains"] for i in domain} | {i for g in board["device_groups"] for i in g["gpus"]}
+    loose = tuple(gpu["index"] for gpu in board["gpus"] if gpu["index"] not in placed)
+    if loose:
+        out.append(_child(item, "loose", "gpus", ((f"GPUs: [{' '.join(str(i) for i in loose)}]", ""),), True,
+                          ("node", node), loose))
+    rdma = board["rdma"]
+    text = f"RDMA: {rdma['nics']} NICs x {rdma['gbps']} Gb/s on {safe(rdma['network'])}" if rdma else "RDMA: none"
+    if rdma and board["nics_per_gpu"]:
+        text += f"; {board['nics_per_gpu']} per GPU (an even split, not affinity)"
+    out.append(_child(item, "rdma", "rdma", ((text, ""),), False, ("node", node)))
+    return out
+
+
+def _gpu_item(node: str, gpu: dict[str, Any], parent: TreeItem) -> TreeItem:
+    parts = ((f"GPU {gpu['index']} ", "bold"), (safe(gpu["model"]), ""), (f"  {gpu['mode']}", ""))
+    return _child(parent, "gpu", str(gpu["index"]), parts, bool(_slices(gpu)), ("gpu", f"{node}/{gpu['index']}"),
+                  (gpu["index"],))
+
+
+def _slices(gpu: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """A GPU's slices, each with its holders ("job" or "vm", name), as the slices view lists them."""
+    jobs = [("job", str(h["job"])) for h in gpu["holders"]]
+    if gpu["mode"] == "mig":
+        return [(f"MIG {i['profile']}" + (f"@{i['start']}" if i["start"] is not None else "")
+                 + (f" x{i['replicas']}" if i["replicas"] else ""),
+                 [("job", str(h)) for h in i["holders"]]) for i in gpu["instances"]]
+    if gpu["mode"] == "vgpu":
+        return [(f"vGPU {v['profile']}", [("vm", str(v["vm"]))]) for v in gpu["vgpus"]]
+    if gpu["mode"] == "passthrough":
+        return [("passthrough", [("vm", str(gpu["vm"]))] if gpu["vm"] else [])]
+    if gpu["mode"] == "time-sliced":
+        return [(f"time-sliced x{gpu['replicas'] or 1}", jobs)]
+    return [("whole", jobs)]
+
+
+def _held(holders: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    if not holders:
+        return ((" (free)", FREE),)
+    return ((" -> ", ""), (", ".join(f"{kind} {safe(name)}" for kind, name in holders), HELD))
+
+
+def tree_lines(items: list[TreeItem], toggled: Toggled) -> list[Text]:
+    """The tree's lines: a two-cell gutter (the view draws its cursor there), the depth, `-` open, `+` shut."""
+    lines = []
+    for item in items:
+        mark = ("- " if is_open(item, toggled) else "+ ") if item.expandable else "  "
+        line = Text("  " + "  " * item.depth + mark)
+        for text, style in item.parts:
+            line.append(text, style=style)
+        lines.append(line)
+    return lines
+
+
 def unwrapped(lines: list[Text]) -> Text:
     """Lines joined into one text; the views draw it without wrapping (`text-wrap: nowrap` in app.tcss)."""
     return Text("\n").join(lines)
 
 
 def quota_bar(used: float, quota: float | None, limit: float | None, width: int) -> str:
-    """`####++..|` — `#` used within quota, `+` borrowed over it, `.` room up to the limit, `|` the quota."""
+    """`######..|++.....`: `#` used within the quota, `|` the quota (a cell of its own), `+` borrowed over it,
+    `.` room (under the quota, and past it up to the limit). Borrowing gets at least one `+`, and use at least
+    one `#`, however small against the bar's scale: a queue that borrows 0.88 of 48 GPUs still shows it, in
+    glyphs that read without colour."""
     top = max(used, quota or 0.0, limit or 0.0, 1e-9)
-    scale = width / top
-    within = min(used, quota if quota is not None else used)
-    cells = ["#"] * round(within * scale)
-    cells += ["+"] * (round(used * scale) - len(cells))
-    cells += ["."] * (width - len(cells))
-    if quota is not None and 0 < quota < top:
-        mark = min(width - 1, round(quota * scale))
-        cells[mark] = "|"
-    return "".join(cells[:width])
+    marked = quota is not None and 0 < quota < top
+    cells = width - 1 if marked else width
+    scale = cells / top
+    borrowed = max(0.0, used - quota) if quota is not None else 0.0
+    left = cells if quota is None else min(cells, round(quota * scale))  # the part up to the quota
+    if borrowed > 0 and left == cells and cells > 0:
+        left -= 1  # the quota's part rounded to the whole bar: keep a cell for the borrowed part
+    right = cells - left
+    within = _at_least_one(min(used, quota) if quota is not None else used, scale, left)
+    over = _at_least_one(borrowed, scale, right)
+    return ("#" * within + "." * (left - within) + ("|" if marked else "") + "+" * over + "." * (right - over))[:width]
+
+
+def _at_least_one(amount: float, scale: float, room: int) -> int:
+    """Cells for `amount`: rounded, but one for any amount above zero, never more than `room`."""
+    return min(room, max(1 if amount > 1e-9 else 0, round(amount * scale)))
 
 
 def use_bar(counts: dict[str, int], width: int) -> Text:
@@ -229,5 +366,5 @@ def use_bar(counts: dict[str, int], width: int) -> Text:
     return bar
 
 
-__all__ = ["gpu_lines", "node_lines", "quota_bar", "shorten", "topology_line_count", "topology_lines", "unwrapped",
-           "use_bar"]
+__all__ = ["TreeItem", "gpu_lines", "is_open", "node_lines", "quota_bar", "shorten", "topology_line_count",
+           "topology_lines", "tree_items", "tree_lines", "unwrapped", "use_bar"]

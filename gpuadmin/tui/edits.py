@@ -30,12 +30,13 @@ class Edit:
     views: frozenset[str]  # where the edit applies ("node" is one node's screen)
     needs_row: bool
     open: Opener
+    bulk: bool = False  # on marked rows it acts on each of them (one change item per row), in one plan
 
     @classmethod
-    def of(cls, op: str, views: frozenset[str], needs_row: bool, opener: Opener) -> Edit:
+    def of(cls, op: str, views: frozenset[str], needs_row: bool, opener: Opener, *, bulk: bool = False) -> Edit:
         """The edit that makes `op`: its key, label and binding id are the op's record in the registry."""
         console = console_of(op)
-        return cls(console.binding, console.key, console.label, views, needs_row, opener)
+        return cls(console.binding, console.key, console.label, views, needs_row, opener, bulk)
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -299,8 +300,8 @@ EDITS: tuple[Edit, ...] = (
     Edit.of("remove-node", frozenset({"nodes"}), True, _remove_node),
     Edit.of("set-sharing", frozenset({"nodes", "node"}), True, _sharing),
     Edit.of("submit-job", frozenset({"jobs"}), False, _submit_job),
-    Edit.of("cancel-job", frozenset({"jobs"}), True, _cancel_job),
-    Edit.of("preempt-job", frozenset({"jobs"}), True, _preempt_job),
+    Edit.of("cancel-job", frozenset({"jobs"}), True, _cancel_job, bulk=True),
+    Edit.of("preempt-job", frozenset({"jobs"}), True, _preempt_job, bulk=True),
     Edit.of("set-quota", frozenset({"queues"}), True, _quota),
     Edit.of("add-queue", frozenset({"queues"}), False, _add_queue),
     Edit.of("remove-queue", frozenset({"queues"}), True, _remove_queue),

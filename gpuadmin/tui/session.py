@@ -9,11 +9,13 @@ two threads (no lock).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuadmin.errors import GpuadminError
 from gpuadmin.render.text import safe_lines
-from gpuadmin.service import Moved, NotPermitted, Service, check_action
+from gpuadmin.service import Moved, NotPermitted, Service, check_action, resolve_caller
 from gpuadmin.tui.draft import Draft
 
 if TYPE_CHECKING:
@@ -46,6 +48,23 @@ class Session:
             raise OffServiceThread("the service is called only on its worker's thread")
         return fn()
 
+    def rebind(self, opened: OpenedState) -> None:
+        """Work on another state from now on (`:state DIR`): the worker already runs on `opened.service`."""
+        self.service = opened.service
+        self.revision = opened.revision
+        self.cluster = opened.cluster
+        self.draft.clear()  # its changes were made for the state left behind
+
+    @property
+    def place(self) -> str:
+        """Which state this console shows, for an operator with several open: its directory (home as `~`), or
+        the name of the inventory it read into memory. Plain attributes: no call to the service."""
+        store = self.service.store
+        if store is not None:
+            return home_short(store.state_dir)
+        inventory = self.service.inventory_path  # the header's "(in memory)" says it is not a state
+        return inventory.name if inventory is not None else "inventory"
+
     @property
     def role(self) -> str:
         return self.service.role  # decided once when the service was made: a plain attribute, no call
@@ -72,6 +91,43 @@ class Session:
                 "`gpuadmin whoami` shows your role and why")
 
 
+def home_short(path: Path) -> str:
+    """A path as an operator types it: under the home directory as `~/...`."""
+    path = path.expanduser().absolute()
+    try:
+        return f"~/{path.relative_to(Path.home())}"
+    except ValueError:
+        return str(path)
+
+
+@dataclass(frozen=True)
+class OpenedState:
+    """Another state, opened on the service worker, with what the header shows of it."""
+
+    service: Service
+    revision: int
+    cluster: str
+
+
+def open_state(current: Service, directory: str) -> OpenedState:
+    """Open the state in `directory` for `:state DIR`, on the service worker. The caller is resolved again for
+    that state (its roles are its own), lowered as this console's was (`--as-role`, `--readonly`). A missing
+    directory, one that holds no state, or a state this user may not read raises (the console stays where it
+    is); the current service is closed only once the new one reads."""
+    state_dir = Path(directory).expanduser()
+    lowered = current.caller.role if current.caller.role != current.caller.decision.role else None
+    opened = Service(state_dir=state_dir, command=current.command, caller=resolve_caller(state_dir, lowered))
+    try:
+        opened.caller.require("read")
+        assert opened.store is not None
+        revision, cluster = opened.revision(), opened.store.cluster()
+    except BaseException:
+        opened.close()
+        raise
+    current.close()
+    return OpenedState(opened, revision, cluster)
+
+
 def poll_moved(service: Service, revision: int) -> Moved | None:
     """Whether the state moved past `revision` (the one on screen); reloads it if so (the live watch).
     Runs on the service worker."""
@@ -88,4 +144,4 @@ def error_lines(error: GpuadminError) -> str:
     return "\n".join(safe_lines(line.removeprefix("gpuadmin: ")) for line in error.lines())
 
 
-__all__ = ["OffServiceThread", "Session", "error_lines", "poll_moved"]
+__all__ = ["OffServiceThread", "OpenedState", "Session", "error_lines", "home_short", "open_state", "poll_moved"]

@@ -93,13 +93,16 @@ async def test_admin_sees_the_edit_keys_where_they_apply(state_dir: Path) -> Non
         for keys in PLACES:
             await press(pilot, "escape", *keys)
             seen[keys] = _edit_ids(app)
+        await press(pilot, "escape", "6")
+        app.screen.apply_filter("status=pending")  # a remedy acts on a pending job
+        await settle(pilot)
+        seen[("6", "/status=pending")] = _edit_ids(app)
+        assert "edit.remedy" in seen[("6", "/status=pending")]
         assert {"edit.cordon", "edit.uncordon", "edit.drain"} <= seen[("2",)]
         assert {"edit.cordon", "edit.uncordon", "edit.drain"} <= seen[("2", "enter")]
         assert {"edit.undo", "edit.redo"} <= seen[("8",)]
         assert not {"edit.undo", "edit.redo", "edit.cordon"} & seen[("6",)]
-        # each applies somewhere (the draft's review once an edit made a draft: tests/tui/test_draft.py; a remedy on
-        # a pending job, and the rows here are running: tests/tui/test_remedy.py)
-        assert set().union(*seen.values()) == {b.id for b in EDIT_BINDINGS} - {"edit.draft", "edit.remedy"}
+        assert set().union(*seen.values()) == {b.id for b in EDIT_BINDINGS}  # each applies somewhere
         await press(pilot, "escape", "2")
         assert footer_keys(app)["Cordon"] == "c"
 
@@ -121,7 +124,7 @@ async def test_readonly_in_memory_says_so() -> None:
     app = make_app(Service(inventory=CLUSTER, role="viewer"), view="nodes")
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
-        assert header(app) == " gpuadmin  tui-lab  rev 0  role viewer   READ-ONLY   (in memory)  nodes"
+        assert header(app) == " gpuadmin  tui-lab  cluster.yaml  rev 0  role viewer   READ-ONLY   (in memory)  nodes"
         assert "Cordon" not in footer_keys(app)
 
 
@@ -202,7 +205,7 @@ async def test_marked_nodes_are_cordoned_together_and_uncordon(state_dir: Path) 
         await press(pilot, "y")
         await settle(pilot)
         assert shown(app, "STATE")[:2] == ["cordoned", "cordoned"]
-        await press(pilot, "g", "u")
+        await press(pilot, "g", "space", "space", "u")  # the apply cleared the marks: marked again
         assert app.screen.title_text == "uncordon gpu-h100-01, gpu-h100-02"
         await press(pilot, "y")
         await settle(pilot)

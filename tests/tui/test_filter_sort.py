@@ -123,7 +123,7 @@ async def test_filter_topology_and_a_bad_one_changes_nothing(state_dir) -> None:
         await settle(pilot)
         await filter_rows(pilot, "state=cordoned")
         drawing = drawing_text(app)
-        assert drawing.splitlines()[0] == "gpu-h100-11  baremetal  cordoned"
+        assert drawing.splitlines()[0] == "  - gpu-h100-11  baremetal  cordoned"
         assert "gpu-h100-01" not in drawing
         assert header(app).endswith("topology /state=cordoned")
         await filter_rows(pilot, "colour=red")
@@ -136,8 +136,8 @@ async def test_filter_topology_and_a_bad_one_changes_nothing(state_dir) -> None:
         await wait_for(pilot, lambda: "rev 1" in header(app))  # the live watch polls every second
         assert app.is_running and isinstance(app.screen, TopologyScreen)
         lines = drawing_text(app).splitlines()
-        assert [line for line in lines if not line.startswith(" ")] == [
-            "gpu-h100-02  baremetal  cordoned", "gpu-h100-11  baremetal  cordoned"]
+        assert [line for line in lines if line.startswith("  - ")] == [  # the hosts: the tree's top level
+            "  - gpu-h100-02  baremetal  cordoned", "  - gpu-h100-11  baremetal  cordoned"]
         assert "rev 1" in header(app)
 
 
@@ -168,13 +168,16 @@ async def test_s_sorts_by_each_column_in_turn_and_S_reverses() -> None:
         assert shown(app) == sorted(NODES, reverse=True)
         assert screen_text(app).splitlines()[2].startswith("  NAMEv ")
         assert status_line(app).endswith("sorted by NAME (reverse)")
-        await press(pilot, "s")  # the next column, ascending again
+        await press(pilot, "s")  # the next column (the listing's order: NAME PLATFORM STATE GPUS ...), ascending again
+        assert (grid(app).sort_column, grid(app).sort_reverse) == ("PLATFORM", False)
+        assert shown(app, "PLATFORM") == ["baremetal"] * 6 + ["vsphere"]
+        await press(pilot, "s")
         assert (grid(app).sort_column, grid(app).sort_reverse) == ("STATE", False)
         assert shown(app, "STATE") == ["cordoned"] + ["ready"] * 6
         await press(pilot, "s")
         assert grid(app).sort_column == "GPUS"
         assert shown(app, "GPUS") == sorted(shown(app, "GPUS"))  # numbers sort as numbers
-        for _ in range(len(grid(app).columns) - 2):
+        for _ in range(len(grid(app).columns) - 3):
             await press(pilot, "s")
         assert grid(app).sort_column == "NAME"  # round again
 
@@ -182,6 +185,8 @@ async def test_s_sorts_by_each_column_in_turn_and_S_reverses() -> None:
 async def test_sort_command_by_column_then_reversed() -> None:
     app = make_app(view="jobs")
     async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await press(pilot, "ctrl+w")  # PRIORITY is a wide column: sorted by once it is shown
         await settle(pilot)
         await command(pilot, "sort priority")
         assert (grid(app).sort_column, grid(app).sort_reverse) == ("PRIORITY", False)

@@ -94,7 +94,8 @@ async def test_every_view_shows_the_names_literally_and_clicks_do_nothing(hostil
         for digit, pieces in [*list(SHOWN.items())[1:], *list(SHOWN.items())[:1]]:
             await press(pilot, digit)
             text = assert_literal(app, *pieces)
-            assert text.splitlines()[0].startswith(" gpuadmin  [bold]hostile-lab  rev 1  role admin")
+            assert text.splitlines()[0].startswith(" gpuadmin  [bold]hostile-lab  ")  # then the state's directory
+            assert "/hostile-state  rev 1  role admin" in text.splitlines()[0]
             for needle in ("[@click=app.quit]", "[bold]"):
                 await click_every(pilot, app, needle)
         assert not notes(app)
@@ -154,7 +155,7 @@ async def test_help_over_a_hostile_cluster(hostile_state: Path) -> None:
         await settle(pilot)
         await press(pilot, "question_mark")
         assert isinstance(app.screen, HelpScreen)
-        assert_literal(app, "app.quit", "edit.cordon")
+        assert_literal(app, "app.quit", "edit.submit_job")
         await press(pilot, "escape")
         assert isinstance(app.screen, ListingScreen)
 
@@ -164,7 +165,7 @@ async def test_filters_on_hostile_names(hostile_state: Path) -> None:
     async with app.run_test(size=(160, 30), notifications=True) as pilot:
         await settle(pilot)
         await filter_rows(pilot, "[@click=app.quit]job")  # has `=`: a selector, and `[@click` is no key
-        assert errors(app) == ["unknown selector key '[@click'; known keys: age, detail, name, owner, placement, "
+        assert errors(app) == ["unknown selector key '[@click'; known keys: age, message, name, owner, placement, "
                                "preemptible, priority, queue, reason, request, status, submitted, vm"]
         assert_literal(app, "unknown selector key '[@click'")
         await click_every(pilot, app, "[@click")

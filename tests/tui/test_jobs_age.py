@@ -24,5 +24,5 @@ async def test_jobs_view_shows_age_and_owner() -> None:
     assert ages["sweep-vm04"] == "-"  # no submit time
     assert owners == {"bert-ft-vm02": "priya", "llm-eval-vm02": "priya", "sweep-vm04": "tomas"}
     header = next(line for line in text.splitlines() if "NAME" in line and "STATUS" in line)
-    assert header.index("STATUS") < header.index("AGE") < header.index("DETAIL")
+    assert header.index("STATUS") < header.index("AGE") < header.index("REASON")
     assert ages["bert-ft-vm02"] in next(line for line in text.splitlines() if "bert-ft-vm02" in line)

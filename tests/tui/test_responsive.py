@@ -18,7 +18,7 @@ import pytest
 from bench.generate import dump_inventory, generate_inventory
 from gpuadmin.service import Service
 from gpuadmin.store.identity import login_identity
-from gpuadmin.tui.draw import topology_line_count, topology_lines
+from gpuadmin.tui.draw import topology_line_count, topology_lines, tree_items, tree_lines
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from tests.tui.tuikit import cursor_row, make_app, notes, press, screen_text, settle, view
@@ -138,7 +138,7 @@ async def test_topology_draws_only_the_hosts_on_screen_and_equals_the_whole_draw
 
         drawing._draw = counting  # type: ignore[attr-defined]
         boards = screen._boards
-        whole = [line.plain for board in boards for line in topology_lines(board, width - 2)]
+        whole = [line.plain for board in boards for line in tree_lines(tree_items(board, set()), set())]
         for presses in range(1, 4):
             drawn.clear()
             await press(pilot, "pagedown")
@@ -147,8 +147,9 @@ async def test_topology_draws_only_the_hosts_on_screen_and_equals_the_whole_draw
             body = screen_text(app).splitlines()[1:1 + drawing.size.height]
             # the screen shows exactly the whole drawing's lines from the scroll offset (after the 1-cell padding)
             seen = drawing.scrollable_content_region.width  # less the scroll bar
-            assert [line[1:1 + seen].rstrip() for line in body] == [
-                line[:seen].rstrip() for line in whole[top:top + len(body)]]
+            # (less the gutter's first cell, where the cursor's `>` goes)
+            assert [line[2:1 + seen].rstrip() for line in body] == [
+                line[1:seen].rstrip() for line in whole[top:top + len(body)]]
             # and only the hosts with a line on screen were drawn (each has at least 3 lines)
             assert 0 < len(drawn) <= drawing.size.height // 3 + 2, (presses, len(drawn))
 

@@ -53,7 +53,7 @@ class Explanation:
 
     @property
     def summary(self) -> str:
-        """One line for the REASON column of `get jobs`: the node summary, the nearest miss, the remedy."""
+        """One line for the MESSAGE column of `get jobs`: the node summary, the nearest miss, the remedy."""
         text = f"{self.nodes}; {self.message}" if self.nodes else self.message
         if self.remedy:
             text += f"; remedy: {self.remedy}"

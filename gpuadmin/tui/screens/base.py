@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gpuadmin.errors import GpuadminError
 from gpuadmin.tui.session import Session, error_lines
+from gpuadmin.tui.widgets.footer import KeyFooter
 from gpuadmin.tui.widgets.header import HeaderBar
 from gpuadmin.tui.widgets.prompt import Prompt
 from gpuadmin.tui.worker import Request
@@ -51,7 +52,7 @@ class ViewScreen(Screen[None]):
         working = Static("", id="working")  # long work this view waits for, and that Esc cancels
         working.display = False
         yield working
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeyFooter()
 
     def compose_body(self) -> ComposeResult:
         yield from ()
@@ -77,7 +78,12 @@ class ViewScreen(Screen[None]):
         crumbs = [s.crumb() for s in self.app.screen_stack if isinstance(s, ViewScreen)]
         self.query_one(HeaderBar).show(cluster=session.cluster, revision=session.revision, role=session.role,
                                        readonly=session.readonly, persisted=session.persisted,
-                                       crumbs=crumbs or [self.crumb()], draft=session.draft.size)
+                                       crumbs=crumbs or [self.crumb()], where=session.place,
+                                       marked=self.marked_count(), draft=session.draft.size)
+
+    def marked_count(self) -> int:
+        """How many rows are marked in this view (for the header)."""
+        return 0
 
     def load(self) -> None:
         """(Re)read this view's data on the service worker: a large state never holds up a key. A newer

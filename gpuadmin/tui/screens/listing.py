@@ -1,8 +1,8 @@
 """The table views: nodes, gpus, slices, jobs, queues and the journal, each the service's listing.
 
 Rows are read on the service worker, so a large state never blocks a keystroke; the jobs view shows its
-rows at once and fills the why-pending REASON column when the service has it (a scheduling cycle, run
-once per revision).
+rows at once and fills why a pending job waits (REASON, its code; MESSAGE, in words) when the service has it
+(a scheduling cycle, run once per revision). ctrl+w shows the listing's wide columns too.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from gpuadmin.errors import InputError
-from gpuadmin.render.columns import Column, Kind
+from gpuadmin.render.columns import Column
 from gpuadmin.render.rows import JOURNAL, LISTINGS
 from gpuadmin.render.selector import compile_filter
 from gpuadmin.render.text import safe
@@ -32,26 +32,21 @@ DESCRIBE: dict[str, tuple[str, str]] = {
     "nodes": ("node", "NAME"), "gpus": ("gpu", "NAME"), "slices": ("gpu", "GPU_NAME"),
     "jobs": ("job", "NAME"), "queues": ("queue", "NAME"), "journal": ("entry", "ID"),
 }
-# the listings' columns, and what the console adds or leaves out of them
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "nodes": ("NAME", "STATE", "GPUS", "USED", "FREE", "MODES", "MODELS", "RDMA", "PLATFORM", "ORCHESTRATOR"),
-    "gpus": ("NODE", "GPU", "MODE", "LAYOUT", "HOLDERS", "MODEL", "NODE_STATE"),
-    "slices": ("NODE", "GPU", "SLICE", "SHARE", "HOLDERS", "MODEL"),
-    "jobs": ("NAME", "STATUS", "AGE", "DETAIL", "QUEUE", "REQUEST", "PRIORITY", "PREEMPTIBLE", "OWNER"),
-    "queues": ("NAME", "USE", "USED_GPUS", "QUOTA", "LIMIT", "BORROWED_GPUS", "WEIGHT", "PRIORITY"),
-    "journal": ("ID", "REVISION", "OUTCOME", "ACTOR", "ORIGIN", "CHANGES", "AT", "MESSAGE"),
-}
-# the columns the console adds to a listing's (`console_rows`), typed as the listing's own are
-CONSOLE_COLUMNS: dict[str, tuple[Column, ...]] = {
-    "queues": (Column("USE"),), "slices": (Column("GPU_NAME", Kind.PLACEMENT),), "jobs": (Column("DETAIL"),),
-}
+# The console shows a listing's own columns (`Listing.columns`, and `Listing.wide` under the wide toggle), in its
+# order and by its priorities, so both front ends say the same thing by the same names (docs/columns.md). The one
+# column it adds is the queue's quota bar, drawn after the name: a picture of USED_GPUS against QUOTA_GPUS and
+# LIMIT_GPUS, not a value of its own, so not a filter key either (`/borrowed_gpus!=0` filters by the numbers).
+QUOTA_BAR = Column("USE", priority=5)
 
 
-def typed_columns(kind: str, names: list[str]) -> list[Column]:
-    """The console's columns with their kinds: the listing's declaration, or the console's own."""
+def console_columns(kind: str, *, wide: bool = False) -> list[Column]:
+    """The columns the console shows for `kind`: the listing's table (and its `-o wide` set when `wide`)."""
     listing = JOURNAL if kind == "journal" else LISTINGS[kind]
-    extra = {c.name: c for c in CONSOLE_COLUMNS.get(kind, ())}
-    return [extra.get(name) or listing.column(name) for name in names]
+    names = {*listing.columns, *(listing.wide if wide else ())}
+    columns = [c for c in listing.fields if c.name in names]
+    if kind == "queues":
+        columns.insert(1, QUOTA_BAR)
+    return columns
 
 
 NODE_THINGS = {"nodes", "gpus", "slices"}
@@ -59,17 +54,14 @@ BAR = 16
 
 
 def console_rows(kind: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What the console adds to a listing's rows: the queue's quota bar, the slice's GPU name, the job's
-    placement-or-reason."""
+    """What the console adds to a listing's rows: the queue's quota bar, and the slice's GPU name (what
+    describe opens; a key of the row, not a column)."""
     if kind == "queues":
         for row in rows:
             row["USE"] = quota_bar(float(row["USED_GPUS"]), row["QUOTA_GPUS"], row["LIMIT_GPUS"], BAR)
     elif kind == "slices":
         for row in rows:
             row["GPU_NAME"] = f"{row['NODE']}/{row['GPU']}"
-    elif kind == "jobs":  # where a running job runs, or why a pending one waits: one column at 80 wide
-        for row in rows:
-            row["DETAIL"] = row["PLACEMENT"] if row["STATUS"] == "running" else row["REASON"]
     return rows
 
 
@@ -80,12 +72,13 @@ class Listing:
     table: Table
     rows: list[dict[str, Any]]
     labels: dict[str, dict[str, str]]
-    reasons: bool  # whether the why-pending REASON column is filled in
+    reasons: bool  # whether why pending jobs wait (REASON, MESSAGE) is filled in
 
 
 class ListingScreen(ViewScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "reload", "Reload", show=False, id="view.reload"),
+        Binding("ctrl+w", "wide", "Wide", show=False, id="view.wide"),
     ]
 
     def __init__(self, kind: str) -> None:
@@ -95,6 +88,7 @@ class ListingScreen(ViewScreen):
         self._labels: dict[str, dict[str, str]] = {}
         self._table: Table | None = None
         self._reasons_shown = True
+        self.show_wide = False  # the listing's `-o wide` columns shown too (ctrl+w)
         self._unmark_timer: Timer | None = None
 
     def compose_body(self) -> ComposeResult:
@@ -109,7 +103,7 @@ class ListingScreen(ViewScreen):
         return self.kind + (f" /{self.filter_text}" if self.filter_text else "")
 
     def read(self, service: Service) -> Listing:
-        """The rows at once; for jobs without the REASON column unless the service has it already (a dry-run
+        """The rows at once; for jobs without REASON and MESSAGE unless the service has it already (a dry-run
         cycle, run once per revision): `show` then asks for them, as a second read."""
         reasons = self.kind != "jobs" or service.reasons_ready()
         return self._listing(service, reasons=reasons)
@@ -123,10 +117,7 @@ class ListingScreen(ViewScreen):
         self._table = data.table
         self._reasons_shown = data.reasons
         self._labels = data.labels
-        grid = self.query_one(RowTable)
-        rows = data.rows
-        columns = [c for c in COLUMNS[self.kind] if not rows or c in rows[0]]
-        grid.set_rows(typed_columns(self.kind, columns), rows)
+        self.query_one(RowTable).set_rows(console_columns(self.kind, wide=self.show_wide), data.rows)
         if self.filter_text:
             try:
                 self.apply_filter(self.filter_text)
@@ -146,6 +137,8 @@ class ListingScreen(ViewScreen):
             text += "  (filtering...)"
         if grid.sort_column:
             text += f"  sorted by {grid.sort_column}{' (reverse)' if grid.sort_reverse else ''}"
+        if self.show_wide:
+            text += "  wide"
         if self.kind == "jobs" and not self._reasons_shown:
             text += "  (reasons: computing)"
         self.query_one("#status", Static).update(Text(text))  # Text: a filter like `[/` is not markup
@@ -174,8 +167,9 @@ class ListingScreen(ViewScreen):
             self.filter_text = text
         else:
             label_keys = {k for labels in self._labels.values() for k in labels}
-            columns = list(grid.rows[0]) if grid.rows else list(grid.columns)
-            predicate = compile_filter(text, columns, label_keys)  # InputError on a bad selector
+            listing = JOURNAL if self.kind == "journal" else LISTINGS[self.kind]
+            keys = [c.name for c in listing.fields]  # the keys `get -l` takes: the console's rows add none
+            predicate = compile_filter(text, keys, label_keys)  # InputError on a bad selector
             labels = self._labels
 
             def keep(row: dict[str, Any]) -> bool:
@@ -197,8 +191,23 @@ class ListingScreen(ViewScreen):
     def on_row_table_reshaped(self) -> None:
         self._status()
 
+    def on_row_table_marked(self) -> None:
+        self.update_header()
+
+    def marked_count(self) -> int:
+        tables = self.query(RowTable)
+        return len(tables.first().marked) if tables else 0
+
     def action_reload(self) -> None:
         self.load()
+
+    def action_wide(self) -> None:
+        """Show the listing's wide columns too (what `-o wide` adds: a job's MESSAGE, a node's MODELS...), or
+        no longer; the rows stay, only their columns change."""
+        self.show_wide = not self.show_wide
+        grid = self.query_one(RowTable)
+        grid.set_rows(console_columns(self.kind, wide=self.show_wide), grid.rows)
+        self._status()
 
     def state_moved(self, moved: Moved) -> None:
         grid = self.query_one(RowTable)

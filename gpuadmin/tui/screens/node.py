@@ -1,5 +1,7 @@
 """One node: its GPUs with each MIG layout drawn as memory and compute slices, time-sliced replicas and
-vGPUs with their holders, its device groups, NVLink domain and NICs. Opened with Enter on a node."""
+vGPUs with their holders, its device groups, NVLink domain and NICs. Opened with Enter on a node; Enter on a
+GPU (or a free slice) opens it at that GPU: scrolled to it, its title marked `>` and reversed, and `d`
+describes that GPU."""
 
 from __future__ import annotations
 
@@ -11,20 +13,21 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from gpuadmin.service import Service
-from gpuadmin.tui.draw import node_lines, unwrapped
+from gpuadmin.tui.draw import gpu_lines, node_lines, unwrapped
 from gpuadmin.tui.screens.base import ViewScreen
 
 
 class NodeScreen(ViewScreen):
     view_name = "node"
 
-    def __init__(self, node: str) -> None:
+    def __init__(self, node: str, *, gpu: int | None = None) -> None:
         super().__init__()
         self.node = node
+        self.gpu = gpu  # the GPU it was opened at, if any
         self._board: dict[str, Any] | None = None
 
     def crumb(self) -> str:
-        return self.node
+        return self.node if self.gpu is None else f"{self.node}/{self.gpu}"
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="node-scroll"):
@@ -47,11 +50,27 @@ class NodeScreen(ViewScreen):
 
     def _show(self, board: dict[str, Any]) -> None:
         self._board = board
-        self.query_one("#node", Static).update(unwrapped(node_lines(board, self.size.width - 4)))
+        width = self.size.width - 4
+        lines = node_lines(board, width)
+        at = self._gpu_line(board, width, len(lines))
+        if at is not None:
+            title = lines[at] = Text("> ") + lines[at]
+            title.stylize("reverse")
+        self.query_one("#node", Static).update(unwrapped(lines))
+        if at is not None:
+            self.query_one("#node-scroll", VerticalScroll).scroll_to(y=at, animate=False, immediate=True)
+
+    def _gpu_line(self, board: dict[str, Any], width: int, total: int) -> int | None:
+        """The line of the GPU this screen was opened at: the GPUs are drawn last, in order."""
+        gpus = board["gpus"]
+        position = next((i for i, gpu in enumerate(gpus) if gpu["index"] == self.gpu), None)
+        if position is None:
+            return None
+        return total - sum(len(gpu_lines(gpu, width)) for gpu in gpus[position:])
 
     def on_resize(self) -> None:
         if self._board is not None:
             self._show(self._board)
 
     def selected(self) -> tuple[str, str] | None:
-        return "node", self.node
+        return ("node", self.node) if self.gpu is None else ("gpu", f"{self.node}/{self.gpu}")

@@ -1,17 +1,26 @@
-"""The overview: the screen an operator opens first.
+"""The overview: the screen an operator opens first, and a way into every listing.
 
 GPUs by mode and by use (free / partly used / full), nodes that are down or draining, pending jobs by
 reason, queues over quota. The counts by reason need a scheduling cycle: they appear when the service has
 them (computed once per revision, in the background).
+
+Every count is a place to go (k9s's drill-down): ↑/↓ (`j`/`k`) move a cursor over them (`>` and reverse
+video), Enter opens the filtered listing behind the one under it — `nodes state=cordoned`, `gpus mode=mig`,
+`jobs status=pending`, the pending jobs waiting for one reason (`jobs reason=over-limit`), the jobs of a queue
+over quota, one node's screen for a node out of service.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.widgets import Static
 
 from gpuadmin.render.text import safe
@@ -19,60 +28,138 @@ from gpuadmin.service import Service
 from gpuadmin.tui.draw import use_bar
 from gpuadmin.tui.screens.base import ViewScreen
 
-# which view each section opens with Enter, by its first letter key
-SECTION_VIEWS = {"gpus": "gpus", "nodes": "nodes", "jobs": "jobs", "queues": "queues"}
+# a value the selector language can write after `=` as it is; any other goes in `in (...)`, which holds
+# spaces and `=` (`use in (partly used)`, a hostile queue name)
+_PLAIN_VALUE = re.compile(r"^[^\s=(),!]+$")
 
 
-def overview_text(data: dict[str, Any], width: int) -> Text:
-    out = Text()
-    out.append(f"{safe(data['cluster'])}", style="bold")
-    out.append(f"   revision {data['revision']}   {data['nodes']} nodes   {data['gpus']} GPUs\n\n")
+def selector(key: str, value: str) -> str:
+    """The `/` filter that keeps the rows whose `key` is `value`."""
+    return f"{key}={value}" if _PLAIN_VALUE.match(value) else f"{key} in ({value})"
+
+
+@dataclass(frozen=True)
+class Drill:
+    """What Enter on one count opens: a view with a filter, or one node's screen."""
+
+    view: str
+    filter: str = ""
+    node: str = ""
+
+
+class _Page:
+    """The overview's text, with each count a target; the selected one drawn `>` and reversed."""
+
+    def __init__(self, selected: int) -> None:
+        self.text = Text()
+        self.targets: list[Drill] = []
+        self.lines: list[int] = []  # each target's line
+        self.selected = selected
+
+    def append(self, text: str, style: str = "") -> None:
+        self.text.append(text, style=style)
+
+    def count(self, gap: str, label: str, target: Drill) -> None:
+        """A count after `gap` (at least one space, where the cursor's `>` goes)."""
+        mine = len(self.targets) == self.selected
+        self.lines.append(self.text.plain.count("\n"))
+        self.targets.append(target)
+        self.text.append(gap[:-1] + (">" if mine else gap[-1]))
+        self.text.append(label, style="reverse" if mine else "")
+
+
+def overview_page(data: dict[str, Any], width: int, selected: int = -1) -> _Page:
+    page = _Page(selected)
+    page.append(f"{safe(data['cluster'])}", style="bold")
+    page.append(f"   revision {data['revision']}   {data['nodes']} nodes   {data['gpus']} GPUs\n\n")
     uses = data["gpus_by_use"]
-    out.append("GPUs by use      ", style="bold")
-    out.append("  ".join(f"{name} {n}" for name, n in uses.items()) + "\n")
-    out.append("                 ")
-    out.append_text(use_bar({"full": uses["full"], "partly used": uses["partly used"], "free": uses["free"]},
-                            max(10, min(60, width - 20))))
-    out.append("\n                 # full  + partly used  . free\n")
-    out.append("GPUs by mode     ", style="bold")
-    out.append("  ".join(f"{mode} {n}" for mode, n in data["gpus_by_mode"].items()) + "\n")
-    out.append("GPUs by model    ", style="bold")
-    out.append("  ".join(f"{safe(model)} {n}" for model, n in data["gpus_by_model"].items()) + "\n\n")
-    out.append("Nodes            ", style="bold")
-    out.append("  ".join(f"{state} {n}" for state, n in data["nodes_by_state"].items()) + "\n")
+    page.append("GPUs by use     ", style="bold")
+    for i, (name, n) in enumerate(uses.items()):
+        page.count("  " if i else " ", f"{name} {n}", Drill("gpus", selector("use", name)))
+    page.append("\n                 ")
+    page.text.append_text(use_bar({"full": uses["full"], "partly used": uses["partly used"], "free": uses["free"]},
+                                  max(10, min(60, width - 20))))
+    page.append("\n                 # full  + partly used  . free\n")
+    page.append("GPUs by mode    ", style="bold")
+    for i, (mode, n) in enumerate(data["gpus_by_mode"].items()):
+        page.count("  " if i else " ", f"{mode} {n}", Drill("gpus", selector("mode", mode)))
+    page.append("\nGPUs by model   ", style="bold")
+    for i, (model, n) in enumerate(data["gpus_by_model"].items()):
+        page.count("  " if i else " ", f"{safe(model)} {n}", Drill("gpus", selector("model", model)))
+    page.append("\n\nNodes           ", style="bold")
+    for i, (state, n) in enumerate(data["nodes_by_state"].items()):
+        page.count("  " if i else " ", f"{state} {n}", Drill("nodes", selector("state", state)))
+    page.append("\n")
     for item in data["nodes_out_of_service"][:8]:
-        out.append(f"  ! {safe(item['node'])} is {item['state']}\n")
+        page.count("  ", f"! {safe(item['node'])} is {item['state']}", Drill("nodes", node=item["node"]))
+        page.append("\n")
     if len(data["nodes_out_of_service"]) > 8:
-        out.append(f"  ... and {len(data['nodes_out_of_service']) - 8} more (:nodes, /state!=ready)\n")
-    out.append("\nJobs             ", style="bold")
-    out.append("  ".join(f"{status} {n}" for status, n in data["jobs_by_status"].items()) + "\n")
+        page.count("  ", f"... and {len(data['nodes_out_of_service']) - 8} more (:nodes, /state!=ready)",
+                   Drill("nodes", "state!=ready"))
+        page.append("\n")
+    _jobs(page, data)
+    return page
+
+
+def _jobs(page: _Page, data: dict[str, Any]) -> None:
+    page.append("\nJobs            ", style="bold")
+    for i, (status, n) in enumerate(data["jobs_by_status"].items()):
+        page.count("  " if i else " ", f"{status} {n}", Drill("jobs", selector("status", status)))
+    page.append("\n")
     by_reason = data["pending_by_reason"]
     if by_reason is None:
-        out.append("  pending by reason: computing (a scheduling dry run)...\n")
+        page.append("  pending by reason: computing (a scheduling dry run)...\n")
     else:
         for reason, n in list(by_reason.items())[:8]:
-            out.append(f"  {n:>5}  {reason}\n")
-    out.append("\nQueues over quota", style="bold")
+            page.count("  ", f"{n:>5}  {reason}", Drill("jobs", selector("reason", reason)))
+            page.append("\n")
+    page.append("\nQueues over quota", style="bold")
     if not data["queues_over_quota"]:
-        out.append("  none\n")
-    else:
-        out.append("\n")
-        for q in data["queues_over_quota"]:
-            out.append(f"  + {safe(q['queue'])}: {q['used_gpus']:g} of {q['quota_gpus']:g} GPU quota, "
-                       f"borrowing {q['borrowed_gpus']:g}\n")
-    return out
+        page.append("  none\n")
+        return
+    page.append("\n")
+    for q in data["queues_over_quota"]:
+        page.count("  ", f"+ {safe(q['queue'])}: {q['used_gpus']:g} of {q['quota_gpus']:g} GPU quota, "
+                         f"borrowing {q['borrowed_gpus']:g}", Drill("jobs", selector("queue", q["queue"])))
+        page.append("\n")
+
+
+class OverviewBody(Static, can_focus=True):
+    """The overview's text, with a cursor over its counts."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "move(-1)", "Up", show=False, id="overview.up"),
+        Binding("down,j", "move(1)", "Down", show=False, id="overview.down"),
+        Binding("enter", "open", "Open", id="overview.open"),
+    ]
+
+    def action_move(self, step: int) -> None:
+        screen = self.screen
+        if isinstance(screen, OverviewScreen):
+            screen.move(step)
+
+    def action_open(self) -> None:
+        screen = self.screen
+        if isinstance(screen, OverviewScreen):
+            screen.open_selected()
 
 
 class OverviewScreen(ViewScreen):
     view_name = "overview"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._data: dict[str, Any] | None = None
+        self._page: _Page | None = None
+        self.cursor = 0
+
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="overview-scroll"):
-            yield Static("loading...", id="overview")
+            yield OverviewBody("loading...", id="overview")
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.query_one("#overview-scroll").focus()
+        self.query_one(OverviewBody).focus()
 
     def read(self, service: Service) -> dict[str, Any]:
         """The counts at once; the pending jobs by reason when the service has them (a dry-run cycle): if
@@ -80,6 +167,35 @@ class OverviewScreen(ViewScreen):
         return service.overview(reasons=service.reasons_ready())
 
     def show(self, data: dict[str, Any]) -> None:
-        self.query_one("#overview", Static).update(overview_text(data, self.size.width))
+        self._data = data
+        self._draw()
         if data["pending_by_reason"] is None:
             self.ask_read(lambda service: service.overview())
+
+    def _draw(self) -> None:
+        if self._data is None:
+            return
+        page = overview_page(self._data, self.size.width, self.cursor)
+        if page.targets and self.cursor >= len(page.targets):  # a live update took counts away
+            self.cursor = len(page.targets) - 1
+            page = overview_page(self._data, self.size.width, self.cursor)
+        self._page = page
+        self.query_one(OverviewBody).update(page.text)
+        if page.targets:
+            self.query_one("#overview-scroll", VerticalScroll).scroll_to_region(
+                Region(0, page.lines[self.cursor], 1, 1), animate=False, immediate=True)
+
+    def move(self, step: int) -> None:
+        if self._page is not None and self._page.targets:
+            self.cursor = max(0, min(len(self._page.targets) - 1, self.cursor + step))
+            self._draw()
+
+    @property
+    def selected_target(self) -> Drill | None:
+        page = self._page
+        return page.targets[self.cursor] if page is not None and page.targets else None
+
+    def open_selected(self) -> None:
+        target = self.selected_target
+        if target is not None:
+            self.gpuadmin.drill_to(target)

@@ -8,7 +8,8 @@ most important) and the last one shown is shortened with an ellipsis; nothing wr
 name is drawn as the characters it holds, with control bytes made visible, never read as markup.
 
 The cursor row is marked by a `>` gutter as well as by colour, marked rows by `*`, so both read the
-same without colour.
+same without colour. Marks are kept by row key: through a filter, a sort and a live reload (a row that is gone
+loses its mark), until they are cleared (`ctrl+\\`, or by the app once an apply used them).
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ class RowTable(ScrollView, can_focus=True):
         Binding("home,g", "jump(0)", "Top", show=False, id="table.top"),
         Binding("end,G", "jump(-1)", "Bottom", show=False, id="table.bottom"),
         Binding("space", "mark", "Mark", show=False, id="table.mark"),
+        # k9s's keys; a terminal sends ctrl+space as NUL, which Textual names ctrl+@
+        Binding("ctrl+space,ctrl+@", "mark_range", "Mark range", show=False, id="table.mark_range"),
+        Binding("ctrl+backslash", "clear_marks", "Clear marks", show=False, id="table.clear_marks"),
         Binding("enter", "choose", "Open", id="table.open"),
         Binding("s", "sort(1)", "Sort", id="table.sort"),
         Binding("S", "sort(-1)", "Sort back", show=False, id="table.sort_reverse"),
@@ -90,6 +94,13 @@ class RowTable(ScrollView, can_focus=True):
 
     class Reshaped(Message):
         """The rows shown changed (filter or sort applied): views update their counts."""
+
+        def __init__(self, table: RowTable) -> None:
+            super().__init__()
+            self.table = table
+
+    class Marked(Message):
+        """The marks changed: views show the count."""
 
         def __init__(self, table: RowTable) -> None:
             super().__init__()
@@ -110,6 +121,7 @@ class RowTable(ScrollView, can_focus=True):
         self.shown: list[int] = []  # indexes into rows: filtered, then sorted
         self.cursor = 0
         self.marked: set[str] = set()
+        self._last_mark: str | None = None  # where a range mark starts
         # names another apply just touched (a row's key, or its NODE: an apply names nodes, not their GPUs),
         # drawn marked for a moment
         self.changed: set[str] = set()
@@ -131,6 +143,11 @@ class RowTable(ScrollView, can_focus=True):
         self._typed = {c.name: c for c in typed}
         self.columns = tuple(c.name for c in typed)
         self.rows = rows
+        if self.marked:  # a row that is gone (a removed node, a finished job) cannot stay a target
+            keys = {str(row.get(self.key)) for row in rows}
+            if not self.marked <= keys:
+                self.marked &= keys
+                self.post_message(self.Marked(self))
         self._texts = {}
         self._sort_keys = {}  # a new dict, not cleared: a worker still sorting the old rows fills the old one
         step = max(1, len(rows) // WIDTH_SAMPLE)  # widths from an even sample: a long listing costs no more
@@ -189,7 +206,22 @@ class RowTable(ScrollView, can_focus=True):
         return None if row is None else str(row.get(self.key))
 
     def marked_rows(self) -> list[Row]:
+        """Every marked row, shown or hidden by the filter, in the listing's order."""
         return [r for r in self.rows if str(r.get(self.key)) in self.marked]
+
+    def hidden_marks(self) -> list[str]:
+        """The marked rows' keys the filter hides, in the listing's order."""
+        if not self.marked:
+            return []
+        shown = {str(self.rows[i].get(self.key)) for i in self.shown}
+        return [str(r.get(self.key)) for r in self.marked_rows() if str(r.get(self.key)) not in shown]
+
+    def clear_marks(self) -> None:
+        self._last_mark = None
+        if self.marked:
+            self.marked = set()
+            self.refresh()
+            self.post_message(self.Marked(self))
 
     # drawing -------------------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -286,7 +318,29 @@ class RowTable(ScrollView, can_focus=True):
         key = self.current_key()
         if key is not None:
             self.marked.symmetric_difference_update({key})
+            self._last_mark = key if key in self.marked else None
             self._move_to(self.cursor + 1)
+            self.post_message(self.Marked(self))
+
+    def action_mark_range(self) -> None:
+        """Mark every row shown from the last one marked to the cursor (k9s's ctrl+space); with no last mark
+        on screen, the row under the cursor."""
+        if not self.shown:
+            return
+        start = self.cursor
+        if self._last_mark in self.marked:
+            for position, index in enumerate(self.shown):
+                if str(self.rows[index].get(self.key)) == self._last_mark:
+                    start = position
+                    break
+        low, high = sorted((start, min(self.cursor, len(self.shown) - 1)))
+        self.marked |= {str(self.rows[i].get(self.key)) for i in self.shown[low:high + 1]}
+        self._last_mark = self.current_key()
+        self.refresh()
+        self.post_message(self.Marked(self))
+
+    def action_clear_marks(self) -> None:
+        self.clear_marks()
 
     def action_choose(self) -> None:
         row = self.current_row()
