@@ -126,7 +126,7 @@ class GpuadminApp(App[int]):
         Binding("ctrl+z", "reverse('undo')", "Undo", id="edit.undo"),
         Binding("ctrl+y", "reverse('redo')", "Redo", id="edit.redo"),
         Binding("U", "reverse('undo_to')", "Undo to here", id="edit.undo_to"),
-        Binding("b", "draft", "Draft", id="edit.draft"),
+        Binding("b", "draft", "Draft", show=False, id="edit.draft"),  # the header's DRAFT N says when it holds changes
         Binding("p", "schedule", "Schedule", id="edit.schedule"),
         Binding("R", "remedy", "Remedy", id="edit.remedy"),
         *(Binding(edit.key, f"edit('{edit.id}')", edit.label, id=edit.id) for edit in EDITS),
