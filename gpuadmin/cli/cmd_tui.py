@@ -98,7 +98,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tui.add_argument("--state", dest="tui_state", type=Path, default=argparse.SUPPRESS, help="state directory")
     tui.add_argument("--inventory", dest="tui_inventory", type=Path, default=argparse.SUPPRESS,
                      help="an inventory in memory (changes are not persisted)")
-    tui.add_argument("--readonly", action="store_true", help="view only: every change is hidden")
+    tui.add_argument("--readonly", action="store_true",
+                     help="view only (role viewer): a change key says why; p plans a scheduling dry run")
     tui.add_argument("--theme", default=None, help="a theme name (see `:theme`); default: picked for the terminal")
     tui.add_argument("--view", choices=VIEWS, default="overview", help="the view to open on")
     tui.add_argument("--ascii", action=argparse.BooleanOptionalAction, default=None,

@@ -243,6 +243,29 @@ class ChangeUseCases(ServiceCore):
                         "undo " + ", ".join(_entry_label(e) for e in reversed(undone)))
 
     @use_case("plan")
+    def undo_to_entry(self, entry_id: int) -> Reversal:
+        """`undo --to` the revision a journal entry made (the console's undo back to the selected entry): the
+        inverse of every change still in effect after it. An entry that made no revision, or that is undone
+        already, is an InputError saying why."""
+        done, undone, _ = self._history()
+        assert self.store is not None  # _history refuses an in-memory inventory
+        entry = next((e for e in self.store.journal() if e.id == entry_id), None)
+        if entry is None:
+            raise InputError([Diagnostic(f"no journal entry {entry_id}")])
+        if entry.outcome != "applied" or entry.revision is None:
+            raise InputError([Diagnostic(
+                f"entry {entry_id} was {entry.outcome}: it changed nothing, so there is no revision to go back to",
+                hint="select an applied entry")])
+        if any(e.id == entry_id for e in undone):
+            raise InputError([Diagnostic(f"entry {entry_id} is undone already: its revision is not in effect",
+                                         hint="redo brings it back; or select an entry still in effect")])
+        if not any(e.revision is not None and e.revision > entry.revision for e in done):
+            raise InputError([Diagnostic(f"nothing to undo after entry {entry_id} (revision {entry.revision}): "
+                                         "no change in effect came after it",
+                                         hint="select an earlier entry; undo (ctrl+z) undoes the latest")])
+        return self.undo(entry.revision)
+
+    @use_case("plan")
     def plan_remedy(self, job: str) -> Remedy:
         """Act on `explain`'s remedy: its change ops (checked by explain: the rules allow them and the next cycle
         binds the job) planned on the current state, to be reviewed and applied like any change."""

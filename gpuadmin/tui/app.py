@@ -4,7 +4,11 @@ Every view is reachable by a `:` alias and by a digit. Enter drills down, Esc go
 view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists the keys
 of the view on top (grouped by `gpuadmin.tui.keys`), `d`/`y` describe the selection as text or YAML, `q`, `:q`
 and ctrl+c quit. Mutating actions are allowed or refused in one place, `check_action`, which asks the service's
-permission gate.
+permission gate; a refused key is not
+silent (`on_key` says why: the role, or where the key works).
+
+Every edit adds its changes to the session's draft (`gpuadmin.tui.draft`) and opens the review of the whole
+draft: one plan, applied as one journal entry.
 
 The app never calls the service itself: it and its screens send requests to the service worker
 (`gpuadmin.tui.worker`) and act on the answers, so no key waits for the engine. Work a user waits for (a
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.actions import parse as parse_action
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -30,6 +35,7 @@ from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
 from gpuadmin.render.text import safe, to_ascii
 from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
+from gpuadmin.tui.draft import DraftEdit, draft_items, draft_lines, draft_title
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.keys import KeyRow, is_global, refused_to
 from gpuadmin.tui.screens.base import ViewScreen
@@ -79,7 +85,7 @@ COMMANDS: list[tuple[str, str]] = [
 # within a second (issue 9: noticed within 1 s), and a quiet state costs nothing else
 WATCH_SECONDS = 0.5
 # actions that change the cluster: the gate decides, views never do
-MUTATING = {"node_state", "reverse", "schedule", "edit", "remedy"}
+MUTATING = {"node_state", "reverse", "schedule", "edit", "remedy", "draft"}
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,8 @@ class GpuadminApp(App[int]):
                   id=console_of(op).binding) for op in ("cordon", "uncordon", "drain")),
         Binding("ctrl+z", "reverse('undo')", "Undo", id="edit.undo"),
         Binding("ctrl+y", "reverse('redo')", "Redo", id="edit.redo"),
+        Binding("U", "reverse('undo_to')", "Undo to here", id="edit.undo_to"),
+        Binding("b", "draft", "Draft", show=False, id="edit.draft"),  # the header's DRAFT N says when it holds changes
         Binding("p", "schedule", "Schedule", id="edit.schedule"),
         Binding("R", "remedy", "Remedy", id="edit.remedy"),
         *(Binding(edit.key, f"edit('{edit.id}')", edit.label, id=edit.id) for edit in EDITS),
@@ -309,7 +317,9 @@ class GpuadminApp(App[int]):
     # the gate --------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MUTATING and self.session.readonly:
-            return False  # hidden: a viewer sees no key that would change the cluster
+            # hidden: a viewer sees no key that would change the cluster (`on_key` says why when one is pressed),
+            # but may run the scheduling cycle as a dry run
+            return action == "schedule" and isinstance(self.screen, ViewScreen)
         return self.acts_here(action, parameters)
 
     def acts_here(self, action: str, parameters: tuple[object, ...]) -> bool:
@@ -325,6 +335,8 @@ class GpuadminApp(App[int]):
             return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
         if action == "remedy":
             return self._pending_job() is not None
+        if action == "draft":  # in every view; on an empty draft it says so
+            return isinstance(self.screen, ViewScreen)
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
             return isinstance(self.screen, ViewScreen)
         if action == "prompt":  # in a text field `:` and `/` are characters (a filter, a path), in their order
@@ -332,6 +344,22 @@ class GpuadminApp(App[int]):
         if action == "describe":
             return isinstance(self.screen, ViewScreen) and self.screen.selected() is not None
         return True
+
+    def on_key(self, event: events.Key) -> None:
+        """A key no active binding took: if it is a hidden change key, say why it does nothing here."""
+        if event.key in self.active_bindings or not isinstance(self.screen, ViewScreen):
+            return
+        hidden = [binding for _, bindings in self.screen._binding_chain
+                  for binding in bindings.key_to_bindings.get(event.key, ())
+                  if binding.action.split("(")[0] in MUTATING]
+        if not hidden:
+            return
+        action = hidden[0].action.split("(")[0]
+        if self.session.readonly:
+            self.notify(self.session.why_readonly(), title="read-only", severity="warning", markup=False)
+        elif action == "reverse":
+            self.notify("undo and redo work in the journal view (8, or :journal), on its entries",
+                        severity="warning", markup=False)
 
     # navigation ------------------------------------------------------------------------------------
     def action_view(self, view: str) -> None:
@@ -641,7 +669,10 @@ class GpuadminApp(App[int]):
             return
         plan, summary = cycle
         counts = summary.split("\n", 1)[0]  # the summary's first line; the review opens on the summary
-        self._review_plan(f"scheduling cycle: {counts}", plan, replan=_summarised_cycle, summary=summary)
+        dry_run = (f"role {self.session.role} may not apply this cycle (`gpuadmin whoami` shows why); "
+                   "`gpuadmin schedule --dry-run` shows the same" if self.session.readonly else "")
+        self._review_plan(f"scheduling cycle: {counts}", plan, replan=_summarised_cycle, summary=summary,
+                          dry_run=dry_run)
 
     def _pending_job(self) -> str | None:
         """The pending (or preempted) job a remedy would be for: the jobs view's row, or the job described."""
@@ -697,9 +728,17 @@ class GpuadminApp(App[int]):
             self.review(f"{op} {', '.join(names)}", [{"op": op, "node": n} for n in names], marks)
 
     def action_reverse(self, which: str) -> None:
-        """Undo or redo from the journal view, reviewed like any plan."""
+        """Undo, undo back to the selected entry (`undo --to` its revision), or redo from the journal view,
+        reviewed like any plan; where it is not available the service says why."""
+        selected = self.screen.selected() if isinstance(self.screen, ListingScreen) else None
+        if which == "undo_to" and selected is None:
+            self.notify("undo to here: select a journal entry first", severity="warning", markup=False)
+            return
+        entry = int(selected[1]) if selected is not None else 0
 
         def reverse(service: Service) -> Reversal:
+            if which == "undo_to":
+                return service.undo_to_entry(entry)
             return service.undo() if which == "undo" else service.redo()
 
         self.foreground(Request(f"planning the {which}", reverse,
@@ -709,24 +748,57 @@ class GpuadminApp(App[int]):
                                 failed=self._failed))
 
     def review(self, title: str, items: list[dict[str, Any]], marks: Marks | None = None) -> None:
+        """An edit: its changes join the draft, and the whole draft is reviewed as one plan (a single edit is
+        reviewed at once as before; Esc keeps it in the draft to add more)."""
+        self._review_draft(self.session.draft.with_edit(title, items), marks)
+
+    def action_draft(self) -> None:
+        if not self.session.draft:
+            self.notify("the draft is empty: every edit adds its changes to it", markup=False)
+            return
+        self._review_draft(list(self.session.draft.edits))
+
+    def _review_draft(self, edits: list[DraftEdit], marks: Marks | None = None) -> None:
+        """Plan every item of `edits` at once; once planned they are the draft (changes the service cannot read
+        are said and never enter it), and the review shows their plan."""
+        items = draft_items(edits)
+        title = draft_title(edits)
+
         def plan(service: Service) -> Plan:
             return service.plan(service.build_changes(items))
 
-        self.foreground(Request(f"planning {title}", plan,
-                                lambda planned: self._review_plan(title, planned, replan=plan, marks=marks),
-                                failed=self._failed))
+        def planned(the_plan: Plan) -> None:
+            self.session.draft.keep(edits)
+            self._draft_changed()
+            self._review_plan(title, the_plan, replan=plan, draft=edits, marks=marks)
+
+        self.foreground(Request(f"planning {title}", plan, planned, failed=self._failed))
+
+    def _draft_changed(self) -> None:
+        for screen in list(self.live):
+            screen.update_header()
+
+    def _discard_draft(self) -> None:
+        self.session.draft.clear()
+        self._draft_changed()
+        self.notify("draft discarded: nothing applied", markup=False)
 
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
                      replan: Callable[[Service], Replanned] | None = None, note: str = "", summary: str = "",
-                     marks: Marks | None = None) -> None:
+                     marks: Marks | None = None, draft: list[DraftEdit] | None = None, dry_run: str = "") -> None:
         """Show a plan; on confirmation submit it. A plan whose base revision moved meanwhile is planned
         again on the new state and shown again — never applied blindly. A plan made from marked rows names
         every one of them, and clears the marks once applied (they did their work; kept, the next `c` would
-        act on them again unseen)."""
+        act on them again unseen). `draft`: the draft's edits this plan is made of (applied: they leave the
+        draft)."""
 
         def decided(answer: bool | str | None) -> None:
             if answer is None:
-                self.notify("not applied", markup=False)
+                if draft is None:
+                    self.notify("not applied", markup=False)
+                elif self.session.draft:  # not discarded: kept to add more
+                    self.notify(f"not applied: kept in the draft ({self.session.draft.size} change(s)); "
+                                "b reviews it, x there discards it", markup=False)
                 return
             # waits up to `lock_wait` for another writer: shown as work in progress, never as a frozen screen
             self.foreground(Request("applying (waits for the state lock if another writer holds it)",
@@ -735,6 +807,9 @@ class GpuadminApp(App[int]):
                             hint="Esc: drop it before it starts")
 
         def applied(result: Any) -> None:
+            if draft is not None:
+                self.session.draft.remove(draft)
+                self._draft_changed()
             if result is not None:
                 self.notify(f"applied: revision {result.revision}", markup=False)
                 if marks is not None and marks.table.is_attached:
@@ -752,7 +827,7 @@ class GpuadminApp(App[int]):
 
         def again(fresh: Replanned) -> None:
             plan, summary = fresh if isinstance(fresh, tuple) else (fresh, "")
-            self._review_plan(title, plan, intent, replan=replan, summary=summary, marks=marks,
+            self._review_plan(title, plan, intent, replan=replan, summary=summary, marks=marks, draft=draft,
                               note=f"The state moved to revision {plan.base_revision} since this plan was made: "
                                    "planned again on it. Review it again.")
 
@@ -768,7 +843,10 @@ class GpuadminApp(App[int]):
                                                                        markup=False)))
 
         notes = "\n".join(text for text in (note, marks.note() if marks is not None else "") if text)
-        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, notes, summary), decided)
+        lines = draft_lines(draft, plan.to_json()["violations"]) if draft is not None and len(draft) > 1 else None
+        self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, notes, summary, draft=lines,
+                                          discard=self._discard_draft if draft is not None else None,
+                                          dry_run=dry_run), decided)
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gpuadmin.errors import GpuadminError
 from gpuadmin.render.text import safe_lines
 from gpuadmin.service import Moved, NotPermitted, Service, check_action, resolve_caller
+from gpuadmin.tui.draft import Draft
 
 if TYPE_CHECKING:
     from gpuadmin.tui.worker import Request, ServiceWorker
@@ -34,6 +35,7 @@ class Session:
         self.revision = service.revision()
         self.cluster = service.state.cluster if service.store is None else service.store.cluster()
         self.worker: ServiceWorker | None = None  # attached by the app, which owns the thread
+        self.draft = Draft()  # the edits not yet applied: planned and applied together
 
     def ask(self, request: Request[Any]) -> Request[Any]:
         """Send a request to the service worker; its answer comes back as a message on the UI thread."""
@@ -51,6 +53,7 @@ class Session:
         self.service = opened.service
         self.revision = opened.revision
         self.cluster = opened.cluster
+        self.draft.clear()  # its changes were made for the state left behind
 
     @property
     def place(self) -> str:
@@ -81,6 +84,11 @@ class Session:
     @property
     def readonly(self) -> bool:
         return not self.may("apply")
+
+    def why_readonly(self) -> str:
+        """What a viewer is told when a key would change the cluster: the role, and where to see why."""
+        return (f"read-only: role {self.role} may look and plan, not change the cluster (an operator may); "
+                "`gpuadmin whoami` shows your role and why")
 
 
 def home_short(path: Path) -> str:

@@ -55,28 +55,31 @@ def _journal(state: Path) -> list[tuple[int | None, str]]:
 
 
 async def test_viewer_sees_read_only_and_no_edit_key(state_dir: Path) -> None:
+    """A viewer sees no key that would change the cluster but the scheduling dry run (test_readonly_and_undo_to);
+    the others, pressed, are refused with a notification saying why."""
     app = make_app(Service(state_dir=state_dir, role="viewer"))
     journal = _journal(state_dir)
-    edit_labels = {b.description for b in EDIT_BINDINGS}
+    changing = [b for b in EDIT_BINDINGS if b.id != "edit.schedule"]
+    edit_labels = {b.description for b in changing}
     async with app.run_test(size=(160, 30)) as pilot:
         await settle(pilot)
         assert "role viewer" in header(app) and " READ-ONLY " in header(app)
         for keys in PLACES:
             await press(pilot, "escape", *keys)
-            assert _edit_ids(app) == set(), keys
+            assert _edit_ids(app) == {"edit.schedule"}, keys
             assert not edit_labels & set(footer_keys(app)), keys
             assert "READ-ONLY" in header(app)
             stack = list(app.screen_stack)
-            for binding in EDIT_BINDINGS:
+            for binding in changing:
                 await pilot.press(binding.key)
             await settle(pilot)
             assert app.screen_stack == stack, keys  # no review, no form opened
         # the gate holds when an action is run by name too
-        for binding in EDIT_BINDINGS:
+        for binding in changing:
             await app.run_action(binding.action)
         await settle(pilot)
         assert len(app.screen_stack) == 2  # the node screen over the nodes view: nothing opened
-        assert not notes(app)
+        assert notes(app) and {title for _, title, _ in notes(app)} == {"read-only"}
     assert Service(state_dir=state_dir).revision() == 0
     assert _journal(state_dir) == journal
 
@@ -137,7 +140,7 @@ async def test_cordon_opens_the_plan_and_y_applies_it(state_dir: Path) -> None:
         assert review.title_text == "cordon gpu-h100-02"
         plan = static_text(app, "#review")
         assert "ALLOWED" in plan and "~ node/gpu-h100-02" in plan and "state: ready -> cordoned" in plan
-        assert static_text(app, "#review-verdict") == "y to apply, n or Esc to cancel"
+        assert static_text(app, "#review-verdict") == "y to apply, n or Esc to keep the draft, x to discard it"
         await press(pilot, "y")
         assert isinstance(app.screen, ListingScreen)
         assert notes(app) == [("information", "", "applied: revision 1")]
@@ -158,7 +161,8 @@ async def test_n_or_esc_in_the_review_applies_nothing(state_dir: Path, key: str)
         assert isinstance(app.screen, PlanReviewScreen)
         await press(pilot, key)
         assert isinstance(app.screen, ListingScreen)
-        assert notes(app) == [("information", "", "not applied")]
+        assert notes(app) == [("information", "", "not applied: kept in the draft (1 change(s)); b reviews it, x "
+                                                  "there discards it")]
     assert Service(state_dir=state_dir).revision() == 0
     assert len(_journal(state_dir)) == 1
 

@@ -97,7 +97,7 @@ async def test_cancel_and_preempt_act_on_every_marked_job(state_dir: Path) -> No
         assert sorted(change.name for change in screen.plan.changes) == marked
         assert {change.op for change in screen.plan.changes} == {"cancel-job"}
         assert all(name in screen.title_text for name in marked)
-        await press(pilot, "escape")
+        await press(pilot, "tab", "x")  # Tab out of the typed name, x discards the draft (Esc keeps the cancels)
         await filter_rows(pilot, "status=running")
         await press(pilot, "ctrl+backslash", "space", "space", "P")
         screen = review(app)

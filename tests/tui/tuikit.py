@@ -63,7 +63,8 @@ async def settle(pilot: Pilot[Any]) -> None:
         running = [w for w in app.workers if not w.is_finished]
         if running:
             await app.workers.wait_for_complete(running)
-        elif app.service_worker.idle:  # every request to the service answered and its answer handled
+        elif app.service_worker.idle and app._foreground is None:  # every request to the service answered and
+            # its answer handled; work a user waits for is asked once its "working" line is drawn (after a refresh)
             break
         else:
             await pilot.pause(0.005)

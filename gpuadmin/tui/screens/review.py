@@ -2,7 +2,11 @@
 their rule ids, the diff, effects and node commands — and applied only on confirmation. A destructive
 plan (evictions, a drain, a removal) asks for the name it hits to be typed; a refused plan cannot be
 applied. A plan with a summary (a scheduling cycle: thousands of binds) opens on the summary under its verdict;
-`f` shows the full plan and back. The decision (apply or not) is the service's `submit`; this screen only asks."""
+`f` shows the full plan and back. The decision (apply or not) is the service's `submit`; this screen only asks.
+
+A draft's review (see `gpuadmin.tui.draft`) also lists the draft's edits, each with the violations that fall
+on it, and offers `x` to discard the draft; Esc keeps it. A viewer's scheduling dry run is reviewed without
+the apply action: the verdict line says why."""
 
 from __future__ import annotations
 
@@ -29,10 +33,14 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         Binding("y", "confirm", "Apply", id="review.apply"),
         Binding("w", "save", "Save plan", id="review.save"),
         Binding("f", "full_diff", "Full diff/summary", id="review.full_diff"),
+        Binding("x", "discard", "Discard draft", id="review.discard"),
     ]
 
     def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[str, Callable[[], None]], None],
-                 note: str = "", summary: str = "") -> None:
+                 note: str = "", summary: str = "", *, draft: list[str] | None = None,
+                 discard: Callable[[], None] | None = None, dry_run: str = "") -> None:
+        """`draft`: the draft's lines, for a draft's review; `discard` empties the draft (x). `dry_run`: why
+        this plan is shown only (a viewer's scheduling cycle): no apply action."""
         super().__init__()
         self.title_text = title
         self.plan = plan
@@ -41,14 +49,21 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         self.note = note
         self.summary = summary
         self.full = not summary  # a summarised plan opens on its summary
+        self.draft = draft
+        self.discard = discard
+        self.dry_run = dry_run
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="review-scroll") as scroll:
             scroll.border_title = Text(f"plan: {safe(self.title_text)}")
             if self.note:
                 yield Static(Text(self.note), id="review-note")
+            if self.draft:  # a draft of several edits: which is which, and which refuses
+                yield Static(Text("\n".join(safe(line) for line in self.draft)), id="review-draft")
             yield Static(self._body(), id="review")
-            if not self.plan.allowed:
+            if self.dry_run:
+                yield Static(Text(f"Dry run: {self.dry_run}. Esc to go back."), id="review-verdict")
+            elif not self.plan.allowed:
                 yield Static(Text("REFUSED: this plan cannot be applied. Esc to go back."), id="review-verdict")
             elif self.plan.empty:
                 yield Static(Text("Nothing to apply: the state already matches. Esc to go back."),
@@ -57,13 +72,14 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
                 yield Static(Text(self.asked.prompt), id="review-verdict")
                 yield Input(placeholder=f"type {self.asked.shown} and Enter", id="review-token")
             else:
-                yield Static(Text("y to apply, n or Esc to cancel"), id="review-verdict")
+                yield Static(Text("y to apply, n or Esc to " + ("keep the draft, x to discard it" if self.discard
+                                                                 else "cancel")), id="review-verdict")
 
             yield Input(placeholder="save the plan to (a path), Enter", id="review-path")
 
     def on_mount(self) -> None:
         self.query_one("#review-path", Input).display = False
-        if self.plan.allowed and not self.plan.empty and self.asked.destructive:
+        if self.plan.allowed and not self.plan.empty and self.asked.destructive and not self.dry_run:
             self.query_one("#review-token", Input).focus()
         else:
             self.query_one("#review-scroll").focus()
@@ -82,7 +98,9 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         if action == "full_diff":  # only a summarised plan has two forms
             return bool(self.summary)
         if action == "confirm":  # a refused or empty plan has nothing to confirm; a destructive one is typed
-            return self.plan.allowed and not self.plan.empty and not self.asked.destructive
+            return self.plan.allowed and not self.plan.empty and not self.asked.destructive and not self.dry_run
+        if action == "discard":
+            return self.discard is not None
         return True
 
     def action_confirm(self) -> None:
@@ -93,6 +111,11 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
         self.query_one("#review", Static).update(self._body())
 
     def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def action_discard(self) -> None:
+        if self.discard is not None:
+            self.discard()
         self.dismiss(None)
 
     def action_save(self) -> None:

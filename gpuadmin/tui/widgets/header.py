@@ -1,5 +1,5 @@
 """The header: cluster, which state (its directory, or the inventory in memory), revision, role, a READ-ONLY
-badge, how many rows are marked, and where you are (breadcrumbs)."""
+badge, how many rows are marked, the draft's size (`DRAFT N`), and where you are (breadcrumbs)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ class HeaderBar(Static):
     """One line; every part is a word, so it reads the same without colour."""
 
     def show(self, *, cluster: str, revision: int, role: str, readonly: bool, persisted: bool,
-             crumbs: list[str], where: str = "", marked: int = 0) -> None:
+             crumbs: list[str], where: str = "", marked: int = 0, draft: int = 0) -> None:
         """`where` names the state, so consoles on several states tell apart; shortened from the left (the
         end of a path is what tells states apart) to leave the rest of the line its room. `marked`: how many
-        rows bulk actions would act on, shown or not, so the count is never out of sight."""
+        rows bulk actions would act on, shown or not, so the count is never out of sight. `draft`: how many changes
+        the draft holds (made, not applied yet: `b` reviews them)."""
         line = Text()
         line.append(" gpuadmin ", style="reverse bold")
         line.append(f" {safe(cluster)}", style="bold")
@@ -33,6 +34,9 @@ class HeaderBar(Static):
         if readonly:
             rest.append("  ")
             rest.append(" READ-ONLY ", style="reverse")
+        if draft:
+            rest.append("  ")
+            rest.append(f" DRAFT {draft} ", style="reverse bold")
         if not persisted:
             rest.append("  (in memory)")
         if marked:
