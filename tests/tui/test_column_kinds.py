@@ -45,7 +45,7 @@ async def test_numbers_are_drawn_to_the_right() -> None:
     app = make_app(view="queues")
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
-        assert grid(app).columns[:3] == ("NAME", "USE", "USED_GPUS")
+        assert grid(app).columns[:3] == ("NAME", "USE", "QUOTA_GPUS")  # the bar, then the listing's own order
         lines = screen_text(app).splitlines()
         header = next(line for line in lines if "USED_GPUS" in line)
         end = header.index("USED_GPUS") + len("USED_GPUS")

@@ -166,7 +166,7 @@ async def test_filters_on_hostile_names(hostile_state: Path) -> None:
         await settle(pilot)
         await filter_rows(pilot, "[@click=app.quit]job")  # has `=`: a selector, and `[@click` is no key
         assert errors(app) == ["unknown selector key '[@click'; known keys: age, message, name, owner, placement, "
-                               "preemptible, priority, queue, reason, request, status, submitted, vm"]
+                               "preemptible, priority, queue, reason, remedy, request, status, submitted, vm"]
         assert_literal(app, "unknown selector key '[@click'")
         await click_every(pilot, app, "[@click")
         await filter_rows(pilot, "[@click")  # a substring: names, queues, placements
