@@ -4,8 +4,7 @@ Every view is reachable by a `:` alias and by a digit. Enter drills down, Esc go
 view, then to the view before), `/` filters, `:` commands (with completion and history), `?` lists the keys
 of the view on top (grouped by `gpuadmin.tui.keys`), `d`/`y` describe the selection as text or YAML, `q`, `:q`
 and ctrl+c quit. Mutating actions are allowed or refused in one place, `check_action`, which asks the service's
-permission gate; a refused key is not
-silent (`on_key` says why: the role, or where the key works).
+permission gate; a refused key is not silent (`on_key` says why: the role, or where the key works).
 
 Every edit adds its changes to the session's draft (`gpuadmin.tui.draft`) and opens the review of the whole
 draft: one plan, applied as one journal entry.

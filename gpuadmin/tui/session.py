@@ -87,6 +87,10 @@ class Session:
 
     def why_readonly(self) -> str:
         """What a viewer is told when a key would change the cluster: the role, and where to see why."""
+        limit = self.service.caller.decision.role
+        if limit != self.role:  # lowered for this console (`tui --readonly`, `--as-role`): whoami says the other
+            return (f"read-only: this console was opened as {self.role} (--readonly or --as-role); your role on "
+                    f"this state is {limit} (`gpuadmin whoami`): open the console without it to make changes")
         return (f"read-only: role {self.role} may look and plan, not change the cluster (an operator may); "
                 "`gpuadmin whoami` shows your role and why")
 

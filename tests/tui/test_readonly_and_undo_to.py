@@ -87,7 +87,10 @@ async def test_a_viewers_change_key_says_why(state_dir: Path) -> None:
             assert isinstance(app.screen, ListingScreen)
             severity, title, message = notes(app)[-1]
             assert (severity, title) == ("warning", "read-only"), key
-            assert "role viewer" in message and "`gpuadmin whoami`" in message
+            # this console was lowered to viewer (`tui --readonly`) on a state where the tester is admin: whoami
+            # would say admin, so the notice says both, and how to get the changes back
+            assert "opened as viewer" in message and "your role on this state is admin" in message, message
+            assert "`gpuadmin whoami`" in message
         assert len(notes(app)) == 4
     assert Service(state_dir=state_dir).revision() == 0
 
