@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -72,8 +72,9 @@ KINDS = [
 class ApiError(Exception):
     """An error answered as a metav1.Status, the way the API server reports every failure."""
 
-    REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed", 409: "Conflict",
-               410: "Expired", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests"}
+    REASONS: ClassVar[dict[int, str]] = {
+        400: "BadRequest", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed", 409: "Conflict",
+        410: "Expired", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests"}
 
     def __init__(self, code: int, message: str, reason: str | None = None) -> None:
         super().__init__(message)
@@ -228,7 +229,7 @@ class ApiServerDouble:
             raise ApiError(403, f'{resource} is forbidden: User "system:serviceaccount:gpuadmin:gpuadmin" '
                                 f'cannot {verb} resource "{resource}" (denied by the double\'s RBAC deny-list)')
 
-    def list(self, kind: Kind, namespace: str, query: dict[str, str]) -> Obj:
+    def list_collection(self, kind: Kind, namespace: str, query: dict[str, str]) -> Obj:
         with self._changed:
             items = sorted((o for (p, ns, _n), o in self._objects.items()
                             if p == kind.plural and namespace in ("", ns) and matches(o, query)),
@@ -289,7 +290,8 @@ class ApiServerDouble:
             check_resource_version(kind, name, before, body)
             return self._store_modified(kind, before, body)
 
-    def patch(self, kind: Kind, namespace: str, name: str, content_type: str, body: bytes, query: dict[str, str]) -> Obj:
+    def patch(self, kind: Kind, namespace: str, name: str, content_type: str, body: bytes,
+              query: dict[str, str]) -> Obj:
         with self._changed:
             if content_type == "application/apply-patch+yaml":
                 return self._apply(kind, namespace, name, body, query)
@@ -576,7 +578,7 @@ class RequestHandler(BaseHTTPRequestHandler):
     server_double: ApiServerDouble
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class names it so
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: a test's output is for its failures."""
 
     def do_GET(self) -> None:
@@ -627,7 +629,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         if target.subresource:
             return self._subresource(method, target, body)
         if method == "GET":
-            return 200, double.read(kind, ns, name) if name else double.list(kind, ns, query)
+            return 200, double.read(kind, ns, name) if name else double.list_collection(kind, ns, query)
         if method == "POST" and not name:
             return 201, double.post(kind, ns, load_json(body))
         if method == "PUT" and name:

@@ -92,9 +92,9 @@ def node_conditions(ready: bool) -> list[Obj]:
                 ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available")]
     conditions = [{"type": t, "status": "False", "reason": r, "message": m, "lastHeartbeatTime": when,
                    "lastTransitionTime": when} for t, r, m in pressure]
-    conditions.append({"type": "Ready", "status": "True" if ready else "Unknown",
-                       "reason": "KubeletReady" if ready else "NodeStatusUnknown",
-                       "message": "kubelet is posting ready status" if ready else "Kubelet stopped posting node status.",
+    reason, message = (("KubeletReady", "kubelet is posting ready status") if ready
+                       else ("NodeStatusUnknown", "Kubelet stopped posting node status."))
+    conditions.append({"type": "Ready", "status": "True" if ready else "Unknown", "reason": reason, "message": message,
                        "lastHeartbeatTime": when, "lastTransitionTime": when})
     return conditions
 
