@@ -2,8 +2,9 @@
 kubernetes`) on `platform: baremetal` — a Node object does not say whether the machine under the kubelet is
 bare metal; an ESXi host is never a Kubernetes node itself.
 
-Read from each Node: `metadata.name`, `metadata.labels` (kept as they are), `spec.unschedulable`
-(→ state `cordoned`), `status.capacity` cpu and memory, and the GPU Feature Discovery labels:
+Read from each Node: `metadata.name`, `metadata.labels` (kept as they are), the `Ready` condition (not True →
+state `down`), `spec.unschedulable` (→ state `cordoned`), `status.capacity` cpu and memory (a live cluster's
+Nodes are read by `kube_cluster`, with `status.allocatable`), and the GPU Feature Discovery labels:
 
 - `nvidia.com/gpu.product` → the catalog model (GFD writes the product name with '-' for spaces:
   `NVIDIA-H100-80GB-HBM3`); the suffixes `-SHARED`, `-MIG-<profile>` (single strategy) and `-MIG-INVALID` are
