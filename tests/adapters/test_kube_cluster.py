@@ -27,10 +27,9 @@ from gpuadmin.adapters.kube_nodes import parse_kube_nodes
 from gpuadmin.errors import InputError
 from gpuadmin.model import Slot
 
+# ../shared next to the checkout (main or a worktree beside it)
 GFD_LABELS = Path(__file__).resolve().parents[3] / "shared" / "data" / "gfd-labels" / \
     "h100-mig-mixed-all-balanced_node-labels.json"
-if not GFD_LABELS.exists():  # a worktree next to main: ../shared is the project's shared folder
-    GFD_LABELS = Path("/work/shared/data/gfd-labels/h100-mig-mixed-all-balanced_node-labels.json")
 
 
 def _node(conditions: list[dict[str, str]] | None = None, **spec: Any) -> dict[str, Any]:
@@ -106,6 +105,17 @@ def test_hostile_node_fields_are_refused_where_they_are(field: str, patch: Any, 
     with pytest.raises(InputError) as refused:
         cluster_node(node)
     assert where in str(refused.value), field
+
+
+def test_a_time_sliced_node_of_the_device_plugin_keeps_its_replicas_and_sharing() -> None:
+    node = _node()
+    labels = {k: v for k, v in node["metadata"]["labels"].items() if not k.startswith("nvidia.com/mig")}
+    # GFD with the device plugin's time-slicing config: "-SHARED" product, replicas, the sharing strategy
+    labels.update({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED", "nvidia.com/gpu.count": "8",
+                   "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"})
+    node["metadata"]["labels"] = labels
+    read, _ = cluster_node(node)
+    assert {(g.mode, g.replicas) for g in read.node.gpus} == {("time-sliced", 4)} and len(read.node.gpus) == 8
 
 
 def test_an_unknown_mig_manager_state_is_a_warning_not_a_state() -> None:
