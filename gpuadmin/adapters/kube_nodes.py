@@ -2,8 +2,9 @@
 kubernetes`) on `platform: baremetal` — a Node object does not say whether the machine under the kubelet is
 bare metal; an ESXi host is never a Kubernetes node itself.
 
-Read from each Node: `metadata.name`, `metadata.labels` (kept as they are), `spec.unschedulable`
-(→ state `cordoned`), `status.capacity` cpu and memory, and the GPU Feature Discovery labels:
+Read from each Node: `metadata.name`, `metadata.labels` (kept as they are), the `Ready` condition (not True →
+state `down`), `spec.unschedulable` (→ state `cordoned`), `status.capacity` cpu and memory (a live cluster's
+Nodes are read by `kube_cluster`, with `status.allocatable`), and the GPU Feature Discovery labels:
 
 - `nvidia.com/gpu.product` → the catalog model (GFD writes the product name with '-' for spaces:
   `NVIDIA-H100-80GB-HBM3`); the suffixes `-SHARED`, `-MIG-<profile>` (single strategy) and `-MIG-INVALID` are
@@ -26,7 +27,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gpuadmin.adapters._common import (
     held_by_the_models,
@@ -38,6 +39,7 @@ from gpuadmin.adapters._common import (
 from gpuadmin.catalog import MIG_RESOURCE_PREFIX, GpuModel, get_catalog
 from gpuadmin.engine.mig import place
 from gpuadmin.model import Gpu, MigInstance, Node, NotInCatalog
+from gpuadmin.model.diagnostics import dotted as dotted_place
 from gpuadmin.model.inventory import (
     MAX_CPUS,
     MAX_GPU_INDEX,
@@ -130,20 +132,42 @@ def _per_gpu_capacity(model: GpuModel, profile: str) -> int:
     return n
 
 
+def node_state(item: dict[str, Any]) -> tuple[NodeState, str | None]:
+    """A Node object's state and why it is down: a `Ready` condition whose status is not "True" (False: the
+    kubelet says it is not ready; Unknown: the node controller stopped hearing from it) is `down`, with the
+    condition's reason and message; else `spec.unschedulable` is `cordoned`. A Node without conditions (a
+    hand-written file) is read as ready, as before."""
+    conditions = (item.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), None)
+    if ready is not None and ready.get("status") != "True":
+        reason = str(ready.get("reason") or f"Ready={ready.get('status')}")
+        message = str(ready.get("message") or "")
+        return "down", f"{reason}: {message}" if message else reason
+    return ("cordoned" if (item.get("spec") or {}).get("unschedulable") is True else "ready"), None
+
+
 def _node(item: Any, index: int, file: str, warnings: list[str]) -> Node:
     where: tuple[str | int, ...] = ("items", index)
+    return node_of_object(item, where, file, warnings, resources="capacity")
+
+
+def node_of_object(item: Any, where: tuple[str | int, ...], file: str, warnings: list[str],
+                   resources: Literal["capacity", "allocatable"]) -> Node:
+    """One Node object as gpuadmin's node; `resources`: which of `status.capacity` (what a file import has
+    always read) or `status.allocatable` (what the scheduler may hand out: capacity less the kubelet's and the
+    system's reservations) gives its CPUs and memory. A NotReady node is `down` (`node_state`)."""
     if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
-        raise input_error(f"item {index} is not a Node", file, path=where)
+        raise input_error(f"{dotted_place(where)} is not a Node", file, path=where)
     metadata = item.get("metadata") or {}
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         raise input_error("a Node without metadata.name", file, path=(*where, "metadata", "name"))
     labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
-    spec = item.get("spec") or {}
-    capacity = (item.get("status") or {}).get("capacity") or {}
-    cpus = _capacity(capacity, "cpu", 1, MAX_CPUS, where, file)
-    memory_gib = _capacity(capacity, "memory", 1 << 30, MAX_NODE_MEMORY_GIB, where, file)
-    state: NodeState = "cordoned" if spec.get("unschedulable") is True else "ready"
+    status = item.get("status") or {}
+    capacity = status.get(resources) or (status.get("capacity") or {})
+    cpus = _capacity(capacity, "cpu", 1, MAX_CPUS, (*where, "status", resources), file)
+    memory_gib = _capacity(capacity, "memory", 1 << 30, MAX_NODE_MEMORY_GIB, (*where, "status", resources), file)
+    state, _ = node_state(item)
     gpus = _gpus(name, _Labels(labels, where, file), warnings)
     problem = node_name_problem(name, "kubernetes", bool(gpus))
     if problem is not None:
@@ -189,7 +213,7 @@ def _capacity(capacity: dict[str, Any], key: str, unit: int, high: int, where: t
     if not quantity / unit <= high:  # also refuses inf, which a quantity of 400 digits becomes
         raise input_error(f"{str(capacity.get(key))[:24]!r} is out of range (at most "
                           f"{high:,} {'GiB' if unit > 1 else 'CPUs'})", file,
-                          path=(*where, "status", "capacity", key))
+                          path=(*where, key))
     return max(1, round(quantity / unit) if unit > 1 else int(quantity))
 
 

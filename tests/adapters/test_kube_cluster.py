@@ -1,0 +1,207 @@
+"""Objects as a live API server returns them → gpuadmin's model (issue 22 item 2), as pure functions.
+
+Sources of the objects, none written for gpuadmin:
+- the GFD labels of a real H100 node under the mixed MIG strategy: ../shared/data/gfd-labels (NVIDIA's
+  cloud-native-docs), byte for byte;
+- Node status shapes transcribed from Kubernetes' documentation ("Nodes" → "Node status": the Ready condition's
+  `KubeletNotReady` and the node controller's `NodeStatusUnknown` "Kubelet stopped posting node status.";
+  "Taints and Tolerations": `node.kubernetes.io/unreachable:NoExecute`) and the GPU Operator's taint
+  `nvidia.com/gpu=present:NoSchedule`;
+- Pods and the Queue transcribed from KAI-Scheduler's docs (docs/gpu-sharing: `gpu-fraction: "0.5"` and
+  `gpu-memory: "2000"` pods with `kai.scheduler/queue: test`, `schedulerName: kai-scheduler`;
+  docs/quickstart queues: `default` with `-1` quota/limit) and the GPU Operator's MIG docs (a pod asking
+  `nvidia.com/mig-1g.10gb: 1`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuadmin.adapters.kube_cluster import Taint, cluster_node, cluster_pod, kai_queue
+from gpuadmin.adapters.kube_nodes import parse_kube_nodes
+from gpuadmin.errors import InputError
+from gpuadmin.model import Slot
+
+# ../shared next to the checkout (main or a worktree beside it)
+GFD_LABELS = Path(__file__).resolve().parents[3] / "shared" / "data" / "gfd-labels" / \
+    "h100-mig-mixed-all-balanced_node-labels.json"
+
+
+def _node(conditions: list[dict[str, str]] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "10.0.10.5", "resourceVersion": "48213",
+                     "labels": json.loads(GFD_LABELS.read_text(encoding="utf-8"))},
+        "spec": spec,
+        "status": {
+            "capacity": {"cpu": "224", "memory": "2113492Mi", "nvidia.com/gpu": "0"},
+            "allocatable": {"cpu": "220", "memory": "2011092Mi", "nvidia.com/gpu": "0"},
+            "conditions": conditions or [
+                {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory"},
+                {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure"},
+                {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                 "message": "kubelet is posting ready status"},
+            ],
+        },
+    }
+
+
+NOT_READY = {"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+             "message": "container runtime network not ready: NetworkReady=false"}
+UNKNOWN = {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+           "message": "Kubelet stopped posting node status."}
+
+
+def test_a_ready_gfd_node_reads_its_mig_devices_allocatable_and_mig_manager_state() -> None:
+    read, _ = cluster_node(_node())
+    assert read.node.state == "ready" and read.down_reason is None
+    # all-balanced on one H100, as mig-parted lays it out
+    assert [(m.profile, m.start) for m in read.node.gpus[0].mig] == \
+        [("2g.20gb", 0), ("1g.10gb", 2), ("1g.10gb", 3), ("3g.40gb", 4)]
+    assert (read.node.cpus, read.node.memory_gib) == (220, 1964)  # allocatable, not capacity (224, 2064)
+    assert read.mig_config_state == "success" and read.resource_version == "48213"
+
+
+@pytest.mark.parametrize(("ready", "reason"), [
+    (NOT_READY, "KubeletNotReady: container runtime network not ready: NetworkReady=false"),
+    (UNKNOWN, "NodeStatusUnknown: Kubelet stopped posting node status."),
+])
+def test_a_node_kubernetes_reports_not_ready_is_down_with_the_reason(ready: dict[str, str], reason: str) -> None:
+    pressure = {"type": "DiskPressure", "status": "True", "reason": "KubeletHasDiskPressure"}
+    read, _ = cluster_node(_node([ready, pressure]))
+    assert (read.node.state, read.down_reason, read.conditions) == ("down", reason, ("DiskPressure",))
+
+
+def test_kubectl_get_nodes_of_a_not_ready_node_imports_down_not_ready() -> None:
+    nodes, _ = parse_kube_nodes(json.dumps({"kind": "List", "items": [_node([NOT_READY], unschedulable=True)]}))
+    assert nodes[0].state == "down"
+
+
+def test_taints_and_unschedulable_are_kept() -> None:
+    taints = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+              {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2026-12-01T10:00:00Z"}]
+    read, _ = cluster_node(_node(unschedulable=True, taints=taints))
+    assert read.node.state == "cordoned"
+    assert read.taints == (Taint("nvidia.com/gpu", "present", "NoSchedule"),
+                           Taint("node.kubernetes.io/unreachable", "", "NoExecute"))
+
+
+@pytest.mark.parametrize(("field", "patch", "where"), [
+    ("name", lambda n: n["metadata"].update(name="gpu[red]\x1b[2J"), "nodes[0].metadata.name"),
+    ("taint", lambda n: n["spec"].update(taints=[{"key": "x\x1b]0;pwn\x07", "effect": "NoSchedule"}]),
+     "nodes[0].spec.taints[0].key"),
+    ("taint value", lambda n: n["spec"].update(taints=[{"key": "a", "value": "[b]bold", "effect": "NoSchedule"}]),
+     "nodes[0].spec.taints[0].value"),
+])
+def test_hostile_node_fields_are_refused_where_they_are(field: str, patch: Any, where: str) -> None:
+    node = _node()
+    patch(node)
+    with pytest.raises(InputError) as refused:
+        cluster_node(node)
+    assert where in str(refused.value), field
+
+
+def test_a_time_sliced_node_of_the_device_plugin_keeps_its_replicas_and_sharing() -> None:
+    node = _node()
+    labels = {k: v for k, v in node["metadata"]["labels"].items() if not k.startswith("nvidia.com/mig")}
+    # GFD with the device plugin's time-slicing config: "-SHARED" product, replicas, the sharing strategy
+    labels.update({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED", "nvidia.com/gpu.count": "8",
+                   "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"})
+    node["metadata"]["labels"] = labels
+    read, _ = cluster_node(node)
+    assert {(g.mode, g.replicas) for g in read.node.gpus} == {("time-sliced", 4)} and len(read.node.gpus) == 8
+
+
+def test_an_unknown_mig_manager_state_is_a_warning_not_a_state() -> None:
+    node = _node()
+    node["metadata"]["labels"]["nvidia.com/mig.config.state"] = "rebooting"
+    read, warnings = cluster_node(node)
+    assert read.mig_config_state is None and any("mig.config.state" in w for w in warnings)
+
+
+KAI_FRACTION_POD = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "gpu-sharing", "namespace": "team-a", "resourceVersion": "77",
+                 "labels": {"kai.scheduler/queue": "test"}, "annotations": {"gpu-fraction": "0.5"}},
+    "spec": {"schedulerName": "kai-scheduler",
+             "containers": [{"name": "ubuntu", "image": "ubuntu", "args": ["sleep", "infinity"]}]},
+    "status": {"phase": "Pending"},
+}
+
+
+def test_a_kai_fraction_pod_is_a_pending_fractional_job_of_its_queue() -> None:
+    pod = cluster_pod(KAI_FRACTION_POD)
+    assert (pod.job_name, pod.queue, pod.scheduler_name, pod.request.fraction) == \
+        ("team-a/gpu-sharing", "test", "kai-scheduler", 0.5)
+    assert pod.job().status == "pending"
+
+
+def test_a_gpu_memory_pod_asks_for_mib_as_gib() -> None:
+    pod = copy.deepcopy(KAI_FRACTION_POD)
+    pod["metadata"]["annotations"] = {"gpu-memory": "2000"}
+    assert cluster_pod(pod).request.gpu_memory_gib == pytest.approx(2000 / 1024)
+
+
+def test_a_running_mig_pod_of_a_gang_is_a_running_job_on_its_node() -> None:
+    pod = cluster_pod({
+        "kind": "Pod",
+        "metadata": {"name": "trainer-0", "namespace": "ml", "labels": {"runai/queue": "research"},
+                     "annotations": {"pod-group-name": "pg-trainer"},
+                     "ownerReferences": [{"kind": "Job", "name": "trainer", "controller": True}]},
+        "spec": {"nodeName": "10.0.10.5", "priority": 100,
+                 "containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}}}]},
+        "status": {"phase": "Running"},
+    })
+    assert (pod.request.mig, pod.node, pod.gang, pod.owner, pod.priority, pod.queue) == \
+        ("1g.10gb", "10.0.10.5", "pg-trainer", "Job/trainer", 100, "research")
+    job = pod.job([Slot(node="10.0.10.5", gpu=0, mig_start=6)])
+    assert job.status == "running" and job.placement[0].node == "10.0.10.5"
+
+
+def test_whole_gpus_sum_over_containers_and_the_owner_is_the_gang_without_a_pod_group() -> None:
+    pod = cluster_pod({
+        "kind": "Pod", "metadata": {"name": "w", "ownerReferences": [{"kind": "ReplicaSet", "name": "rs"}]},
+        "spec": {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "2"}}},
+                                {"name": "b", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Succeeded"},
+    })
+    assert (pod.request.gpus, pod.status, pod.gang, pod.namespace) == (3, "completed", "ReplicaSet/rs", "default")
+
+
+@pytest.mark.parametrize(("patch", "where"), [
+    (lambda p: p["metadata"].update(name="evil\x1b[31m"), "pods[0].metadata.name"),
+    (lambda p: p["metadata"]["labels"].update({"kai.scheduler/queue": "[red]q"}),
+     "pods[0].metadata.labels.kai.scheduler/queue"),
+    (lambda p: p["metadata"]["annotations"].update({"gpu-fraction": "1.5"}),
+     "pods[0].metadata.annotations.gpu-fraction"),
+    (lambda p: p["metadata"].update(annotations={}), "pods[0].spec.containers"),
+    (lambda p: p["spec"].update(nodeName="node/../x"), "pods[0].spec.nodeName"),
+])
+def test_hostile_or_unreadable_pods_are_refused_where_they_are(patch: Any, where: str) -> None:
+    pod = copy.deepcopy(KAI_FRACTION_POD)
+    patch(pod)
+    with pytest.raises(InputError) as refused:
+        cluster_pod(pod)
+    assert where in str(refused.value)
+
+
+def test_kai_queues_of_the_quickstart_become_queues() -> None:
+    default = kai_queue({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "default"},
+                         "spec": {"resources": {"gpu": {"quota": -1, "limit": -1, "overQuotaWeight": 1}}}})
+    test = kai_queue({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "test"},
+                      "spec": {"parentQueue": "default", "priority": 10,
+                               "resources": {"gpu": {"quota": 8, "limit": 16, "overQuotaWeight": 2}}}})
+    assert (default.name, default.quota.gpus, default.limit) == ("default", None, None)
+    assert (test.quota.gpus, test.limit and test.limit.gpus, test.over_quota_weight, test.priority) == (8, 16, 2, 10)
+
+
+def test_a_hostile_queue_name_is_refused() -> None:
+    with pytest.raises(InputError) as refused:
+        kai_queue({"kind": "Queue", "metadata": {"name": "q\x1b[2J"}, "spec": {}})
+    assert "queues[0].metadata.name" in str(refused.value)
