@@ -2,7 +2,7 @@
 
 Sources of the objects, none written for gpuadmin:
 - the GFD labels of a real H100 node under the mixed MIG strategy: ../shared/data/gfd-labels (NVIDIA's
-  cloud-native-docs), byte for byte;
+  cloud-native-docs), byte for byte, as copied into tests/adapters/fixtures;
 - Node status shapes transcribed from Kubernetes' documentation ("Nodes" → "Node status": the Ready condition's
   `KubeletNotReady` and the node controller's `NodeStatusUnknown` "Kubelet stopped posting node status.";
   "Taints and Tolerations": `node.kubernetes.io/unreachable:NoExecute`) and the GPU Operator's taint
@@ -27,9 +27,9 @@ from gpuadmin.adapters.kube_nodes import parse_kube_nodes
 from gpuadmin.errors import InputError
 from gpuadmin.model import Slot
 
-# ../shared next to the checkout (main or a worktree beside it)
-GFD_LABELS = Path(__file__).resolve().parents[3] / "shared" / "data" / "gfd-labels" / \
-    "h100-mig-mixed-all-balanced_node-labels.json"
+# the copy in this checkout's fixtures, byte for byte ../shared/data/gfd-labels/ (fixtures/README.md): a clean
+# clone has no ../shared beside it
+GFD_LABELS = Path(__file__).resolve().parent / "fixtures" / "h100-mig-mixed-all-balanced_node-labels.json"
 
 
 def _node(conditions: list[dict[str, str]] | None = None, **spec: Any) -> dict[str, Any]:
