@@ -4,29 +4,9 @@ TERM=xterm; `gpuadmin tui --ascii` does the same under a UTF-8 locale."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from gpuadmin.service import Service
-from tests.e2e.tmuxkit import ROOT, Pane, gpuadmin_argv
-
-SAMPLE = ROOT / "sample-inventories" / "oci-h100.yaml"
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    Service.init(tmp_path / "state", SAMPLE)
-    return tmp_path / "state"
-
-
-@pytest.fixture
-def panes() -> Iterator[list[Pane]]:
-    opened: list[Pane] = []
-    yield opened
-    for pane in opened:
-        pane.close()
+from tests.e2e.tmuxkit import Pane, gpuadmin_argv
 
 
 def ascii_only(screen: str) -> str:

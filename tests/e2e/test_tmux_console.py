@@ -4,35 +4,19 @@ pane. TERM=xterm (16 colours), and again under NO_COLOR and LANG=C, and in GNU s
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gpuadmin.service import Service
-from tests.e2e.tmuxkit import ROOT, Pane, gpuadmin_argv
+from tests.e2e.tmuxkit import Pane, gpuadmin_argv
 
-SAMPLE = ROOT / "sample-inventories" / "oci-h100.yaml"
 TERMINALS = {
     "xterm": {"TERM": "xterm", "LANG": "C.UTF-8"},
     "no-color": {"TERM": "xterm-256color", "NO_COLOR": "1", "LANG": "C.UTF-8"},
     "lang-c": {"TERM": "xterm", "LANG": "C"},
     "screen": {"TERM": "screen", "LANG": "C.UTF-8"},
 }
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    Service.init(tmp_path / "state", SAMPLE)
-    return tmp_path / "state"
-
-
-@pytest.fixture
-def panes() -> Iterator[list[Pane]]:
-    opened: list[Pane] = []
-    yield opened
-    for pane in opened:
-        pane.close()
 
 
 @pytest.mark.parametrize("terminal", list(TERMINALS))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ XTERM = {"TERM": "xterm", "LANG": "C.UTF-8"}
 def state(tmp_path: Path) -> Path:
     Service.init(tmp_path / "state", CLUSTER)
     return tmp_path / "state"
-
-
-@pytest.fixture
-def panes() -> Iterator[list[Pane]]:
-    opened: list[Pane] = []
-    yield opened
-    for pane in opened:
-        pane.close()
 
 
 def _save(name: str, screen: str) -> None:
