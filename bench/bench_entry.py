@@ -8,8 +8,9 @@ process, which the machine's load disturbs less than wall time. Every run's exit
 
     .venv/bin/python -m bench.bench_entry --baseline-rev REV [--nodes 1024] [--jobs 10000] [--repeat 5]
 
-Commands: `validate` of the generated inventory (load + every rule), `init` of a state from it (load, then
-write), `get jobs` and `schedule --dry-run` on that state (the state's load, then a listing or a cycle).
+Commands: `--help` (start-up alone: the parser of every command and verb), `validate` of the generated inventory
+(load + every rule), `init` of a state from it (load, then write), `get jobs` and `schedule --dry-run` on that state
+(the state's load, then a listing or a cycle).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def main() -> None:
         trees = {"this": HERE, "baseline": baseline}
         states = {name: work / name for name in trees}
         commands = {
+            "--help": lambda _name: ["--help"],  # start-up: every verb's parser is listed, not built
             "validate": lambda _name: ["validate", inventory],
             "init": lambda name: ["--state", str(states[name]), "init", "--from", inventory, "--force"],
             "get jobs": lambda name: ["--state", str(states[name]), "get", "jobs"],
