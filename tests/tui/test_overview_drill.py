@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gpuadmin.render.selector import equals
 from gpuadmin.service import Service
 from gpuadmin.tui.app import GpuadminApp
 from gpuadmin.tui.screens.listing import ListingScreen
 from gpuadmin.tui.screens.node import NodeScreen
-from gpuadmin.tui.screens.overview import Drill, OverviewScreen, selector
+from gpuadmin.tui.screens.overview import Drill, OverviewScreen
 from tests.tui.tuikit import CLUSTER, make_app, press, screen_text, settle, shown, status_line, view
 
 SIZE = (100, 40)
@@ -110,5 +111,5 @@ async def test_enter_on_a_queue_over_quota_opens_its_jobs_and_on_a_node_out_of_s
 
 
 def test_filters_spell_any_value() -> None:
-    assert selector("state", "cordoned") == "state=cordoned"
-    assert selector("queue", "[@click=app.quit]q") == "queue in ([@click=app.quit]q)"
+    assert equals("state", "cordoned") == "state=cordoned"
+    assert equals("queue", "[@click=app.quit]q") == "queue in ([@click=app.quit]q)"

@@ -12,7 +12,6 @@ over quota, one node's screen for a node out of service.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -23,19 +22,11 @@ from textual.containers import VerticalScroll
 from textual.geometry import Region
 from textual.widgets import Static
 
+from gpuadmin.render.selector import equals
 from gpuadmin.render.text import safe
 from gpuadmin.service import Service
 from gpuadmin.tui.draw import use_bar
 from gpuadmin.tui.screens.base import ViewScreen
-
-# a value the selector language can write after `=` as it is; any other goes in `in (...)`, which holds
-# spaces and `=` (`use in (partly used)`, a hostile queue name)
-_PLAIN_VALUE = re.compile(r"^[^\s=(),!]+$")
-
-
-def selector(key: str, value: str) -> str:
-    """The `/` filter that keeps the rows whose `key` is `value`."""
-    return f"{key}={value}" if _PLAIN_VALUE.match(value) else f"{key} in ({value})"
 
 
 @dataclass(frozen=True)
@@ -75,20 +66,20 @@ def overview_page(data: dict[str, Any], width: int, selected: int = -1) -> _Page
     uses = data["gpus_by_use"]
     page.append("GPUs by use     ", style="bold")
     for i, (name, n) in enumerate(uses.items()):
-        page.count("  " if i else " ", f"{name} {n}", Drill("gpus", selector("use", name)))
+        page.count("  " if i else " ", f"{name} {n}", Drill("gpus", equals("use", name)))
     page.append("\n                 ")
     page.text.append_text(use_bar({"full": uses["full"], "partly used": uses["partly used"], "free": uses["free"]},
                                   max(10, min(60, width - 20))))
     page.append("\n                 # full  + partly used  . free\n")
     page.append("GPUs by mode    ", style="bold")
     for i, (mode, n) in enumerate(data["gpus_by_mode"].items()):
-        page.count("  " if i else " ", f"{mode} {n}", Drill("gpus", selector("mode", mode)))
+        page.count("  " if i else " ", f"{mode} {n}", Drill("gpus", equals("mode", mode)))
     page.append("\nGPUs by model   ", style="bold")
     for i, (model, n) in enumerate(data["gpus_by_model"].items()):
-        page.count("  " if i else " ", f"{safe(model)} {n}", Drill("gpus", selector("model", model)))
+        page.count("  " if i else " ", f"{safe(model)} {n}", Drill("gpus", equals("model", model)))
     page.append("\n\nNodes           ", style="bold")
     for i, (state, n) in enumerate(data["nodes_by_state"].items()):
-        page.count("  " if i else " ", f"{state} {n}", Drill("nodes", selector("state", state)))
+        page.count("  " if i else " ", f"{state} {n}", Drill("nodes", equals("state", state)))
     page.append("\n")
     for item in data["nodes_out_of_service"][:8]:
         page.count("  ", f"! {safe(item['node'])} is {item['state']}", Drill("nodes", node=item["node"]))
@@ -104,14 +95,14 @@ def overview_page(data: dict[str, Any], width: int, selected: int = -1) -> _Page
 def _jobs(page: _Page, data: dict[str, Any]) -> None:
     page.append("\nJobs            ", style="bold")
     for i, (status, n) in enumerate(data["jobs_by_status"].items()):
-        page.count("  " if i else " ", f"{status} {n}", Drill("jobs", selector("status", status)))
+        page.count("  " if i else " ", f"{status} {n}", Drill("jobs", equals("status", status)))
     page.append("\n")
     by_reason = data["pending_by_reason"]
     if by_reason is None:
         page.append("  pending by reason: computing (a scheduling dry run)...\n")
     else:
         for reason, n in list(by_reason.items())[:8]:
-            page.count("  ", f"{n:>5}  {reason}", Drill("jobs", selector("reason", reason)))
+            page.count("  ", f"{n:>5}  {reason}", Drill("jobs", equals("reason", reason)))
             page.append("\n")
     page.append("\nQueues over quota", style="bold")
     if not data["queues_over_quota"]:
@@ -120,7 +111,7 @@ def _jobs(page: _Page, data: dict[str, Any]) -> None:
     page.append("\n")
     for q in data["queues_over_quota"]:
         page.count("  ", f"+ {safe(q['queue'])}: {q['used_gpus']:g} of {q['quota_gpus']:g} GPU quota, "
-                         f"borrowing {q['borrowed_gpus']:g}", Drill("jobs", selector("queue", q["queue"])))
+                         f"borrowing {q['borrowed_gpus']:g}", Drill("jobs", equals("queue", q["queue"])))
         page.append("\n")
 
 
