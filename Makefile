@@ -15,9 +15,11 @@ run: $(BIN)/gpuadmin
 
 # System tools the tests use, installed where we may (CI runs as root on Debian), else a note and they skip:
 # tmux (the console's end-to-end tests), openssh-server and -client (the console over real SSH, tests/bastion),
-# and useradd/runuser (throwaway users: passwd, util-linux). While installing, a policy-rc.d keeps the package
+# useradd/runuser (throwaway users: passwd, util-linux), kubectl (a real client read against the API server double,
+# tests/kube) and prometheus/promtool (a real Prometheus server the telemetry tests start, tests/telemetry). While installing, a policy-rc.d keeps the package
 # from starting the system's own sshd; the tests start a throwaway one of their own on 127.0.0.1.
-SYSTEM_TOOLS := tmux:tmux /usr/sbin/sshd:openssh-server ssh:openssh-client useradd:passwd runuser:util-linux
+SYSTEM_TOOLS := tmux:tmux /usr/sbin/sshd:openssh-server ssh:openssh-client useradd:passwd runuser:util-linux \
+	kubectl:kubernetes-client prometheus:prometheus promtool:prometheus
 system-deps:
 	@missing=""; for pair in $(SYSTEM_TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \

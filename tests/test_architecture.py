@@ -26,8 +26,12 @@ ALLOWED: dict[str, set[str]] = {
     "engine": {"errors", "catalog", "model"},
     "store": {"errors", "catalog", "model", "engine"},
     "adapters": {"errors", "catalog", "model", "engine", "store"},
+    # a live cluster (issue 22) and live telemetry (issue 23): what gpuadmin reads from and does to the real thing,
+    # beside the adapters (which translate files and objects); the service drives them
+    "cluster": {"errors", "catalog", "model", "engine", "store", "adapters"},
+    "telemetry": {"errors", "catalog", "model", "engine", "store", "adapters"},
     "render": {"errors", "catalog", "model", "engine"},
-    "service": {"errors", "catalog", "model", "engine", "store", "adapters", "render"},
+    "service": {"errors", "catalog", "model", "engine", "store", "adapters", "cluster", "telemetry", "render"},
     # the front ends see the engine and the store only through the service (issue 20 item 3): what they need of
     # them (a change's type, the caller, a document to validate, nodes to import) the service re-exports
     "cli": {"errors", "render", "service"},
