@@ -29,11 +29,13 @@ import calendar
 import copy
 import itertools
 import json
+import sys
 import threading
 import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -119,16 +121,20 @@ class ApiServerDouble:
         self._changed = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self._stopping = False
+        self._paused = False
 
     # --- life cycle ---------------------------------------------------------------------------------------------
 
-    def start(self) -> ApiServerDouble:
+    def start(self, port: int = 0) -> ApiServerDouble:
+        """Serve on `port` (0: a free one). A stopped double starts again with its objects and history, on the
+        port it had if asked (`start(port)`): an API server restarting, which its clients reconnect to."""
         double = self
 
         class Handler(RequestHandler):
             server_double = double
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._stopping = False
+        self._server = QuietServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="apiserver-double", daemon=True).start()
         return self
@@ -174,10 +180,23 @@ class ApiServerDouble:
         return copy.deepcopy(found) if found is not None else None
 
     def compact(self) -> None:
-        """Forget the event history, as etcd compaction does: a watch from an older resourceVersion gets 410 Gone."""
+        """Forget the event history, as etcd compaction does: a watch from an older resourceVersion gets 410 Gone,
+        and so does an open watch that had not yet been sent the events forgotten."""
         with self._changed:
             self._compacted_rv = self._last_rv
             self._events.clear()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Open watches are sent nothing while this lasts (writes are served): what a test writes in it, and a
+        compact(), reaches them together afterwards, as changes do that come faster than a client reads."""
+        self._paused = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._paused = False
+                self._changed.notify_all()
 
     def _write(self, kind: Kind, obj: Obj, event_type: str) -> Obj:
         meta = obj.setdefault("metadata", {})
@@ -257,17 +276,29 @@ class ApiServerDouble:
         next_bookmark = time.monotonic() + self.bookmark_interval_s
         while not self._stopping and time.monotonic() < deadline:
             with self._changed:
-                fresh = [e for e in self._events if e.resource_version > since and e.kind == kind]
-                if not fresh:
+                if self._paused:
+                    self._changed.wait(timeout=0.1)
+                    continue
+                # events this watch had not been sent yet were compacted away: a real server closes a watcher that
+                # falls that far behind, and its client's watch again gets the 410; the client sees the same
+                expired = since < self._compacted_rv
+                seen = self._last_rv  # every event up to here is in `fresh` or not this watch's
+                fresh = [] if expired else [e for e in self._events if e.resource_version > since and e.kind == kind]
+                if not fresh and not expired:
                     self._changed.wait(timeout=min(self.bookmark_interval_s, 0.1))
+            if expired:
+                yield {"type": "ERROR", "object": status_object(
+                    410, "Expired", f"too old resource version: {since} ({self._compacted_rv})")}
+                return
             for event in fresh:
-                since = event.resource_version
                 if namespace in ("", event.obj["metadata"].get("namespace", "")) and matches(event.obj, query):
                     yield {"type": event.type, "object": event.obj}
+            since = max(since, seen)
             if bookmarks and time.monotonic() >= next_bookmark:
                 next_bookmark = time.monotonic() + self.bookmark_interval_s
+                # the version this watch has been sent everything up to: a client resuming from it misses nothing
                 yield {"type": "BOOKMARK", "object": {"kind": kind.kind, "apiVersion": kind.api_version,
-                                                      "metadata": {"resourceVersion": str(self._last_rv)}}}
+                                                      "metadata": {"resourceVersion": str(since)}}}
 
     def read(self, kind: Kind, namespace: str, name: str) -> Obj:
         found = self._objects.get((kind.plural, namespace, name))
@@ -574,6 +605,13 @@ def route(path: str) -> Route | Obj:
     raise ApiError(404, f"the server could not find the requested resource ({path})")
 
 
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a watch it stopped, a kept-alive connection it dropped) is no error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class RequestHandler(BaseHTTPRequestHandler):
     server_double: ApiServerDouble
     protocol_version = "HTTP/1.1"
@@ -597,6 +635,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         self._serve("DELETE")
 
     def _serve(self, method: str) -> None:
+        if self.server_double._stopping:  # a stopped server answers nothing, kept-alive connections included
+            self.close_connection = True
+            return
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query))
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -668,6 +709,7 @@ class RequestHandler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = self.server_double._stopping
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 

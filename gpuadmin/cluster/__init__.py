@@ -1,0 +1,1 @@
+"""The live Kubernetes cluster (issue 22): what gpuadmin reads from and does to it."""
