@@ -380,20 +380,17 @@ class CollectionWatcher:
             if obj.get("code") == 410:
                 raise Gone()
             raise WatchFailure(f"{self.watched.kind}s: watch: {obj.get('code')} {str(obj.get('message', ''))[:300]}")
-        version = resource_version(obj)
-        if kind == "BOOKMARK":
-            # a bookmark carries only a resourceVersion: nothing changed, but the watch may resume from here
-            self.resource_version = version or self.resource_version
-            return
+        # every event moves the watch on, a BOOKMARK too: it carries only a resourceVersion, saying that nothing
+        # this watch selects changed up to there, so a quiet collection's watch can resume after a compaction
+        self.resource_version = resource_version(obj) or self.resource_version
         key = object_key(self.watched, obj)
         if kind not in ("ADDED", "MODIFIED", "DELETED") or key is None:
-            return  # an event gpuadmin cannot place: the next list (sync) reports the object
+            return  # a bookmark, or an object gpuadmin cannot place (the sync's list reports it)
         with self._lock:
             if kind == "DELETED":
                 self._cache.pop(key, None)
             else:
                 self._cache[key] = obj
-        self.resource_version = version or self.resource_version
         self._emit([Change(self.watched.kind, key, None if kind == "DELETED" else obj)])
 
 
@@ -450,7 +447,7 @@ class ClusterWatch:
     watched: tuple[Watched, ...] = WATCHED
     window_s: float = BATCH_WINDOW_S
     backoff: Callable[[], Backoff] = Backoff
-    _threads: list[threading.Thread] = field(default_factory=list)
+    _threads: list[threading.Thread] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         self._stopping = threading.Event()

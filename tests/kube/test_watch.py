@@ -294,3 +294,16 @@ def test_the_cache_and_the_batches_equal_a_fresh_list(double: ApiServerDouble, t
                                == fresh_list(double, w) for w in WATCHED), what="the batches add up to a fresh list")
         assert watch.watchers["node"].lists >= 2  # the compactions did force relists
     assert {w.kind for w in WATCHED} == {NODES.kind, PODS.kind, QUEUES.kind}
+
+
+def test_an_object_without_a_usable_name_is_left_out_not_fatal(double: ApiServerDouble, tmp_path: Path) -> None:
+    consumer = Consumer()
+    with start_watch(double, tmp_path, consumer, watched=(NODES, PODS)) as watch:
+        eventually(lambda: len(consumer.objects) == 3, what="the first list")
+        double.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": ""}})  # hostile: no name
+        double.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "orphan", "namespace": ""}})
+        double.create(objects.node("gpu-c"))
+        eventually(lambda: ("node", "gpu-c") in consumer.objects, what="the next good object")
+        assert len(consumer.objects) == 4 and watch.status.state == "live"
+        latest = double.get("nodes", "gpu-c")["metadata"]["resourceVersion"]  # type: ignore[index]
+        assert watch.watchers["node"].resource_version == latest
