@@ -22,6 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from gpuadmin.cluster.connect import connect
 from gpuadmin.cluster.watch import WATCHED, Batch, ClusterWatch, HttpTransport
 from tests.kube import cluster_objects as objects
 from tests.kube.apiserver_double import ApiServerDouble
@@ -91,8 +92,6 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
-    from lightkube import KubeConfig
-
     with ApiServerDouble(bookmark_interval_s=1.0) as double, tempfile.TemporaryDirectory() as tmp:
         seed(double, args.nodes, args.pods)
         started = time.perf_counter()
@@ -106,9 +105,9 @@ def main() -> int:
             batches.append((time.perf_counter(), batch))
             arrived.set()
 
-        config = KubeConfig.from_file(double.write_kubeconfig(Path(tmp) / "kubeconfig")).get()
+        connection = connect(double.write_kubeconfig(Path(tmp) / "kubeconfig"))
         started = time.perf_counter()
-        with ClusterWatch(HttpTransport(config), on_batch) as watch:
+        with ClusterWatch(HttpTransport.of_client(connection.client), on_batch) as watch:
             while sum(len(b.changes) for _, b in batches) < total:
                 arrived.wait(30)
                 arrived.clear()

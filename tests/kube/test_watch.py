@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from gpuadmin.cluster.connect import connect
 from gpuadmin.cluster.watch import (
     BATCH_WINDOW_S,
     NODES,
@@ -39,10 +40,8 @@ PATCH = "application/merge-patch+json"
 
 
 def transport_for(double: ApiServerDouble, tmp_path: Path) -> HttpTransport:
-    from lightkube import KubeConfig
-
-    kubeconfig = double.write_kubeconfig(tmp_path / "kubeconfig")
-    return HttpTransport(KubeConfig.from_file(kubeconfig).get(), connect_timeout_s=2.0)
+    """The transport for the double's context, connected as gpuadmin connects to any cluster."""
+    return HttpTransport.of_client(connect(double.write_kubeconfig(tmp_path / "kubeconfig")).client)
 
 
 def eventually(check: Callable[[], bool], timeout_s: float = 5.0, what: str = "") -> None:
