@@ -306,3 +306,14 @@ def test_an_object_without_a_usable_name_is_left_out_not_fatal(double: ApiServer
         assert len(consumer.objects) == 4 and watch.status.state == "live"
         latest = double.get("nodes", "gpu-c")["metadata"]["resourceVersion"]  # type: ignore[index]
         assert watch.watchers["node"].resource_version == latest
+
+
+def test_a_collection_the_server_does_not_serve_is_empty_not_down(double: ApiServerDouble, tmp_path: Path) -> None:
+    """A 404 on the collection (a CRD not installed, as KAI's Queue on a cluster without KAI): no such objects, the
+    watch stays live for the others."""
+    absent = Watched("widget", "/apis/widgets.example.com/v1/widgets", namespaced=False)
+    consumer = Consumer()
+    with start_watch(double, tmp_path, consumer, watched=(NODES, absent)) as watch:
+        eventually(lambda: len(consumer.objects) == 2, what="the nodes")
+        assert watch.status.state == "live" and "widgets: not served" in watch.status.detail
+        assert watch.objects("widget") == {}
