@@ -1,0 +1,120 @@
+"""The console on a state bound to a Kubernetes cluster (the API server double): the live badge and the context in
+the header, an event on the cluster reaching the row within a second (synced as one journal entry, origin
+`cluster`), and the badge following the watch when the server goes away and comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gpuadmin.service import Service
+from gpuadmin.tui.app import GpuadminApp
+from tests.kube import cluster_objects as objects
+from tests.kube.apiserver_double import ApiServerDouble
+from tests.tui.tuikit import ROOT, errors, grid, header, make_app, settle
+
+SIZE = (120, 36)
+WITHIN_S = 1.0  # issue 22: the console updates within 1 s of an event
+
+
+@pytest.fixture
+def double() -> Iterator[ApiServerDouble]:
+    with ApiServerDouble(bookmark_interval_s=0.2, mig_configs=objects.mig_parted_config_names()) as d:
+        d.create(objects.node("gpu-a"))
+        d.create(objects.node("gpu-b"))
+        d.create(objects.kai_queue("research", gpu_quota=8))
+        yield d
+
+
+@pytest.fixture
+def bound_state(double: ApiServerDouble, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A state made from the double by `gpuadmin init --from-cluster kubernetes`; the console finds the same
+    kubeconfig through $KUBECONFIG, as an operator's would."""
+    kubeconfig = double.write_kubeconfig(tmp_path / "kubeconfig")
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    state = tmp_path / "state"
+    done = subprocess.run([sys.executable, "-m", "gpuadmin.cli.main", "--state", str(state), "init", "--from-cluster",
+                           "kubernetes", "--kubeconfig", str(kubeconfig)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return state
+
+
+def cordon(double: ApiServerDouble, node: str) -> None:
+    request = urllib.request.Request(f"{double.url}/api/v1/nodes/{node}", method="PATCH",
+                                     data=json.dumps({"spec": {"unschedulable": True}}).encode(),
+                                     headers={"Content-Type": "application/strategic-merge-patch+json"})
+    with urllib.request.urlopen(request, timeout=5):
+        pass
+
+
+def state_of(app: GpuadminApp, name: str) -> str | None:
+    table = grid(app)
+    return next((str(table.rows[i]["STATE"]) for i in table.shown if table.rows[i]["NAME"] == name), None)
+
+
+async def within(check: Callable[[], bool], limit: float) -> float:
+    start = time.monotonic()
+    while not check():
+        elapsed = time.monotonic() - start
+        assert elapsed < limit, f"not seen within {limit} s"
+        await asyncio.sleep(0.02)
+    return time.monotonic() - start
+
+
+async def test_an_event_on_the_cluster_changes_the_row_within_a_second(double: ApiServerDouble,
+                                                                       bound_state: Path) -> None:
+    app = make_app(Service(state_dir=bound_state), view="nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await within(lambda: " LIVE " in header(app), limit=5)
+        assert "ctx double" in header(app)
+        await settle(pilot)
+        assert state_of(app, "gpu-a") == "ready"
+        journal_before = len(Service(state_dir=bound_state).journal())
+
+        cordon(double, "gpu-a")
+        await within(lambda: state_of(app, "gpu-a") == "cordoned", limit=WITHIN_S)
+        assert "gpu-a" in grid(app).changed  # marked, as after any apply
+        assert not errors(app)
+    entries = Service(state_dir=bound_state).journal()
+    assert [e.origin for e in entries[journal_before:]] == ["cluster"]  # one sync, one entry
+
+
+async def test_the_badge_follows_the_watch_down_and_back(double: ApiServerDouble, bound_state: Path) -> None:
+    app = make_app(Service(state_dir=bound_state), view="nodes")
+    port = int(double.url.rsplit(":", 1)[1])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await within(lambda: " LIVE " in header(app), limit=5)
+        double.stop()
+        await within(lambda: " RECONNECTING " in header(app) or " CLUSTER DOWN " in header(app), limit=5)
+        double.start(port)
+        await within(lambda: " LIVE " in header(app), limit=40)  # the backoff may have grown meanwhile
+        cordon(double, "gpu-b")
+        await within(lambda: state_of(app, "gpu-b") == "cordoned", limit=WITHIN_S + 1)
+    assert not app.cluster_link._feed  # stopped with the console
+
+
+async def test_a_state_of_files_has_no_badge(state_dir: Path) -> None:
+    app = make_app(Service(state_dir=state_dir), view="nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert " LIVE " not in header(app) and "ctx " not in header(app) and "CONNECTING" not in header(app)
+
+
+async def test_a_viewers_console_says_it_does_not_watch(double: ApiServerDouble, bound_state: Path) -> None:
+    """A sync writes the state (an operator's work): a viewer's console does not watch, and says so."""
+    app = make_app(Service(state_dir=bound_state, role="viewer"), view="nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert " NOT WATCHED " in header(app) and "ctx double" in header(app)
+        assert ("watch", "nodes") not in double.requests
