@@ -118,3 +118,21 @@ async def test_a_viewers_console_says_it_does_not_watch(double: ApiServerDouble,
         await settle(pilot)
         assert " NOT WATCHED " in header(app) and "ctx double" in header(app)
         assert ("watch", "nodes") not in double.requests
+
+
+async def test_a_hostile_context_name_is_shown_as_text(double: ApiServerDouble, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The context's name is the kubeconfig's (anyone's file): markup and escape bytes are drawn as text."""
+    hostile = "[bold red]prod[/]\x1b[31m"
+    kubeconfig = double.write_kubeconfig(tmp_path / "kubeconfig", context=hostile)
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    state = tmp_path / "hostile-state"
+    done = subprocess.run([sys.executable, "-m", "gpuadmin.cli.main", "--state", str(state), "init", "--from-cluster",
+                           "kubernetes", "--kubeconfig", str(kubeconfig)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    app = make_app(Service(state_dir=state), view="nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await within(lambda: " LIVE " in header(app), limit=5)
+        assert "ctx [bold red]prod[/]\\x1b[31m" in header(app)  # the markup as text, the escape byte spelt out
