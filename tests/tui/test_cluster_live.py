@@ -136,3 +136,15 @@ async def test_a_hostile_context_name_is_shown_as_text(double: ApiServerDouble, 
         await settle(pilot)
         await within(lambda: " LIVE " in header(app), limit=5)
         assert "ctx [bold red]prod[/]\\x1b[31m" in header(app)  # the markup as text, the escape byte spelt out
+
+
+async def test_a_kubeconfig_that_does_not_read_says_down_naming_it(bound_state: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = tmp_path / "moved-away"
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    app = make_app(Service(state_dir=bound_state), view="nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert " CLUSTER DOWN " in header(app) and state_of(app, "gpu-a") == "ready"  # the last state synced
+        [error] = errors(app)
+        assert str(missing) in error and "kubeconfig" in error
