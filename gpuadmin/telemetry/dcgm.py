@@ -41,7 +41,7 @@ class Metric:
 
     def check(self, value: float) -> tuple[float | None, str | None]:
         """The reading of an exporter value: scaled, or None with why (DCGM's blank, out of range)."""
-        if value in (_INT32_BLANK, _FP64_BLANK) or value >= _INT64_BLANK:
+        if value in (_INT32_BLANK, _FP64_BLANK) or _INT64_BLANK <= value <= 2.0**63:
             return None, f"DCGM's blank value ({value:.17g}): the exporter has no data"
         if not self.low <= value <= self.high:
             return None, f"{value:.6g} is out of range for {self.name} ({self.low:g} to {self.high:g})"

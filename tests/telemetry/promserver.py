@@ -120,10 +120,9 @@ class Prometheus:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"prometheus exited: {self.log.read_text(errors='replace')[-2000:]}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as answer:
-                    if answer.status == 200:
-                        return
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as answer:
+                if answer.status == 200:
+                    return
             time.sleep(0.1)
         self.kill()
         raise RuntimeError(f"prometheus not ready within {timeout:g}s")
