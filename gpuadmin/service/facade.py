@@ -10,8 +10,10 @@ from __future__ import annotations
 from gpuadmin.service.changes import ChangeUseCases
 from gpuadmin.service.forms import FormQueries
 from gpuadmin.service.queries import Queries
+from gpuadmin.service.telemetry import TelemetryUseCases
 from gpuadmin.service.transfer import Transfer
 
 
-class Service(ChangeUseCases, Queries, FormQueries, Transfer):
-    """load, get, describe, plan, apply, undo, schedule, explain, watch, import, export: see each use case."""
+class Service(ChangeUseCases, Queries, FormQueries, Transfer, TelemetryUseCases):
+    """load, get, describe, plan, apply, undo, schedule, explain, watch, import, export, config, top: see each
+    use case."""
