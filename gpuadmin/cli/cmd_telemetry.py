@@ -13,7 +13,7 @@ from gpuadmin.render.text import safe
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
-    from gpuadmin.model.telemetry import SourceStatus
+    from gpuadmin.service import SourceStatus
 
 TOP_EXAMPLES = (
     "examples:\n  gpuadmin config set metrics.prometheus http://prometheus.monitoring:9090\n  gpuadmin top\n"
