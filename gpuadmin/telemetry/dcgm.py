@@ -18,7 +18,8 @@ from typing import Literal
 _INT32_BLANK = 0x7FFFFFF0
 _FP64_BLANK = 140737488355328.0
 _INT64_BLANK = float(0x7FFFFFFFFFFFFFF0)
-_LARGE_COUNT = 1e12  # a counter past this is no real count of errors, retired pages or rows
+_LARGE_COUNT = 1e9  # a counter past this is no real count of errors, retired pages or rows (and every
+# DCGM blank is above it: a value in range needs no blank check)
 
 Level = Literal["gpu", "instance"]
 

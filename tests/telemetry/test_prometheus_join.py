@@ -58,6 +58,9 @@ def test_mig_instances_by_the_pod_of_their_holder(oci_prometheus: Prometheus, oc
     assert held is not None and held.profile == "2g.20gb" and held.pods == ("research/reranker-serve",)
     assert held.util.value is not None and 30 <= held.util.value <= 95  # GR_ENGINE_ACTIVE x 100
     assert held.temp_c.value is None and held.temp_c.reason == "a figure of the whole GPU: see the GPU"
+    # one of two 1g.10gb on its GPU: placed by its holder's pod, which the exporter's series names
+    by_pod = snap.instance("gpu-h100-07", 0, 2)
+    assert by_pod is not None and by_pod.pods == ("research/ocr-serve",) and by_pod.util.value is not None
     # a unique profile on its GPU is placed without a pod: the 3g.40gb of gpu-h100-07/0 (unheld: 0 % busy)
     unique = snap.instance("gpu-h100-07", 0, 4)
     assert unique is not None and unique.util.value is not None
