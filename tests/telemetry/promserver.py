@@ -101,12 +101,17 @@ def openmetrics(devices: list[Device], start: float, end: float, step: float) ->
 class Prometheus:
     """A running Prometheus: `url`, `stop()` (SIGTERM, waited for), `kill()` (SIGKILL: the server simply gone)."""
 
-    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+    def __init__(self, data_dir: Path, port: int | None = None, scrape: str | None = None) -> None:
+        """`scrape`: a `host:port` whose /metrics it scrapes every second (a recorded exporter's output)."""
         self.data_dir = data_dir
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = data_dir.parent / "prometheus.yml"
-        config.write_text("global:\n  scrape_interval: 1h\n", encoding="utf-8")  # scrapes nothing
+        text = "global:\n  scrape_interval: 1h\n"  # scrapes nothing: the backfilled blocks are the data
+        if scrape is not None:
+            text = ("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: dcgm-exporter\n"
+                    f"    static_configs:\n      - targets: ['{scrape}']\n")
+        config.write_text(text, encoding="utf-8")
         self.log = data_dir.parent / "prometheus.log"
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
