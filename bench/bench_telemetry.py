@@ -12,6 +12,7 @@ before any join), alternated with the join run by run; the ratio is the join's m
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import tempfile
@@ -67,9 +68,16 @@ def main() -> int:
         join_cpu, decode_cpu = interleaved_medians(
             [lambda: _join(answers, targets), lambda: [json.loads(b) for b in bodies]], args.repeat,
             clock=time.process_time)
-        print(f"join alone, CPU: median {join_cpu * 1000:.0f} ms (target <= 200 ms); "
+        print(f"join alone, CPU, the console's GC policy: median {join_cpu * 1000:.0f} ms (target <= 200 ms); "
               f"baseline json.loads of the answers: {decode_cpu * 1000:.0f} ms; "
               f"ratio join/decode {join_cpu / decode_cpu:.2f}")
+        gc.disable()  # a headless command's policy (`gpuadmin top`): no collection at all
+        headless, decode_headless = interleaved_medians(
+            [lambda: _join(answers, targets), lambda: [json.loads(b) for b in bodies]], args.repeat,
+            clock=time.process_time)
+        gc.enable()
+        print(f"join alone, CPU, headless (collector off): median {headless * 1000:.0f} ms; "
+              f"json.loads {decode_headless * 1000:.0f} ms; ratio {headless / decode_headless:.2f}")
         targets_cpu = median_seconds(lambda: Targets.from_view(View(state)), args.repeat, clock=time.process_time)
         print(f"targets from the state (once per revision), CPU: median {targets_cpu * 1000:.0f} ms")
     return 0 if join_cpu <= 0.2 else 1

@@ -4,16 +4,18 @@ These are the types every layer above reads (the Prometheus source in `gpuadmin.
 render layer shows them, health and idle findings take them as input), so they live with the model. A reading
 that is not there is `value=None` with its `reason` ("no series ...", "stale: last sample 12m ago", "NaN"),
 never a zero: an idle GPU (0 %) and a GPU nobody measures are different answers.
+
+`Reading` and `DeviceTelemetry` are named tuples (immutable, built without a per-field `__setattr__`): a refresh
+of 8,192 GPUs makes ~100,000 readings and ~10,000 devices (bench/bench_telemetry.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
+class Reading(NamedTuple):
     """One figure: `value`, or None and `reason` (why it is not known)."""
 
     value: float | None
@@ -29,8 +31,7 @@ READING_FIELDS = ("util", "fb_used_mib", "fb_free_mib", "temp_c", "power_w", "xi
                   "ecc_dbe_aggregate", "retired_pages_dbe", "remapped_rows_uncorrectable", "row_remap_failure")
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceTelemetry:
+class DeviceTelemetry(NamedTuple):
     """A GPU (`mig_start` None) or one of its MIG instances, as the DCGM exporter's series describe it.
 
     `util` is percent busy: DCGM_FI_DEV_GPU_UTIL for a GPU, DCGM_FI_PROF_GR_ENGINE_ACTIVE x 100 for a MIG
