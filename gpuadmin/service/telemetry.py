@@ -120,18 +120,32 @@ class TelemetryUseCases(ServiceCore):
 
     # telemetry --------------------------------------------------------------------------------
     @use_case("read")
-    def telemetry(self, *, timeout: float | None = None) -> TelemetrySnapshot:
+    def telemetry(self) -> TelemetrySnapshot:
         """The readings of every GPU and MIG instance now (one query per metric for the whole cluster), or while
         Prometheus is slow or down the last ones with its status; status `unset` where no Prometheus is set."""
+        try:
+            source = self._source()
+        except TelemetryUnset as unset:
+            return TelemetrySnapshot(SourceStatus("unset", message=str(unset)), time.time())
+        return source.refresh(self._telemetry_targets())
+
+    @use_case("read")
+    def utilisation_history(self, *, seconds: float = 3600, step: float = 60) -> dict[Any, Any]:
+        """Every GPU's (`(node, index)`) and MIG instance's (`(node, index, start)`) utilisation in % over the
+        last `seconds`, a point every `step` (None where not known): what idle allocations are computed from.
+        Exit 2 where no Prometheus is set; Prometheus's failures are exit 3 (`PrometheusUnavailable`)."""
+        source = self._source()
+        return source.util_history(self._telemetry_targets(), seconds=seconds, step=step)
+
+    def _source(self) -> PrometheusSource:
         settings = self._settings()
         url = settings.get(PROMETHEUS)
         if url is None:
-            return TelemetrySnapshot(SourceStatus("unset", message=HOW_TO_SET), time.time())
+            raise TelemetryUnset(HOW_TO_SET)
         label = settings.get(NODE_LABEL, DEFAULT_NODE_LABEL)
         if self._telemetry is None or self._telemetry[:2] != (url, label):
-            client = PrometheusClient(url, timeout=timeout) if timeout is not None else PrometheusClient(url)
-            self._telemetry = (url, label, PrometheusSource(client, node_label=label))
-        return self._telemetry[2].refresh(self._telemetry_targets())
+            self._telemetry = (url, label, PrometheusSource(PrometheusClient(url), node_label=label))
+        return self._telemetry[2]
 
     def _telemetry_targets(self) -> Targets:
         state = self._holding_state()

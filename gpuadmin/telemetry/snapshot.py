@@ -22,7 +22,7 @@ from gpuadmin.adapters._common import dns_name
 from gpuadmin.engine.state import View
 from gpuadmin.model.telemetry import READING_FIELDS, DeviceTelemetry, Reading, SourceStatus
 from gpuadmin.telemetry.dcgm import ANCHOR, DEFAULT_NODE_LABEL, METRICS, Metric
-from gpuadmin.telemetry.prometheus import Sample
+from gpuadmin.telemetry.prometheus import Sample, Series
 
 GpuKey = tuple[str, int]  # node, index
 InstanceKey = tuple[str, int, int]  # node, index, MIG start
@@ -258,6 +258,37 @@ def _device(node: str, index: int, target: MigTarget | None, found: _Device | No
         node, index, target.start if target is not None else None, target.profile if target is not None else None,
         found.uuid if found is not None else None, found.gi_id if found is not None else None,
         tuple(sorted(found.pods)) if found is not None else (), **readings)
+
+
+DeviceKey = GpuKey | InstanceKey
+
+
+def join_history(metric: Metric, series: Iterable[Series], targets: Targets, *,
+                 node_label: str = DEFAULT_NODE_LABEL) -> dict[DeviceKey, tuple[tuple[float, float | None], ...]]:
+    """A range query's series of `metric` placed on the state's GPUs (`(node, index)`) and MIG instances
+    (`(node, index, start)`) by the same rules as the instant join; each point's value checked and scaled as a
+    reading's (None where it is not one). A series the join cannot place is left out."""
+    work = _Join(targets, node_label)
+    out: dict[DeviceKey, tuple[tuple[float, float | None], ...]] = {}
+    for one in series:
+        labels = one.labels
+        gpu = targets.gpus.get((labels.get(node_label, ""), labels.get("gpu", "")))
+        if gpu is None:
+            continue
+        gi_id = labels.get("GPU_I_ID")
+        key: DeviceKey
+        if not gi_id:
+            if "gpu" not in metric.levels:
+                continue
+            key = gpu
+        else:
+            start = work._instance(gpu, gi_id, labels)
+            if isinstance(start, str) or "instance" not in metric.levels:
+                continue
+            key = (*gpu, start)
+        if key not in out:
+            out[key] = tuple((at, metric.check(v)[0] if v is not None else None) for at, v in one.points)
+    return out
 
 
 def stale_reasons(last_seen: Iterable[Sample], targets: Targets, now: float, fresh: set[GpuKey], *,

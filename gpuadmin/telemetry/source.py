@@ -18,7 +18,7 @@ from gpuadmin.errors import GpuadminError
 from gpuadmin.model.telemetry import SourceStatus
 from gpuadmin.telemetry.dcgm import ANCHOR, DEFAULT_NODE_LABEL, METRICS, last_seen_query, metric_query
 from gpuadmin.telemetry.prometheus import PrometheusClient, Sample, Series
-from gpuadmin.telemetry.snapshot import Targets, TelemetrySnapshot, join, stale_reasons
+from gpuadmin.telemetry.snapshot import DeviceKey, Targets, TelemetrySnapshot, join, join_history, stale_reasons
 
 SLOW_AFTER = 2.0  # seconds: a refresh slower than this backs off (the console polls every few seconds)
 FIRST_BACKOFF = 5.0
@@ -104,3 +104,15 @@ class PrometheusSource:
         """One range query (the console's sparklines: the last hour of a metric, cluster-wide)."""
         end = self.clock()
         return self.client.query_range(promql, end - seconds, end, step).series
+
+    def util_history(self, targets: Targets, *, seconds: float = 3600,
+                     step: float = 60) -> dict[DeviceKey, tuple[tuple[float, float | None], ...]]:
+        """Every GPU's and MIG instance's utilisation (%) over the last `seconds`, a point every `step`: two range
+        queries for the whole cluster (GPU_UTIL, GR_ENGINE_ACTIVE), placed as the instant join places them.
+        What idle allocations are computed from. Raises PrometheusUnavailable / PrometheusQueryError."""
+        out: dict[DeviceKey, tuple[tuple[float, float | None], ...]] = {}
+        for metric in METRICS:
+            if metric.field == "util":
+                series = self.history(metric_query(metric, self.node_label), seconds=seconds, step=step)
+                out.update(join_history(metric, series, targets, node_label=self.node_label))
+        return out

@@ -141,3 +141,19 @@ def test_make_demo_metrics_serves_and_stops(state: Path) -> None:
         if demo.poll() is None:
             os.killpg(demo.pid, signal.SIGKILL)
             demo.wait()
+
+
+def test_the_service_gives_every_device_its_utilisation_history(state: Path, oci_prometheus: Prometheus) -> None:
+    from gpuadmin.service import Service
+
+    service = Service(state_dir=state)
+    try:
+        with pytest.raises(Exception, match="no Prometheus is set") as unset:
+            service.utilisation_history(seconds=1800)
+        assert unset.value.exit_code == 2  # type: ignore[attr-defined]
+        service.set_setting("metrics.prometheus", oci_prometheus.url)
+        history = service.utilisation_history(seconds=1800, step=60)
+        assert all(v is not None and v < 2 for _, v in history[("gpu-h100-04", 0)])
+        assert ("gpu-h100-07", 0, 2) in history  # a MIG instance, placed by its holder's pod
+    finally:
+        service.close()

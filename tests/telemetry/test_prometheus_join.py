@@ -93,3 +93,22 @@ def test_range_query_gives_the_last_hour(oci_prometheus: Prometheus) -> None:
     series = source.history('DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-h100-01",gpu="0"}', seconds=3600, step=60)
     assert len(series) == 1 and 55 <= len(series[0].points) <= 61
     assert all(v is not None and 55 <= v <= 99 for _, v in series[0].points)
+
+
+def test_utilisation_history_of_every_device(oci_prometheus: Prometheus, oci_state: ClusterState) -> None:
+    """Two range queries for the whole cluster: the idle holder stayed under 2 % for the hour, a busy GPU did not,
+    a MIG instance has its own history, the stale GPU's ends 20 minutes ago."""
+    source = PrometheusSource(PrometheusClient(oci_prometheus.url))
+    history = source.util_history(Targets.from_view(View(oci_state)), seconds=3600, step=60)
+    idle = [v for _, v in history[("gpu-h100-04", 0)]]
+    assert len(idle) >= 55 and all(v is not None and v < 2 for v in idle)
+    busy = [v for _, v in history[("gpu-h100-01", 0)]]
+    assert max(v for v in busy if v is not None) > 55
+    mig = history[("gpu-h100-07", 0, 0)]
+    assert all(v is not None and 30 <= v <= 95 for _, v in mig)
+    stale = history[("gpu-h100-12", 0)]
+    assert stale[-1][0] < oci_state_end(history) - 15 * 60
+
+
+def oci_state_end(history: dict[object, tuple[tuple[float, float | None], ...]]) -> float:
+    return max(points[-1][0] for points in history.values())
