@@ -14,7 +14,11 @@ from tests.telemetry import promserver
 from tests.telemetry.scenario import Faults, devices
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-inventories" / "oci-h100.yaml"
-FAULTS = Faults(idle_job="vit-h-pretrain", xid_gpu=("gpu-h100-05", 3), stale_gpu=("gpu-h100-12", 0))
+# The series run 10 minutes past the fixture's start (an instant query reads the latest sample at or before its
+# time), so a slow run of a module's tests still finds them fresh; the stale GPU's end 20 minutes before the start.
+AHEAD = 600.0
+FAULTS = Faults(idle_job="vit-h-pretrain", xid_gpu=("gpu-h100-05", 3), stale_gpu=("gpu-h100-12", 0),
+                stale_for=1200 + AHEAD)
 
 
 def needs_prometheus() -> None:
@@ -34,6 +38,7 @@ def oci_prometheus(oci_state: ClusterState,
     """The OCI sample's GPUs over the last hour (30 s apart), with an idle holder, an XID 79 GPU and a stale one."""
     needs_prometheus()
     now = time.time()
-    text = promserver.openmetrics(devices(oci_state, FAULTS, end=now), now - 3600, now, 30)
+    end = now + AHEAD
+    text = promserver.openmetrics(devices(oci_state, FAULTS, end=end), now - 3600, end, 30)
     with promserver.running(text, tmp_path_factory.mktemp("prom")) as server:
         yield server

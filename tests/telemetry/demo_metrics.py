@@ -1,8 +1,8 @@
 """`make demo-metrics`: a real Prometheus on 127.0.0.1 holding DCGM exporter series for the OCI sample's GPUs over
-the last hour — utilisation, frame buffer, temperature and power of every GPU, the MIG instances' engine
-activity (labelled with their holders' pods), one idle holder (vit-h-pretrain, under 2 % on its 4 GPUs), one GPU
-with XID 79 and double-bit ECC errors (gpu-h100-05/3) — and prints the `config set` line. Runs until Ctrl-C
-(exit 0), its data in a temporary folder that goes with it.
+the last hour (and the next, so that it stays live) — utilisation, frame buffer, temperature and power of every
+GPU, the MIG instances' engine activity (labelled with their holders' pods), one idle holder (vit-h-pretrain,
+under 2 % on its 4 GPUs), one GPU with XID 79 and double-bit ECC errors (gpu-h100-05/3) — and prints the
+`config set` line. Runs until Ctrl-C (exit 0), its data in a temporary folder that goes with it.
 
     .venv/bin/python -m tests.telemetry.demo_metrics [--port 9091] [--inventory sample-inventories/oci-h100.yaml]
 """
@@ -24,6 +24,7 @@ from tests.telemetry.scenario import Faults, devices
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_FAULTS = Faults(idle_job="vit-h-pretrain", xid_gpu=("gpu-h100-05", 3))
 DEFAULT_PORT = 9091  # beside a Prometheus of one's own on 9090
+AHEAD = 3600.0  # the series run an hour past the start, so the demo stays live that long (an exporter would)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     state = ClusterState.from_inventory(load_inventory(args.inventory))
     now = time.time()
-    text = promserver.openmetrics(devices(state, DEMO_FAULTS, end=now), now - 3600, now, 30)
+    end = now + AHEAD
+    text = promserver.openmetrics(devices(state, DEMO_FAULTS, end=end), now - 3600, end, 30)
     with promserver.running(text, port=args.port) as server:
         sys.stdout.write(
             f"demo-metrics: Prometheus at {server.url} holds the DCGM exporter's series of "
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  gpuadmin --state /tmp/gpa config set metrics.prometheus {server.url}\n"
             "  gpuadmin --state /tmp/gpa top\n"
             "  gpuadmin --state /tmp/gpa get gpus -o wide\n"
-            "Ctrl-C stops it. (The series end now: after 5 minutes Prometheus calls them stale, as it should.)\n")
+            "Ctrl-C stops it. (The series run for an hour from now; after that Prometheus calls them stale.)\n")
         sys.stdout.flush()
         while not stop.wait(0.5):
             if server.process.poll() is not None:
