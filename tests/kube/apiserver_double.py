@@ -66,6 +66,8 @@ KINDS = [
     Kind("", "v1", "configmaps", "ConfigMap", True),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     Kind("scheduling.run.ai", "v2", "queues", "Queue", False),
+    Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    Kind("batch", "v1", "jobs", "Job", True),
 ]
 
 
@@ -107,6 +109,9 @@ class ApiServerDouble:
     bookmark_interval_s: float = 0.5
     mig_configs: set[str] | None = None  # names a mig-parted config defines; None accepts any
     mig_failing_configs: set[str] = field(default_factory=set)
+    # (namespace, name) of the mig-parted ConfigMap the mig-manager reads, as the GPU Operator's
+    # migManager.config.name names it: where set, the configs it accepts are that ConfigMap's, read at each relabel
+    mig_configmap: tuple[str, str] | None = None
     deny: set[tuple[str, str]] = field(default_factory=set)  # (verb, resource[/subresource]) answered 403
     requests: list[tuple[str, str]] = field(default_factory=list)  # every (verb, resource[/subresource]) served
 
@@ -205,11 +210,24 @@ class ApiServerDouble:
         if wanted is None or wanted == previous:
             return
         self._set_mig_state(after["metadata"]["name"], wanted, "pending")
-        fails = wanted in self.mig_failing_configs or (self.mig_configs is not None and wanted not in self.mig_configs)
+        known = self._mig_configmap_configs() if self.mig_configmap is not None else self.mig_configs
+        fails = wanted in self.mig_failing_configs or (known is not None and wanted not in known)
         timer = threading.Timer(self.mig_delay_s, self._set_mig_state,
                                 (after["metadata"]["name"], wanted, "failed" if fails else "success"))
         timer.daemon = True
         timer.start()
+
+    def _mig_configmap_configs(self) -> set[str]:
+        """The config names of the mig-parted ConfigMap (none where it is missing or not a mig-parted file)."""
+        assert self.mig_configmap is not None
+        namespace, name = self.mig_configmap
+        configmap = self._objects.get(("configmaps", namespace, name)) or {}
+        try:
+            loaded = yaml.safe_load((configmap.get("data") or {}).get("config.yaml") or "") or {}
+        except yaml.YAMLError:
+            return set()
+        configs = loaded.get("mig-configs") if isinstance(loaded, dict) else None
+        return set(configs) if isinstance(configs, dict) else set()
 
     def _set_mig_state(self, node_name: str, config: str, state: str) -> None:
         with self._changed:
