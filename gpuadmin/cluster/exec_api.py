@@ -165,7 +165,7 @@ class Api:
         call = self._record("POST", "pod", name, namespace, "binding")
         binding = Pod.Binding(metadata=ObjectMeta(name=name, namespace=namespace),
                               target=ObjectReference(apiVersion="v1", kind="Node", name=node))
-        self._send(call, "POST", lambda: self.client.create(binding, name=name, namespace=namespace))
+        self._send(call, "POST", lambda: _accepted(lambda: self.client.create(binding, name=name, namespace=namespace)))
 
     def _send(self, call: str, verb: str, send: Any) -> Obj:
         try:
@@ -174,6 +174,18 @@ class Api:
             raise api_failure(exc, call) from None
         self._wrote(verb)
         return _as_dict(answer) if answer is not None else {}
+
+
+def _accepted(post: Any) -> None:
+    """POST a subresource whose success the API server answers with a `Status` (`{"status": "Success", "code":
+    201}`), not the object posted, as kube-apiserver's Binding does: lightkube decodes the answer as the posted
+    kind and fails on it — only after checking the HTTP status, so a decoding error here is a 2xx answer."""
+    import msgspec
+
+    try:
+        post()
+    except msgspec.ValidationError:
+        return
 
 
 def status_code(error: Exception) -> int | None:

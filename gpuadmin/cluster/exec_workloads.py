@@ -29,7 +29,7 @@ from gpuadmin.cluster.exec_base import Context, Done, StepFailed
 from gpuadmin.cluster.exec_gpus import reconcile_gpus
 from gpuadmin.cluster.exec_nodes import evict_all, set_unschedulable
 from gpuadmin.engine import changes as ch
-from gpuadmin.model import Job, Queue
+from gpuadmin.model import Job, Node, Queue
 
 GPUADMIN_SCHEDULER = "gpuadmin"
 MANIFEST_KINDS: dict[str, KindName] = {"PersistentVolumeClaim": "pvc", "Pod": "pod", "Job": "job"}
@@ -217,11 +217,15 @@ def _restore_node(context: Context, name: str) -> Done:
     if node.state != "down":  # a down node's schedulability is left as the cluster has it
         steps.append(set_unschedulable(context, name, node.state in ("cordoned", "draining")))
     before = context.before.node(name)
-    mig = any(g.mode == "mig" for n in (node, before) if n is not None for g in n.gpus)
-    if node.gpus:
+    if before is None or before.gpus != node.gpus:  # only a GPU change asks the GPU Operator to do anything
+        mig = (_mig_layouts(before) if before is not None else []) != _mig_layouts(node)
         steps.append(reconcile_gpus(context, name, mig=mig))
     executed = [s.message for s in steps if s.status == "executed"]
     return Done("executed", "; ".join(executed)) if executed else Done("already", f"node {name} is as it was")
+
+
+def _mig_layouts(node: Node) -> list[tuple[str, Any]]:
+    return [(g.mode, g.mig) for g in node.gpus if g.mode == "mig" or g.mig]
 
 
 def _restore_job(context: Context, name: str) -> Done:

@@ -82,3 +82,14 @@ def cluster(tmp_path: Path, **double_options: Any) -> Iterator[Cluster]:
 
 def statuses(execution: Execution) -> list[str]:
     return [s.status for s in execution.steps]
+
+
+def full_gpu_node(name: str) -> dict[str, Any]:
+    """A node of the same H100 without MIG: GFD drops the MIG labels and reports `mig.strategy=none`."""
+    node = objects.node(name)
+    labels = node["metadata"]["labels"]
+    for key in [k for k in labels if k.startswith("nvidia.com/mig")]:
+        del labels[key]
+    labels["nvidia.com/mig.strategy"] = "none"
+    node["status"]["capacity"]["nvidia.com/gpu"] = node["status"]["allocatable"]["nvidia.com/gpu"] = "1"
+    return node
