@@ -112,6 +112,10 @@ class ApiServerDouble:
     # (namespace, name) of the mig-parted ConfigMap the mig-manager reads, as the GPU Operator's
     # migManager.config.name names it: where set, the configs it accepts are that ConfigMap's, read at each relabel
     mig_configmap: tuple[str, str] | None = None
+    # how long the mig-manager takes to notice a relabel (it is a controller watching nodes, not part of the write):
+    # until then the node still carries the state label of the config before
+    mig_notice_s: float = 0.0
+    mig_finished: dict[str, str] = field(default_factory=dict)  # node → the config the mig-manager last finished
     deny: set[tuple[str, str]] = field(default_factory=set)  # (verb, resource[/subresource]) answered 403
     requests: list[tuple[str, str]] = field(default_factory=list)  # every (verb, resource[/subresource]) served
 
@@ -209,13 +213,22 @@ class ApiServerDouble:
         previous = (before or {}).get("metadata", {}).get("labels", {}).get(MIG_CONFIG)
         if wanted is None or wanted == previous:
             return
-        self._set_mig_state(after["metadata"]["name"], wanted, "pending")
-        known = self._mig_configmap_configs() if self.mig_configmap is not None else self.mig_configs
-        fails = wanted in self.mig_failing_configs or (known is not None and wanted not in known)
-        timer = threading.Timer(self.mig_delay_s, self._set_mig_state,
-                                (after["metadata"]["name"], wanted, "failed" if fails else "success"))
+        if self.mig_notice_s > 0:
+            self._later(self.mig_notice_s, self._mig_manager_works, after["metadata"]["name"], wanted)
+        else:
+            self._mig_manager_works(after["metadata"]["name"], wanted)
+
+    def _later(self, delay: float, call: Any, *args: Any) -> None:
+        timer = threading.Timer(delay, call, args)
         timer.daemon = True
         timer.start()
+
+    def _mig_manager_works(self, node_name: str, wanted: str) -> None:
+        self._set_mig_state(node_name, wanted, "pending")
+        with self._changed:  # reentrant: a relabel noticed at once is still inside its write
+            known = self._mig_configmap_configs() if self.mig_configmap is not None else self.mig_configs
+        fails = wanted in self.mig_failing_configs or (known is not None and wanted not in known)
+        self._later(self.mig_delay_s, self._set_mig_state, node_name, wanted, "failed" if fails else "success")
 
     def _mig_configmap_configs(self) -> set[str]:
         """The config names of the mig-parted ConfigMap (none where it is missing or not a mig-parted file)."""
@@ -238,6 +251,8 @@ class ApiServerDouble:
             node = copy.deepcopy(node)
             node["metadata"]["labels"][MIG_STATE] = state
             self._write(KINDS[0], node, "MODIFIED")
+            if state != "pending":
+                self.mig_finished[node_name] = config
 
     # --- requests -----------------------------------------------------------------------------------------------
 

@@ -126,3 +126,13 @@ def test_a_config_changed_by_someone_else_meanwhile_is_written_again(live: Clust
     done = live.run([WHOLE_GPU_7G])
     assert statuses(done) == ["executed"]
     assert set(mig_configs(live)) == {"custom", "all-disabled", labels(live, "gpu-a")[MIG_CONFIG]}
+
+
+def test_the_state_of_the_config_before_is_no_evidence(tmp_path: Path) -> None:
+    """The mig-manager notices a relabel a moment later; until then the node still says `success` for its old
+    config. The executor drops that label with its relabel, so it waits for the mig-manager's own word."""
+    for live in cluster(tmp_path, mig_notice_s=0.2, mig_delay_s=1.0):
+        assert labels(live, "gpu-a")[MIG_STATE_LABEL] == "success"  # all-balanced's, applied long ago
+        done = live.run([WHOLE_GPU_7G], timeout=5)
+        assert statuses(done) == ["executed"]
+        assert live.double.mig_finished.get("gpu-a") == labels(live, "gpu-a")[MIG_CONFIG]
