@@ -10,8 +10,6 @@ is never deleted directly: the Eviction API is what lets a budget protect it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from gpuadmin.cluster.errors import ClusterApiError
 from gpuadmin.cluster.exec_api import Obj, status_code
 from gpuadmin.cluster.exec_base import Context, Done, StepFailed
@@ -53,7 +51,7 @@ def repair_node(context: Context, change: ch.RepairNode) -> Done:
     """The repaired node is made schedulable (or left cordoned); whether it is Ready is its kubelet's to say."""
     done = set_unschedulable(context, change.node, change.state == "cordoned")
     node = context.api.get("node", change.node) or {}
-    ready: dict[str, Any] = next((c for c in node.get("status", {}).get("conditions", []) if c.get("type") == "Ready"),
+    ready: Obj = next((c for c in node.get("status", {}).get("conditions", []) if c.get("type") == "Ready"),
                                  {})
     if ready.get("status") != "True":
         return Done(done.status, f"{done.message}; the node still reports Ready={ready.get('status', 'Unknown')} "
@@ -125,7 +123,7 @@ def _wait_gone(context: Context, node: str, evicted: list[Obj]) -> None:
     """Wait for the evicted pods to end, as kubectl drain does: an eviction only starts a pod's graceful end."""
     wanted = {_pod_key(p) for p in evicted}
     while True:
-        running: Any = [p for p in context.api.list("pod", fields={"spec.nodeName": node})
+        running = [p for p in context.api.list("pod", fields={"spec.nodeName": node})
                         if _pod_key(p) in wanted and p.get("status", {}).get("phase") not in ENDED]
         if not running:
             return

@@ -154,10 +154,12 @@ def cancel(context: Context, name: str) -> Done:
         if controller is not None:
             raise StepFailed(f"pod {pod['metadata']['name']} of job {name} belongs to {controller}, which would "
                              "start it again: scale or delete that instead")
-    deleted = [p["metadata"]["name"] for p in pods
-               if context.api.delete("pod", p["metadata"]["name"], p["metadata"].get("namespace"))]
+    deleted = []
+    # the Indexed Job first: deleted after its pods, it would have started new ones meanwhile
     if "/" not in name and context.api.delete("job", dns_name(name, 52), context.settings.jobs_namespace):
         deleted.append(f"Job {dns_name(name, 52)}")
+    deleted += [p["metadata"]["name"] for p in pods
+                if context.api.delete("pod", p["metadata"]["name"], p["metadata"].get("namespace"))]
     if not deleted:
         return Done("already", f"job {name} has no pod on the cluster")
     return Done("executed", "deleted " + ", ".join(deleted))

@@ -83,7 +83,7 @@ def test_cancel_deletes_the_pods_gpuadmin_submitted(live: Cluster) -> None:
     assert statuses(done) == ["executed"] and live.double.get("pods", "finetune", "gpuadmin") is None
     assert done.steps[0].calls == (
         "LIST pods in gpuadmin (app.kubernetes.io/managed-by=gpuadmin,gpuadmin/job=finetune)",
-        "DELETE pods/gpuadmin/finetune", "DELETE jobs/gpuadmin/finetune")
+        "DELETE jobs/gpuadmin/finetune", "DELETE pods/gpuadmin/finetune")
     assert statuses(live.run([{"op": "cancel-job", "name": "finetune"}])) == ["already"]
 
 
