@@ -21,9 +21,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from gpuadmin.cluster import exec_gpus, exec_nodes, exec_workloads
+from gpuadmin.cluster.connect import Connection
 from gpuadmin.cluster.errors import ClusterError
 from gpuadmin.cluster.exec_api import Api
 from gpuadmin.cluster.exec_base import Context, Done, ExecuteSettings, Executor
@@ -69,13 +70,6 @@ EXECUTORS: dict[str, Executor | NotExecuted] = {
                                "decommissioning, not gpuadmin's"),
     "restore": exec_workloads.restore,
 }
-
-
-class HasClient(Protocol):
-    """What `execute` needs of a connection (`cluster.connect.Connection`): its lightkube client."""
-
-    @property
-    def client(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -137,7 +131,7 @@ class _Run:
     changed: bool = False  # a step executed (or was found done): the cluster holds part of the plan
 
 
-def execute(conn: HasClient, changes: Sequence[Any], before: View, after: View,
+def execute(conn: Connection, changes: Sequence[Any], before: View, after: View,
             versions: Mapping[tuple[str, str], str], *, timeout: float, settings: ExecuteSettings,
             sleep: Callable[[float], None] = time.sleep) -> Execution:
     """Run `changes` (planned and checked: `before` is the synced state, `after` the plan's view) on the cluster.

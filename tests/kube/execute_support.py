@@ -1,5 +1,5 @@
 """A live cluster for the executor tests (tests/kube/test_execute_*.py): the API server double, a lightkube client
-pointed at it through a kubeconfig (as `cluster.connect` makes one), and gpuadmin's state read from the double's
+made by `cluster.connect` from its kubeconfig, and gpuadmin's state read from the double's
 own objects (`adapters.kube_cluster`), so a plan is planned and checked against what the cluster holds."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuadmin.adapters.kube_cluster import cluster_node, kai_queue
+from gpuadmin.cluster.connect import Connection, connect
 from gpuadmin.cluster.exec_base import ExecuteSettings
 from gpuadmin.cluster.execute import Execution, execute
 from gpuadmin.engine import changes as ch
@@ -24,17 +25,10 @@ FAST = ExecuteSettings(poll_interval_s=0.02, backoff_initial_s=0.02, backoff_cap
 MIG_PARTED = ("gpu-operator", FAST.mig_parted_configmap)
 
 
-@dataclass(frozen=True)
-class Conn:
-    """What `cluster.connect.Connection` gives the executor: a client."""
-
-    client: Any
-
-
 @dataclass
 class Cluster:
     double: ApiServerDouble
-    conn: Conn
+    conn: Connection
     jobs: list[Job] = field(default_factory=list)
 
     def state(self) -> ClusterState:
@@ -68,16 +62,13 @@ class Cluster:
 def cluster(tmp_path: Path, **double_options: Any) -> Iterator[Cluster]:
     """The double with two GPU nodes (gpu-a, gpu-b: H100s under the mixed MIG strategy), its mig-manager reading the
     mig-parted ConfigMap gpuadmin writes, and a client for it."""
-    from lightkube import Client, KubeConfig
-
     options = {"mig_delay_s": 0.05, "mig_configmap": MIG_PARTED, **double_options}
     with ApiServerDouble(**options) as double:
         double.create(objects.node("gpu-a"))
         double.create(objects.node("gpu-b"))
-        config = KubeConfig.from_file(double.write_kubeconfig(tmp_path / "kubeconfig"))
-        client = Client(config=config, field_manager="gpuadmin")
-        yield Cluster(double, Conn(client))
-        client.close()
+        conn = connect(double.write_kubeconfig(tmp_path / "kubeconfig"))
+        yield Cluster(double, conn)
+        conn.client.close()
 
 
 def statuses(execution: Execution) -> list[str]:
