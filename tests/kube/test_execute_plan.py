@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from gpuadmin.cluster.errors import ClusterForbidden
-from gpuadmin.cluster.execute import EXECUTORS, NotExecuted
+from gpuadmin.cluster.errors import ClusterForbidden, ClusterUnreachable
+from gpuadmin.cluster.execute import EXECUTORS, NotExecuted, execute
 from gpuadmin.engine import ops
+from gpuadmin.errors import ExitCode
 from gpuadmin.model import MigInstance
 from tests.kube import cluster_objects as objects
-from tests.kube.execute_support import Cluster, cluster, statuses
+from tests.kube.execute_support import FAST, Cluster, cluster, statuses
 
 
 @pytest.fixture
@@ -85,3 +86,26 @@ def test_a_restore_of_a_gpu_layout_goes_through_the_mig_manager(live: Cluster) -
     labels = (live.double.get("nodes", "gpu-a") or {})["metadata"]["labels"]
     assert labels["nvidia.com/mig.config"].startswith("gpuadmin-")
     assert labels["nvidia.com/mig.config.state"] == "success"
+
+
+def test_a_partly_executed_plan_runs_again_as_it_is(live: Cluster) -> None:
+    live.double.deny.add(("create", "pods/eviction"))
+    live.double.create(objects.pod("train-0", node_name="gpu-b"))
+    changes = [{"op": "cordon", "node": "gpu-a"}, {"op": "drain", "node": "gpu-b"},
+               {"op": "uncordon", "node": "gpu-a"}]
+    parsed, before, after = live.planned(changes)
+    versions = live.versions()
+    first = execute(live.conn, parsed, before, after, versions, timeout=1, settings=FAST)
+    assert statuses(first) == ["executed", "failed", "not-run"]
+    live.double.deny.clear()  # the operator was granted evictions
+    again = execute(live.conn, parsed, before, after, versions, timeout=1, settings=FAST)
+    assert statuses(again) == ["already", "executed", "executed"] and again.outcome == "executed"
+    assert live.double.get("pods", "train-0", "default") is None
+
+
+def test_an_unreachable_cluster_fails_the_step(live: Cluster) -> None:
+    parsed, before, after = live.planned([{"op": "cordon", "node": "gpu-a"}])
+    live.double.stop()
+    done = execute(live.conn, parsed, before, after, {}, timeout=1, settings=FAST)
+    assert done.outcome == "failed" and isinstance(done.error, ClusterUnreachable)
+    assert done.error.exit_code == ExitCode.CONFLICT and done.steps[0].calls == ("GET nodes/gpu-a",)
