@@ -30,7 +30,9 @@ from gpuadmin.cluster.errors import ClusterConflict
 from gpuadmin.cluster.exec_api import Obj
 from gpuadmin.cluster.exec_base import Context, Done, StepFailed
 from gpuadmin.engine import changes as ch
+from gpuadmin.errors import InputError
 from gpuadmin.model import Node
+from gpuadmin.store.yamlsafe import load_yaml
 
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 CONFIG_PREFIX = "gpuadmin-"
@@ -73,13 +75,17 @@ def _write_key(context: Context, configmap: str, key: str, edit: Any) -> bool:
 
 def _with_mig_config(text: str | None, name: str, config: list[dict[str, Any]] | None) -> str:
     """The mig-parted file with `name` set to `config` (and `all-disabled`, which leaving MIG names)."""
-    loaded = yaml.safe_load(text) if text else None
-    if loaded is None:
-        loaded = {"version": "v1", "mig-configs": {}}
-    if not isinstance(loaded, dict) or not isinstance(loaded.get("mig-configs"), dict):
+    where = f"configmap {MIG_MANAGER_KEY}"
+    loaded: dict[str, Any] = {"version": "v1", "mig-configs": {}}
+    try:  # the cluster's text is hostile like any file: the strict reader refuses alias bombs, tags, huge files
+        if text:
+            loaded = load_yaml(text, where).data
+    except InputError as bad:
+        raise StepFailed(f"the mig-parted ConfigMap's config.yaml cannot be read: {bad}") from None
+    if not isinstance(loaded.get("mig-configs"), dict):
         raise StepFailed("the mig-parted ConfigMap's config.yaml is not a mig-parted config (no mig-configs)")
     configs: dict[str, Any] = loaded["mig-configs"]
-    wanted = {ALL_DISABLED: configs.get(ALL_DISABLED) or [{"devices": "all", "mig-enabled": False}]}
+    wanted: dict[str, Any] = {ALL_DISABLED: configs.get(ALL_DISABLED) or [{"devices": "all", "mig-enabled": False}]}
     if config is not None:
         wanted[name] = config
     if all(configs.get(k) == v for k, v in wanted.items()) and text:

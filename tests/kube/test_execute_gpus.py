@@ -136,3 +136,14 @@ def test_the_state_of_the_config_before_is_no_evidence(tmp_path: Path) -> None:
         done = live.run([WHOLE_GPU_7G], timeout=5)
         assert statuses(done) == ["executed"]
         assert live.double.mig_finished.get("gpu-a") == labels(live, "gpu-a")[MIG_CONFIG]
+
+
+@pytest.mark.parametrize("text", ["mig-configs: [\n", "version: v1\n",
+                                  "mig-configs: !!python/name:os.system {}\n"])
+def test_a_mig_parted_configmap_that_is_not_one_fails_the_step(live: Cluster, text: str) -> None:
+    live.double.create({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "gpuadmin-mig-parted-config", "namespace": "gpu-operator"},
+                        "data": {"config.yaml": text}})
+    done = live.run([WHOLE_GPU_7G])
+    assert isinstance(done.error, StepFailed) and done.outcome == "failed"
+    assert "mig-parted ConfigMap's config.yaml" in done.steps[0].message
