@@ -95,6 +95,10 @@ class Execution:
     steps: tuple[Step, ...]
     outcome: Outcome
     error: ClusterError | None = None
+    # the resourceVersions as the execution last saw them after its own writes (the synced ones besides): what
+    # `Store.commit(..., cluster_versions=)` keeps, so the next plan's cordon does not take gpuadmin's own write
+    # for someone else's
+    versions: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def failed_step(self) -> Step | None:
@@ -153,7 +157,7 @@ def execute(conn: Connection, changes: Sequence[Any], before: View, after: View,
         run.steps.append(_step(run, executor, change, Context(
             api=Api(conn.client), before=before, after=after, versions=known, settings=settings,
             deadline=time.monotonic() + timeout, sleep=sleep)))
-    return Execution(tuple(run.steps), _outcome(run), run.error)
+    return Execution(tuple(run.steps), _outcome(run), run.error, known)
 
 
 def _step(run: _Run, executor: Executor, change: Any, context: Context) -> Step:

@@ -59,6 +59,8 @@ def test_the_plans_own_writes_are_not_a_stale_plan(live: Cluster) -> None:
     done = live.run([mig, {"op": "cordon", "node": "gpu-a"}])
     assert done.outcome == "executed", done.steps
     assert statuses(done) == ["executed", "executed"]
+    # what the next plan carries is the node as gpuadmin left it
+    assert done.versions[("node", "gpu-a")] == live.versions()[("node", "gpu-a")]
 
 
 def test_an_op_with_nothing_to_do_on_the_cluster_is_state_only(live: Cluster) -> None:
