@@ -66,6 +66,7 @@ KINDS = [
     Kind("", "v1", "configmaps", "ConfigMap", True),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     Kind("scheduling.run.ai", "v2", "queues", "Queue", False),
+    Kind("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup", True),
 ]
 
 
@@ -109,6 +110,8 @@ class ApiServerDouble:
     mig_failing_configs: set[str] = field(default_factory=set)
     deny: set[tuple[str, str]] = field(default_factory=set)  # (verb, resource[/subresource]) answered 403
     requests: list[tuple[str, str]] = field(default_factory=list)  # every (verb, resource[/subresource]) served
+    # resources whose CRD is "not installed" (e.g. {"queues"}): 404 on every request, as a server without the CRD
+    not_installed: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._objects: dict[tuple[str, str, str], Obj] = {}  # (plural, namespace, name)
@@ -602,6 +605,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             target = route(url.path)
+            if isinstance(target, Route) and target.kind.plural in self.server_double.not_installed:
+                raise ApiError(404, f"the server could not find the requested resource ({url.path})")
             if not isinstance(target, Route):
                 self._send(200, target)
                 return

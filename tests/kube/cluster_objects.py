@@ -137,3 +137,11 @@ def kai_queue(name: str, *, parent: str | None = None, gpu_quota: int = -1) -> O
     if parent:
         spec["parentQueue"] = parent
     return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def kai_pod_group(name: str, *, namespace: str = "default", min_member: int = 1, queue: str = "default") -> Obj:
+    """A KAI PodGroup (scheduling.run.ai/v2alpha2), as KAI-Scheduler's docs (docs/batch) show one: the pods that
+    carry its name in the `pod-group-name` annotation are scheduled together, at least `minMember` of them."""
+    return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"minMember": min_member, "queue": queue}}
