@@ -145,3 +145,26 @@ def kai_pod_group(name: str, *, namespace: str = "default", min_member: int = 1,
     return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"minMember": min_member, "queue": queue}}
+
+
+def whole_gpu_labels(count: int = 8) -> dict[str, str]:
+    """GFD's labels of the same H100 with MIG off (`nvidia.com/mig.config=all-disabled`, the mig-manager's config
+    for it): the per-profile `nvidia.com/mig-*` keys gone, `count` whole GPUs. Derived from the fixture above (GFD
+    writes no MIG device keys when MIG is disabled), not copied from a real node."""
+    labels = {k: v for k, v in GFD_LABELS.items() if not k.startswith("nvidia.com/mig-")}
+    labels.update({"nvidia.com/gpu.count": str(count), "nvidia.com/mig.config": "all-disabled",
+                   "nvidia.com/mig.strategy": "single"})
+    return labels
+
+
+def whole_gpu_node(name: str, count: int = 8, **options: Any) -> Obj:
+    """A node of `count` whole H100s (no MIG), advertising them as `nvidia.com/gpu` as the device plugin does."""
+    made = node(name, **options)
+    labels = {k: v for k, v in made["metadata"]["labels"].items() if not k.startswith("nvidia.com/mig-")}
+    labels.update(whole_gpu_labels(count), **(options.get("labels") or {}))
+    made["metadata"]["labels"] = labels
+    for amounts in (made["status"]["capacity"], made["status"]["allocatable"]):
+        for key in [k for k in amounts if k.startswith("nvidia.com/mig-")]:
+            del amounts[key]
+        amounts["nvidia.com/gpu"] = str(count)
+    return made
