@@ -187,11 +187,15 @@ def test_sync_brings_a_drifted_cluster_in_as_one_entry_and_a_second_sync_as_none
     assert loaded.nodes["gpu-b"].state == "ready" and loaded.nodes["gpu-b"].down_reason is None
     assert loaded.queues["team-a"].quota.gpus == 24 and loaded.jobs["team-a/late"].status == "running"
     assert versions[("pod", "team-a/late")] == double.get("pods", "late", "team-a")["metadata"]["resourceVersion"]
-    # a second sync with nothing new: no entry, the same revision
+    # a second sync with nothing new for gpuadmin (an annotation moved gpu-a's resourceVersion): no entry, the same
+    # revision, and the versions now those of the cluster (a change is planned against them)
+    change(double, "/api/v1/nodes/gpu-a", {"metadata": {"annotations": {"heartbeat": "1"}}})
     code, _, err = cli(capsys, "--state", state, "sync", "--kubeconfig", kubeconfig)
     assert code == ExitCode.OK and "nothing to sync" in err
     with Store.open(state) as store:
         assert len(store.journal()) == len(journal) and store.revision() == 1
+        assert store.cluster_versions()[("node", "gpu-a")] == \
+            double.get("nodes", "gpu-a")["metadata"]["resourceVersion"]
     # the entry reads like any other: described, and undone by a plan of restores
     code, out, _ = cli(capsys, "--state", state, "describe", "entry", str(synced["entry"]), "-o", "json")
     assert code == 0 and json.loads(out)["summary"]["origin"] == "cluster"
