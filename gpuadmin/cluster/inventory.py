@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from gpuadmin.adapters._common import held_by_the_models
 from gpuadmin.adapters.kube_cluster import ClusterPod
 from gpuadmin.cluster.read import ClusterSnapshot, Finding
 from gpuadmin.model import Inventory, Job, Node, Queue, Request, Slot
@@ -127,22 +128,26 @@ def cluster_inventory(snapshot: ClusterSnapshot, cluster: str,
         if before is not None and before.status == "running" and running and \
                 {s.node for s in before.placement} == {p.node for p in running} and held.claim(nodes, before.placement):
             kept[_unit_name(unit)] = before.placement
-    jobs: list[Job] = []
+    jobs: dict[str, Job] = {}
     for unit in units:
         job = _job(unit, snapshot, nodes, held, findings, kept.get(_unit_name(unit)))
-        if job is not None:
-            jobs.append(job)
+        if job is not None and job.name in jobs:  # a pod named as another's PodGroup, in the same namespace
+            findings.append(Finding("pod", unit[0].job_name, "", f"skipped: job {job.name} is read already"))
+        elif job is not None:
+            jobs[job.name] = job
     queues = list(snapshot.queues)
     known = {q.name for q in queues}
     unknown: dict[str, int] = defaultdict(int)
-    for job in jobs:
+    for job in jobs.values():
         if job.queue not in known:
             unknown[job.queue] += 1
     for name, count in sorted(unknown.items()):
         queues.append(Queue(name=name))
         findings.append(Finding("queue", name, "", f"named by {count} job(s) but defined by no KAI Queue: read as a "
                                                    "queue without quota"))
-    inventory = Inventory(version=1, cluster=cluster, queues=queues, nodes=list(nodes.values()), jobs=jobs)
+    with held_by_the_models(f"cluster {cluster[:80]!r}"):  # more nodes or jobs than a state holds, say
+        inventory = Inventory(version=1, cluster=cluster, queues=queues, nodes=list(nodes.values()),
+                              jobs=list(jobs.values()))
     return ClusterInventory(inventory, findings)
 
 

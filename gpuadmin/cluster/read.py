@@ -62,6 +62,15 @@ class ReadSettings:
     device_plugin_configmap: str = "time-slicing-config"
     page_size: int = 500  # objects a list request asks for at a time (`limit`), as kubectl's default chunk size
 
+    def __post_init__(self) -> None:
+        """The names go into request paths: each must be a Kubernetes name (no `/`, no `..`)."""
+        for what, name in (("namespace", self.namespace), ("mig-parted ConfigMap", self.mig_parted_configmap),
+                           ("device-plugin ConfigMap", self.device_plugin_configmap)):
+            problems = dns1123_subdomain_problems(name)
+            if problems:
+                raise InputError([Diagnostic(f"the {what} {printable(name, 80)!r} is not a Kubernetes name: "
+                                             f"{problems[0]}")])
+
 
 @dataclass(frozen=True)
 class Finding:

@@ -310,3 +310,19 @@ def test_sync_of_1024_nodes_and_10000_pods(capsys: pytest.CaptureFixture[str], t
     assert sum(1 for j in loaded.jobs.values() if j.status == "running") == 8000
     db = sqlite3.connect(state / "state.db")
     assert db.execute("SELECT count(*) FROM cluster_versions").fetchone()[0] == 1024 + 10_000 + 1
+
+
+def test_configmap_names_given_are_checked_before_any_request(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                              double: ApiServerDouble, kubeconfig: Path) -> None:
+    code, _, err = init(capsys, tmp_path / "state", kubeconfig, "--device-plugin-configmap", "../../secrets/x")
+    assert code == ExitCode.BAD_INPUT and "not a Kubernetes name" in err
+    assert not any(verb == "get" and resource == "configmaps" for verb, resource in double.requests)
+
+
+def test_a_pod_named_as_a_pod_group_is_read_once(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                 double: ApiServerDouble, kubeconfig: Path) -> None:
+    double.create(objects.pod("trainer", namespace="team-a", labels={"kai.scheduler/queue": "team-a"}))
+    code, out, _ = init(capsys, tmp_path / "state", kubeconfig, "-o", "json")
+    assert code == ExitCode.OK
+    assert [f["message"] for f in json.loads(out)["findings"] if f["kind"] == "pod"] == \
+        ["skipped: job team-a/trainer is read already"]
