@@ -148,10 +148,11 @@ def kai_pod_group(name: str, *, namespace: str = "default", min_member: int = 1,
 
 
 def whole_gpu_labels(count: int = 8) -> dict[str, str]:
-    """GFD's labels of the same H100 with MIG off (`nvidia.com/mig.config=all-disabled`, the mig-manager's config
-    for it): the per-profile `nvidia.com/mig-*` keys gone, `count` whole GPUs. Derived from the fixture above (GFD
-    writes no MIG device keys when MIG is disabled), not copied from a real node."""
-    labels = {k: v for k, v in GFD_LABELS.items() if not k.startswith("nvidia.com/mig-")}
+    """GFD's (`nvidia.com/`) labels of the same H100 with MIG off (`nvidia.com/mig.config=all-disabled`, the
+    mig-manager's config for it): the per-profile `nvidia.com/mig-*` keys gone, `count` whole GPUs. Derived from the
+    fixture above (GFD writes no MIG device keys when MIG is disabled), not copied from a real node."""
+    labels = {k: v for k, v in GFD_LABELS.items()
+              if k.startswith("nvidia.com/") and not k.startswith("nvidia.com/mig-")}
     labels.update({"nvidia.com/gpu.count": str(count), "nvidia.com/mig.config": "all-disabled",
                    "nvidia.com/mig.strategy": "single"})
     return labels
