@@ -28,11 +28,11 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-operator-namespace", default=None, metavar="NS",
                         help="the GPU Operator's namespace (default gpu-operator)")
     parser.add_argument("--mig-parted-configmap", default=None, metavar="NAME",
-                        help="the mig-manager's ConfigMap, ClusterPolicy migManager.config.name "
-                             "(default default-mig-parted-config)")
+                        help="the mig-manager's ConfigMap (default: as the ClusterPolicy's migManager.config.name "
+                             "says, else default-mig-parted-config)")
     parser.add_argument("--device-plugin-configmap", default=None, metavar="NAME",
-                        help="the device plugin's ConfigMap, ClusterPolicy devicePlugin.config.name "
-                             "(default time-slicing-config)")
+                        help="the device plugin's ConfigMap (default: as the ClusterPolicy's "
+                             "devicePlugin.config.name says, else time-slicing-config)")
 
 
 def settings_of(args: argparse.Namespace) -> ReadSettings:

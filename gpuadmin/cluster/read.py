@@ -49,25 +49,30 @@ KAI_GROUP = "scheduling.run.ai"
 _T = TypeVar("_T")
 
 
+#: The ConfigMaps' names where neither the command line nor a ClusterPolicy names them: the mig-manager's default
+#: (ClusterPolicy `migManager.config.name`), and the name of NVIDIA's time-slicing guide for the device plugin's
+#: (`devicePlugin.config.name`, which has no default).
+DEFAULT_MIG_PARTED_CONFIGMAP = "default-mig-parted-config"
+DEFAULT_DEVICE_PLUGIN_CONFIGMAP = "time-slicing-config"
+
+
 @dataclass(frozen=True)
 class ReadSettings:
-    """Where the GPU Operator keeps its configs, as its ClusterPolicy names them. Defaults: the namespace NVIDIA's
-    install guide uses (`helm install ... -n gpu-operator`), the mig-manager's default ConfigMap
-    (`migManager.config.name`: `default-mig-parted-config`), and, for the device plugin, the ConfigMap name of
-    NVIDIA's time-slicing guide (`devicePlugin.config.name=time-slicing-config`): the ClusterPolicy has no
-    default there, a cluster without one simply has none (then nothing is read, and no finding is made)."""
+    """Where the GPU Operator keeps its configs. The namespace: NVIDIA's install guide's (`helm install ... -n
+    gpu-operator`) unless given. A ConfigMap's name not given (None) is the one the cluster's ClusterPolicy
+    (nvidia.com/v1) names — `migManager.config.name`, `devicePlugin.config.name` — else the defaults above."""
 
     namespace: str = "gpu-operator"
-    mig_parted_configmap: str = "default-mig-parted-config"
-    device_plugin_configmap: str = "time-slicing-config"
+    mig_parted_configmap: str | None = None
+    device_plugin_configmap: str | None = None
     page_size: int = 500  # objects a list request asks for at a time (`limit`), as kubectl's default chunk size
 
     def __post_init__(self) -> None:
         """The names go into request paths: each must be a Kubernetes name (no `/`, no `..`)."""
         for what, name in (("namespace", self.namespace), ("mig-parted ConfigMap", self.mig_parted_configmap),
                            ("device-plugin ConfigMap", self.device_plugin_configmap)):
-            problems = dns1123_subdomain_problems(name)
-            if problems:
+            problems = dns1123_subdomain_problems(name) if name is not None else []
+            if name is not None and problems:
                 raise InputError([Diagnostic(f"the {what} {printable(name, 80)!r} is not a Kubernetes name: "
                                              f"{problems[0]}")])
 
@@ -131,6 +136,7 @@ class ClusterSnapshot:
     list_versions: dict[str, str] = field(default_factory=dict)  # "nodes", "pods", ... → the list's resourceVersion
     findings: list[Finding] = field(default_factory=list)
     queues_installed: bool = True  # False: the KAI Queue CRD is not installed
+    configmap_names: tuple[str, str] = ("", "")  # the mig-parted and device-plugin ConfigMaps looked for
     other_pods: int = 0  # pods that ask for no GPU, passed over
 
 
@@ -156,7 +162,7 @@ def read_cluster(client: Any, settings: ReadSettings | None = None) -> ClusterSn
             _read_pod_group(item, snapshot)
     except _NotInstalled:
         pass  # PodGroups are KAI's; without KAI, gangs are read from the pods' own labels
-    _read_configmaps(client, kinds["configmaps"], settings, snapshot)
+    _read_configmaps(client, kinds, settings, snapshot)
     _check_node_configs(snapshot, settings)
     return snapshot
 
@@ -182,6 +188,7 @@ def _generic_kinds() -> dict[str, Any]:
         "queues": kind(GenericGlobalResource, KAI_GROUP, "v2", "Queue", "queues"),
         "podgroups": kind(GenericNamespacedResource, KAI_GROUP, "v2alpha2", "PodGroup", "podgroups"),
         "configmaps": kind(GenericNamespacedResource, "", "v1", "ConfigMap", "configmaps"),
+        "clusterpolicies": kind(GenericGlobalResource, "nvidia.com", "v1", "ClusterPolicy", "clusterpolicies"),
     }
 
 
@@ -298,15 +305,53 @@ def _read_pod_group(item: Mapping[str, Any], snapshot: ClusterSnapshot) -> None:
     snapshot.pod_groups[f"{namespace}/{name}"] = PodGroupRead(namespace, name, min_member, queue)
 
 
-def _read_configmaps(client: Any, resource: Any, settings: ReadSettings, snapshot: ClusterSnapshot) -> None:
+def _read_configmaps(client: Any, kinds: dict[str, Any], settings: ReadSettings, snapshot: ClusterSnapshot) -> None:
     """The mig-parted and device-plugin ConfigMaps, each read where it exists: a GPU Operator without MIG or
     without a device-plugin config has none, and that is no finding unless a node's label names a config."""
-    mig = _configmap(client, resource, settings.namespace, settings.mig_parted_configmap, snapshot)
+    mig_name, plugin_name = _configmap_names(client, kinds["clusterpolicies"], settings, snapshot)
+    mig = _configmap(client, kinds["configmaps"], settings.namespace, mig_name, snapshot)
     if mig is not None:
         snapshot.mig_parted = _configs_of(mig, snapshot, _mig_parted_configs)
-    plugin = _configmap(client, resource, settings.namespace, settings.device_plugin_configmap, snapshot)
+    plugin = _configmap(client, kinds["configmaps"], settings.namespace, plugin_name, snapshot)
     if plugin is not None:
         snapshot.device_plugin = _configs_of(plugin, snapshot, _device_plugin_configs)
+    snapshot.configmap_names = (mig_name, plugin_name)
+
+
+def _configmap_names(client: Any, resource: Any, settings: ReadSettings,
+                     snapshot: ClusterSnapshot) -> tuple[str, str]:
+    """The ConfigMaps' names: as given, else as the ClusterPolicy names them, else the defaults. A cluster without
+    the GPU Operator's CRD (404), or an operator not allowed to read it (403, a finding), gets the defaults."""
+    from lightkube import ApiError
+
+    mig, plugin = settings.mig_parted_configmap, settings.device_plugin_configmap
+    if mig is not None and plugin is not None:
+        return mig, plugin
+    policy: Mapping[str, Any] = {}
+    try:
+        policy = next(iter(client.list(resource, chunk_size=1)), {})
+    except ApiError as exc:
+        if exc.status.code == 403:
+            snapshot.findings.append(Finding("cluster", "", "", "not allowed to read the GPU Operator's ClusterPolicy: "
+                                             "its ConfigMaps are looked for under their default names"))
+        elif exc.status.code != 404:
+            raise api_failure(exc, "listing clusterpolicies") from None
+    except Exception as exc:  # the transport
+        raise api_failure(exc, "listing clusterpolicies") from None
+    named = {part: _field(policy, "spec", part, "config", "name") for part in ("migManager", "devicePlugin")}
+    return (mig or _valid_name(named["migManager"], DEFAULT_MIG_PARTED_CONFIGMAP),
+            plugin or _valid_name(named["devicePlugin"], DEFAULT_DEVICE_PLUGIN_CONFIGMAP))
+
+
+def _field(item: Any, *path: str) -> Any:
+    """item[path[0]][path[1]]..., or None where a step is missing or not a mapping (a hostile object's shape)."""
+    for key in path:
+        item = item.get(key) if isinstance(item, Mapping) else None
+    return item
+
+
+def _valid_name(value: Any, default: str) -> str:
+    return value if isinstance(value, str) and value and not dns1123_subdomain_problems(value) else default
 
 
 def _configmap(client: Any, resource: Any, namespace: str, name: str,
@@ -361,9 +406,10 @@ def _device_plugin_configs(data: Mapping[str, Any], key: str) -> tuple[str, ...]
 def _check_node_configs(snapshot: ClusterSnapshot, settings: ReadSettings) -> None:
     """A node whose label names a config its ConfigMap does not define: the GPU Operator cannot apply it. Where
     the ConfigMap itself was not found (a cluster whose ClusterPolicy names another), one finding says so."""
+    mig_name, plugin_name = snapshot.configmap_names
     for label, configmap, what, name in (
-            (MIG_CONFIG_LABEL, snapshot.mig_parted, "mig-parted", settings.mig_parted_configmap),
-            (DEVICE_PLUGIN_LABEL, snapshot.device_plugin, "device-plugin", settings.device_plugin_configmap)):
+            (MIG_CONFIG_LABEL, snapshot.mig_parted, "mig-parted", mig_name),
+            (DEVICE_PLUGIN_LABEL, snapshot.device_plugin, "device-plugin", plugin_name)):
         naming = [(read.node.name, read.node.labels[label]) for read in snapshot.nodes if label in read.node.labels]
         if configmap is None and naming:
             snapshot.findings.append(Finding(

@@ -67,6 +67,7 @@ KINDS = [
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     Kind("scheduling.run.ai", "v2", "queues", "Queue", False),
     Kind("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup", True),
+    Kind("nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", False),
 ]
 
 

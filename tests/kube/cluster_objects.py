@@ -169,3 +169,15 @@ def whole_gpu_node(name: str, count: int = 8, **options: Any) -> Obj:
             del amounts[key]
         amounts["nvidia.com/gpu"] = str(count)
     return made
+
+
+def cluster_policy(*, mig_parted: str = "default-mig-parted-config", device_plugin: str | None = None) -> Obj:
+    """The GPU Operator's ClusterPolicy (nvidia.com/v1, cluster-scoped, `cluster-policy` as its Helm chart names
+    it), with the two fields gpuadmin reads: `migManager.config.name` and `devicePlugin.config.name` (NVIDIA's
+    "GPU Operator with MIG" and "Time-Slicing GPUs in Kubernetes" pages patch exactly these)."""
+    spec: Obj = {"migManager": {"enabled": True, "config": {"name": mig_parted, "default": "all-disabled"}},
+                 "devicePlugin": {"enabled": True}}
+    if device_plugin is not None:
+        spec["devicePlugin"]["config"] = {"name": device_plugin, "default": ""}
+    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+            "spec": spec}

@@ -151,3 +151,18 @@ def test_an_unreachable_server_is_exit_3(double: ApiServerDouble, tmp_path: Path
     with pytest.raises(GpuadminError) as failed:
         read_cluster(client)
     assert failed.value.exit_code == ExitCode.CONFLICT
+
+
+def test_the_cluster_policy_names_the_configmaps(double: ApiServerDouble, tmp_path: Path) -> None:
+    double.create(objects.cluster_policy(device_plugin="time-slicing-config-fine"))
+    double.create(objects.device_plugin_configmap())
+    snapshot = read(double, tmp_path, ReadSettings())
+    assert snapshot.configmap_names == ("default-mig-parted-config", "time-slicing-config-fine")
+    assert snapshot.device_plugin is not None and snapshot.device_plugin.configs == ("a100-40gb", "tesla-t4")
+
+
+def test_without_a_cluster_policy_the_default_names_are_looked_for(tmp_path: Path) -> None:
+    with ApiServerDouble(not_installed={"clusterpolicies"}) as double:
+        snapshot = read(double, tmp_path, ReadSettings())
+    assert snapshot.configmap_names == ("default-mig-parted-config", "time-slicing-config")
+    assert ("get", "configmaps") in double.requests and snapshot.findings == []
