@@ -73,14 +73,25 @@ class _Held:
     def claim(self, nodes: Mapping[str, Node], placement: list[Slot]) -> bool:
         """Hold exactly these slots (the state's placement of a job still running where it ran), if all are free
         and still there; else hold nothing."""
-        taken = _Held(set(self.whole), set(self.mig), dict(self.replicas), dict(self.shares))
+        taken: list[tuple[Slot, str]] = []
         for slot in placement:
             node = nodes.get(slot.node)
             gpu = node.gpu(slot.gpu) if node is not None else None
-            if gpu is None or not taken.take(slot, gpu.mode, gpu.replicas or 0):
+            if gpu is None or not self.take(slot, gpu.mode, gpu.replicas or 0):
+                for done, mode in taken:
+                    self.give_back(done, mode)
                 return False
-        self.whole, self.mig, self.replicas, self.shares = taken.whole, taken.mig, taken.replicas, taken.shares
+            taken.append((slot, gpu.mode))
         return True
+
+    def give_back(self, slot: Slot, mode: str) -> None:
+        key = (slot.node, slot.gpu)
+        if slot.mig_start is not None:
+            self.mig.discard((slot.node, slot.gpu, slot.mig_start))
+        elif mode == "time-sliced":
+            self.replicas[key] -= 1
+        else:
+            self.whole.discard(key)
 
     def take(self, slot: Slot, mode: str, replicas: int) -> bool:
         key = (slot.node, slot.gpu)

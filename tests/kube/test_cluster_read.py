@@ -166,3 +166,24 @@ def test_without_a_cluster_policy_the_default_names_are_looked_for(tmp_path: Pat
         snapshot = read(double, tmp_path, ReadSettings())
     assert snapshot.configmap_names == ("default-mig-parted-config", "time-slicing-config")
     assert ("get", "configmaps") in double.requests and snapshot.findings == []
+
+
+def test_a_placement_that_cannot_be_kept_gives_back_what_it_took(double: ApiServerDouble, tmp_path: Path) -> None:
+    """A state's placement that clashes part-way (here with another job's) holds nothing: the job gets fresh slots
+    from the first free ones, which include those the failed claim had taken for a moment."""
+    from gpuadmin.cluster.inventory import cluster_inventory
+    from gpuadmin.model import Job, Request, Slot
+
+    double.create(objects.whole_gpu_node("gpu-a"))
+    for name in ("a", "b"):
+        double.create(objects.pod(name, node_name="gpu-a", count=2))
+    snapshot = read(double, tmp_path)
+
+    def running(name: str, gpus: list[int]) -> Job:
+        return Job(name=f"default/{name}", queue="default", request=Request(gpus=2), status="running",
+                   placement=[Slot(node="gpu-a", gpu=i) for i in gpus])
+
+    made = cluster_inventory(snapshot, "double", {"default/a": running("a", [0, 1]),
+                                                  "default/b": running("b", [2, 1])})
+    placed = {j.name: [s.gpu for s in j.placement] for j in made.inventory.jobs}
+    assert placed == {"default/a": [0, 1], "default/b": [2, 3]}
