@@ -29,8 +29,11 @@ def _init(args: argparse.Namespace, ctx: Context) -> int:
         from gpuadmin.cli.cmd_cluster import init_from_cluster
 
         return init_from_cluster(args, ctx)
-    if args.kubeconfig is not None or args.context is not None:
-        raise InputError([Diagnostic("--kubeconfig and --context go with --from-cluster kubernetes")])
+    cluster_options = (args.kubeconfig, args.context, args.gpu_operator_namespace, args.mig_parted_configmap,
+                       args.device_plugin_configmap)
+    if any(option is not None for option in cluster_options) or args.output != "text":
+        raise InputError([Diagnostic("--kubeconfig, --context, the GPU Operator's names and -o go with "
+                                     "--from-cluster kubernetes")])
     state_dir = ctx.resolved_state_dir()
     if args.shared and args.group is None:
         raise InputError([Diagnostic("init --shared needs --group GROUP: the group of the operators who may write")])

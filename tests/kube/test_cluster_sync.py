@@ -326,3 +326,10 @@ def test_a_pod_named_as_a_pod_group_is_read_once(capsys: pytest.CaptureFixture[s
     assert code == ExitCode.OK
     assert [f["message"] for f in json.loads(out)["findings"] if f["kind"] == "pod"] == \
         ["skipped: job team-a/trainer is read already"]
+
+
+def test_cluster_options_without_from_cluster_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    sample = Path(__file__).resolve().parents[2] / "sample-inventories" / "oci-h100.yaml"
+    code, _, err = cli(capsys, "--state", tmp_path / "state", "init", "--from", sample, "--context", "oke")
+    assert code == ExitCode.BAD_INPUT and "go with --from-cluster" in err
+    assert not (tmp_path / "state" / "state.db").exists()
