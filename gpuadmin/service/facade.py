@@ -8,10 +8,12 @@ public method is a use case gated there before any lock is taken or anything is 
 from __future__ import annotations
 
 from gpuadmin.service.changes import ChangeUseCases
+from gpuadmin.service.cluster_sync import ClusterUseCases
 from gpuadmin.service.forms import FormQueries
 from gpuadmin.service.queries import Queries
 from gpuadmin.service.transfer import Transfer
 
 
-class Service(ChangeUseCases, Queries, FormQueries, Transfer):
-    """load, get, describe, plan, apply, undo, schedule, explain, watch, import, export: see each use case."""
+class Service(ChangeUseCases, Queries, FormQueries, Transfer, ClusterUseCases):
+    """load, get, describe, plan, apply, undo, schedule, explain, watch, import, export, sync and diff with a live
+    cluster: see each use case."""

@@ -401,6 +401,13 @@ class Store:
             rows = conn.execute("SELECT kind, name, resource_version FROM cluster_versions").fetchall()
         return {(str(kind), str(name)): str(version) for kind, name, version in rows}
 
+    def set_cluster_versions(self, versions: Mapping[tuple[str, str], str]) -> None:
+        """Replace the resourceVersions of the cluster's objects without a revision: what `init --from-cluster`
+        read, and what a sync that found nothing to bring in read (a heartbeat moves them without changing what
+        gpuadmin models), so that a change is planned against the versions the cluster has now."""
+        with self._write() as conn:
+            _replace_cluster_versions(conn, versions)
+
     def lineage(self) -> str:
         """A random id fixed when the state was created: a plan made on another state never applies here."""
         with self._db() as conn:

@@ -68,6 +68,8 @@ KINDS = [
     Kind("scheduling.run.ai", "v2", "queues", "Queue", False),
     Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
     Kind("batch", "v1", "jobs", "Job", True),
+    Kind("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup", True),
+    Kind("nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", False),
 ]
 
 
@@ -118,6 +120,8 @@ class ApiServerDouble:
     mig_finished: dict[str, str] = field(default_factory=dict)  # node → the config the mig-manager last finished
     deny: set[tuple[str, str]] = field(default_factory=set)  # (verb, resource[/subresource]) answered 403
     requests: list[tuple[str, str]] = field(default_factory=list)  # every (verb, resource[/subresource]) served
+    # resources whose CRD is "not installed" (e.g. {"queues"}): 404 on every request, as a server without the CRD
+    not_installed: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._objects: dict[tuple[str, str, str], Obj] = {}  # (plural, namespace, name)
@@ -635,6 +639,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             target = route(url.path)
+            if isinstance(target, Route) and target.kind.plural in self.server_double.not_installed:
+                raise ApiError(404, f"the server could not find the requested resource ({url.path})")
             if not isinstance(target, Route):
                 self._send(200, target)
                 return
