@@ -159,6 +159,12 @@ def test_diff_shows_drift_field_by_field_and_exits_1_as_kubectl_diff(
     assert code == 1 and "gpu-c" in out and "cordoned" in out
     with Store.open(state) as store:
         assert store.revision() == 0  # diff writes nothing
+    # a label is one row, named by its key (a key with dots and a slash in brackets), not the node's whole label map
+    change(double, "/api/v1/nodes/gpu-c", {"metadata": {"labels": {"team": "vision", "topology.kubernetes.io/zone": "ad-1"}}})
+    code, out, _ = cli(capsys, "--state", state, "diff", "--kubeconfig", kubeconfig, "-o", "json")
+    rows = {d["field"]: (d["state"], d["cluster"]) for d in json.loads(out)["drift"]}
+    assert rows == {"state": ("cordoned", "ready"), "labels.team": (None, "vision"),
+                    "labels[topology.kubernetes.io/zone]": (None, "ad-1")}
 
 
 def test_sync_brings_a_drifted_cluster_in_as_one_entry_and_a_second_sync_as_none(
