@@ -160,7 +160,8 @@ def test_diff_shows_drift_field_by_field_and_exits_1_as_kubectl_diff(
     with Store.open(state) as store:
         assert store.revision() == 0  # diff writes nothing
     # a label is one row, named by its key (a key with dots and a slash in brackets), not the node's whole label map
-    change(double, "/api/v1/nodes/gpu-c", {"metadata": {"labels": {"team": "vision", "topology.kubernetes.io/zone": "ad-1"}}})
+    labels = {"team": "vision", "topology.kubernetes.io/zone": "ad-1"}
+    change(double, "/api/v1/nodes/gpu-c", {"metadata": {"labels": labels}})
     code, out, _ = cli(capsys, "--state", state, "diff", "--kubeconfig", kubeconfig, "-o", "json")
     rows = {d["field"]: (d["state"], d["cluster"]) for d in json.loads(out)["drift"]}
     assert rows == {"state": ("cordoned", "ready"), "labels.team": (None, "vision"),
