@@ -23,6 +23,17 @@ def _init(args: argparse.Namespace, ctx: Context) -> int:
 
     if ctx.inventory is not None:
         raise InputError([Diagnostic("init writes a state directory; use --state, not --inventory")])
+    if args.from_cluster is not None:
+        if args.shared:
+            raise InputError([Diagnostic("init --from-cluster makes a personal state; --shared goes with --from")])
+        from gpuadmin.cli.cmd_cluster import init_from_cluster
+
+        return init_from_cluster(args, ctx)
+    cluster_options = (args.kubeconfig, args.context, args.gpu_operator_namespace, args.mig_parted_configmap,
+                       args.device_plugin_configmap)
+    if any(option is not None for option in cluster_options) or args.output != "text":
+        raise InputError([Diagnostic("--kubeconfig, --context, the GPU Operator's names and -o go with "
+                                     "--from-cluster kubernetes")])
     state_dir = ctx.resolved_state_dir()
     if args.shared and args.group is None:
         raise InputError([Diagnostic("init --shared needs --group GROUP: the group of the operators who may write")])
@@ -118,8 +129,18 @@ def _describe(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    init = sub.add_parser("init", help="create a state from an inventory")
-    init.add_argument("--from", dest="source", type=Path, required=True, metavar="INVENTORY.yaml")
+    from gpuadmin.cli.cmd_cluster import add_cluster_options
+
+    init = sub.add_parser("init", help="create a state from an inventory, or from a live cluster")
+    source = init.add_mutually_exclusive_group(required=True)
+    source.add_argument("--from", dest="source", type=Path, metavar="INVENTORY.yaml")
+    source.add_argument("--from-cluster", dest="from_cluster", choices=("kubernetes",), default=None,
+                        help="read the live cluster of --kubeconfig's --context, and bind the state to it")
+    add_cluster_options(init)
+    init.add_argument("--context", default=None, metavar="NAME",
+                      help="with --from-cluster: the kubeconfig context (default: its current context)")
+    init.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                      help="with --from-cluster: json prints what was read, found and warned on stdout")
     init.add_argument("--force", action="store_true", help="replace an existing state")
     init.add_argument("--shared", action="store_true",
                       help="a state for a group of operators: set-group-id directory, group-writable files "

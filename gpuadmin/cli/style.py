@@ -17,10 +17,11 @@ COLOURS = {"red": "\x1b[31m", "green": "\x1b[32m", "yellow": "\x1b[33m", "bold":
 
 # a cell's word → its colour (the word stays; the colour repeats it)
 WORDS = {
-    "ready": "green", "running": "green", "applied": "green", "allowed": "green", "ALLOWED": "green",
+    "ready": "green", "running": "green", "applied": "green", "executed": "green", "allowed": "green",
+    "ALLOWED": "green",
     "cordoned": "yellow", "draining": "yellow", "pending": "yellow", "preempted": "yellow", "stale": "yellow",
-    "lock-held": "yellow",
-    "down": "red", "refused": "red", "REFUSED": "red",
+    "lock-held": "yellow", "partial": "yellow",
+    "down": "red", "refused": "red", "REFUSED": "red", "failed": "red",
 }
 _enabled: bool | None = None
 

@@ -59,3 +59,9 @@ __all__ = [
     "lower_role",
     "named_mig_layouts", "read_nodes", "read_saved_plan", "resolve_caller", "validate_document", "whoami",
 ]
+
+# A state bound to a live cluster (issue 22): created from it, synced, compared (service/cluster_sync.py).
+from gpuadmin.cluster.read import ReadSettings
+from gpuadmin.service.cluster_sync import ClusterDiff, InitFromCluster, SyncResult, init_from_cluster
+
+__all__ += ["ClusterDiff", "InitFromCluster", "ReadSettings", "SyncResult", "init_from_cluster"]

@@ -252,7 +252,7 @@ class ChangeUseCases(ServiceCore):
         entry = next((e for e in self.store.journal() if e.id == entry_id), None)
         if entry is None:
             raise InputError([Diagnostic(f"no journal entry {entry_id}")])
-        if entry.outcome != "applied" or entry.revision is None:
+        if entry.revision is None:
             raise InputError([Diagnostic(
                 f"entry {entry_id} was {entry.outcome}: it changed nothing, so there is no revision to go back to",
                 hint="select an applied entry")])
@@ -303,7 +303,7 @@ class ChangeUseCases(ServiceCore):
         undone: list[JournalEntry] = []
         barrier: JournalEntry | None = None
         for entry in self.store.journal():
-            if entry.outcome != "applied" or entry.id is None:
+            if entry.revision is None or entry.id is None:
                 continue
             intent = (entry.plan or {}).get("intent") or {}
             if entry.diff is None:

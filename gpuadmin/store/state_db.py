@@ -20,7 +20,7 @@ import stat
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -46,7 +46,8 @@ from gpuadmin.store.errors import (
     from_sqlite_error,
     storage_cause,
 )
-from gpuadmin.store.identity import Identity, login_identity, origin
+from gpuadmin.store.identity import Identity, login_identity
+from gpuadmin.store.identity import origin as _ssh_origin
 from gpuadmin.store.lock import utc_now
 from gpuadmin.store.lock import write_lock as _write_lock
 from gpuadmin.store.shared import (
@@ -61,11 +62,9 @@ from gpuadmin.store.shared import (
 # an older state is brought up by the steps in order when it is opened: MIGRATIONS[i] takes version
 # FIRST_SCHEMA_VERSION + i to the next, in one transaction with the version's bump, so a crash leaves one version
 # or the next. A schema change appends a step here and changes `_SCHEMA` to match; a step is never edited once
-# released (states out there were migrated by it). None yet: version 1 is the first schema.
+# released (states out there were migrated by it).
 Migration = Callable[[sqlite3.Connection], None]
 FIRST_SCHEMA_VERSION = 1
-MIGRATIONS: tuple[Migration, ...] = ()
-SCHEMA_VERSION = FIRST_SCHEMA_VERSION + len(MIGRATIONS)
 DB_NAME = "state.db"
 BUSY_TIMEOUT_S = 2.0
 _CHUNK = 5_000  # rows validated per pydantic call
@@ -75,7 +74,11 @@ HISTORY_LIMIT, HISTORY_SCAN = 10, 5_000
 _HOLDS_A_GPU = "name IN (SELECT job FROM slots)"
 
 Verdict = Literal["allowed", "refused"]
-Outcome = Literal["applied", "refused", "stale", "lock-held", "error"]
+# applied: gpuadmin's own state changed; executed / partial / failed: the change was carried out on the bound cluster
+# wholly, in part (the state holds the part done), or not at all; the rest changed nothing
+Outcome = Literal["applied", "executed", "partial", "failed", "refused", "stale", "lock-held", "error"]
+CHANGED_STATE: frozenset[Outcome] = frozenset({"applied", "executed", "partial"})  # the outcomes with a revision
+ClusterKind = Literal["kubernetes"]
 EntityKind = Literal["node", "job", "queue"]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -113,18 +116,56 @@ CREATE TABLE journal (
     base_revision INTEGER NOT NULL,
     revision      INTEGER,
     verdict       TEXT    NOT NULL CHECK (verdict IN ('allowed', 'refused')),
-    outcome       TEXT    NOT NULL CHECK (outcome IN ('applied', 'refused', 'stale', 'lock-held', 'error')),
+    outcome       TEXT    NOT NULL CHECK (outcome IN ('applied', 'executed', 'partial', 'failed', 'refused', 'stale',
+                                                      'lock-held', 'error')),
     plan          TEXT,
     diff          TEXT,
     message       TEXT    NOT NULL DEFAULT '',
-    CHECK ((outcome = 'applied') = (revision IS NOT NULL))
+    execution     TEXT,
+    CHECK ((outcome IN ('applied', 'executed', 'partial')) = (revision IS NOT NULL))
 );
 CREATE UNIQUE INDEX journal_applied_revision ON journal(revision) WHERE revision IS NOT NULL;
+CREATE TABLE cluster_binding (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    kind     TEXT NOT NULL CHECK (kind IN ('kubernetes')),
+    context  TEXT NOT NULL,
+    server   TEXT NOT NULL
+);
+CREATE TABLE cluster_versions (
+    kind             TEXT NOT NULL,
+    name             TEXT NOT NULL,
+    resource_version TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID;
 """
+
+
+def _bind_to_clusters(conn: sqlite3.Connection) -> None:
+    """Version 1 → 2 (issue 22): a state may be bound to a live cluster (`cluster_binding`, and the resourceVersion
+    of each object as last synced), and the journal records what a change did on that cluster: the outcomes
+    executed / partial / failed and the steps (`execution`). SQLite cannot alter a CHECK, so the journal is copied
+    into a table of the new shape (ids, and so every reference to an entry, kept)."""
+    conn.execute(_JOURNAL_V2)
+    conn.execute(
+        "INSERT INTO journal_v2 (id, at, actor, uid, source, origin, command, base_revision, revision, verdict, "
+        "outcome, plan, diff, message) SELECT id, at, actor, uid, source, origin, command, base_revision, revision, "
+        "verdict, outcome, plan, diff, message FROM journal")
+    conn.execute("DROP TABLE journal")
+    conn.execute("ALTER TABLE journal_v2 RENAME TO journal")
+    conn.execute("CREATE UNIQUE INDEX journal_applied_revision ON journal(revision) WHERE revision IS NOT NULL")
+    for statement in _SCHEMA.split(";"):
+        if "CREATE TABLE cluster_" in statement:
+            conn.execute(statement)
+
+
+_JOURNAL_V2 = _SCHEMA[_SCHEMA.index("CREATE TABLE journal ("):_SCHEMA.index("CREATE UNIQUE INDEX journal_applied")]
+_JOURNAL_V2 = _JOURNAL_V2.replace("CREATE TABLE journal (", "CREATE TABLE journal_v2 (").rstrip().rstrip(";")
+MIGRATIONS: tuple[Migration, ...] = (_bind_to_clusters,)
+SCHEMA_VERSION = FIRST_SCHEMA_VERSION + len(MIGRATIONS)
 
 _JOURNAL_COLUMNS = (
     "id, at, actor, uid, source, origin, command, base_revision, revision, verdict, outcome, "
-    "plan, diff, message"
+    "plan, diff, message, execution"
 )
 
 
@@ -137,6 +178,16 @@ def default_state_dir() -> Path:
     if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore a relative path
         return Path(xdg) / "gpuadmin"
     return Path.home() / ".local" / "state" / "gpuadmin"
+
+
+@dataclass(frozen=True)
+class ClusterBinding:
+    """The live cluster a state is bound to: the kubeconfig context's name and its API server's address, never a
+    credential (those stay in the kubeconfig)."""
+
+    kind: ClusterKind
+    context: str
+    server: str
 
 
 @dataclass
@@ -162,6 +213,8 @@ class JournalEntry:
     revision: int | None = None
     at: str = ""
     id: int | None = None
+    execution: list[dict[str, Any]] | None = None  # on a bound cluster: each step as carried out (op, target, status,
+    # the API calls, the API's message)
 
     @classmethod
     def new(
@@ -175,14 +228,18 @@ class JournalEntry:
         diff: list[dict[str, Any]] | None = None,
         message: str = "",
         actor: Identity | None = None,
+        origin: str | None = None,
+        execution: list[dict[str, Any]] | None = None,
     ) -> JournalEntry:
-        """An entry for this process: actor from `login_identity()`, origin from `SSH_CONNECTION`."""
+        """An entry for this process: actor from `login_identity()`, origin from `SSH_CONNECTION` unless given
+        (`cluster`: a sync, the cluster's own truth brought in)."""
         who = actor if actor is not None else login_identity()
         return cls(
             actor=who.name,
             uid=who.uid,
             source=who.source,
-            origin=origin(),
+            origin=origin if origin is not None else _ssh_origin(),
+            execution=execution,
             command=command,
             base_revision=base_revision,
             verdict=verdict,
@@ -325,6 +382,32 @@ class Store:
             raise StateCorrupt(f"{self.path}: the meta row is missing")
         return str(row[0])
 
+    def binding(self) -> ClusterBinding | None:
+        """The live cluster this state is bound to (`init --from-cluster`), or None for a state of files."""
+        with self._db() as conn:
+            row = conn.execute("SELECT kind, context, server FROM cluster_binding WHERE id = 1").fetchone()
+        return None if row is None else ClusterBinding(kind=row[0], context=str(row[1]), server=str(row[2]))
+
+    def bind(self, binding: ClusterBinding) -> None:
+        """Bind the state to a cluster (or re-bind it: one binding a state)."""
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO cluster_binding (id, kind, context, server) VALUES (1, ?, ?, ?)",
+                         (binding.kind, binding.context, binding.server))
+
+    def cluster_versions(self) -> dict[tuple[str, str], str]:
+        """The resourceVersion of each cluster object as last synced, by (kind, name): a node's name, a pod's
+        NAMESPACE/NAME. A change executed on the cluster carries the one it was planned against (a 409 = stale)."""
+        with self._db() as conn:
+            rows = conn.execute("SELECT kind, name, resource_version FROM cluster_versions").fetchall()
+        return {(str(kind), str(name)): str(version) for kind, name, version in rows}
+
+    def set_cluster_versions(self, versions: Mapping[tuple[str, str], str]) -> None:
+        """Replace the resourceVersions of the cluster's objects without a revision: what `init --from-cluster`
+        read, and what a sync that found nothing to bring in read (a heartbeat moves them without changing what
+        gpuadmin models), so that a change is planned against the versions the cluster has now."""
+        with self._write() as conn:
+            _replace_cluster_versions(conn, versions)
+
     def lineage(self) -> str:
         """A random id fixed when the state was created: a plan made on another state never applies here."""
         with self._db() as conn:
@@ -445,7 +528,7 @@ class Store:
         needle = f'{{"kind": {json.dumps(kind)}, "name": {json.dumps(name)},'
         with self._db() as conn:
             rows = conn.execute(
-                f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE outcome = 'applied' "
+                f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE revision IS NOT NULL "
                 "AND id > (SELECT coalesce(max(id), 0) FROM journal) - ? AND instr(diff, ?) > 0 "
                 "ORDER BY id DESC LIMIT ?", (scan, needle, limit)).fetchall()
         entries = [self._entry_from_row(row) for row in rows]
@@ -454,7 +537,7 @@ class Store:
     def last_applied(self) -> JournalEntry | None:
         with self._db() as conn:
             row = conn.execute(
-                f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE outcome = 'applied' ORDER BY id DESC LIMIT 1"
+                f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE revision IS NOT NULL ORDER BY id DESC LIMIT 1"
             ).fetchone()
         return None if row is None else self._entry_from_row(row)
 
@@ -516,13 +599,18 @@ class Store:
         """The state's exclusive advisory lock (see `gpuadmin.store.lock.write_lock`); `LockHeld` if taken."""
         return _write_lock(self.state_dir, actor, command, timeout=timeout)
 
-    def commit(self, base_revision: int, view: View, entry: JournalEntry) -> int:
+    def commit(self, base_revision: int, view: View, entry: JournalEntry,
+               cluster_versions: Mapping[tuple[str, str], str] | None = None) -> int:
         """Write a view's edits as the next revision, atomically; return the new revision.
 
         Raises `StaleRevision` (and writes nothing) if the state is no longer at `base_revision`; the
         caller journals that attempt with `record`. Fills in `entry`'s id, at, revision, outcome
-        ("applied"), base_revision, and its diff if it had none (computed from the rows replaced).
+        ("applied" unless the entry says executed or partial), base_revision, and its diff if it had none
+        (computed from the rows replaced). `cluster_versions`: on a bound state, the resourceVersions the cluster
+        now has, replacing those stored, in the same transaction.
         """
+        if entry.outcome not in CHANGED_STATE:
+            entry.outcome = "applied"
         for kind, edits in (("node", view.node_edits), ("job", view.job_edits), ("queue", view.queue_edits)):
             for name, model in edits.items():
                 if model is not None and model.name != name:
@@ -544,8 +632,9 @@ class Store:
                     )
             new = current + 1
             entry.base_revision = base_revision
-            entry.outcome = "applied"
             entry.revision = new
+            if cluster_versions is not None:
+                _replace_cluster_versions(conn, cluster_versions)
             if entry.diff is None:
                 entry.diff = diff
             _insert_entry(conn, entry)
@@ -553,8 +642,8 @@ class Store:
         return new
 
     def record(self, entry: JournalEntry) -> int:
-        """Journal an attempt that changed nothing (refused, stale, lock-held, error); return its id."""
-        if entry.outcome == "applied":
+        """Journal an attempt that changed nothing (refused, stale, lock-held, error, failed); return its id."""
+        if entry.outcome in CHANGED_STATE:
             raise ValueError(
                 "record() is for attempts that changed nothing; commit() journals applied changes"
             )
@@ -631,7 +720,8 @@ class Store:
     def _replace_all(self, inventory: Inventory, actor: Identity, command: str) -> None:
         with self._write() as conn:
             current = int(conn.execute("SELECT revision FROM meta WHERE id = 1").fetchone()[0])
-            for table in ("slots", "jobs", "nodes", "queues"):
+            # the replaced state's cluster binding goes with it: a state made from a file is bound to nothing
+            for table in ("slots", "jobs", "nodes", "queues", "cluster_binding", "cluster_versions"):
                 conn.execute(f"DELETE FROM {table}")
             _insert_inventory(conn, inventory)
             conn.execute(
@@ -869,7 +959,7 @@ def _insert_entry(conn: sqlite3.Connection, entry: JournalEntry) -> int:
         entry.at = utc_now()
     cursor = conn.execute(
         "INSERT INTO journal (at, actor, uid, source, origin, command, base_revision, revision, verdict, "
-        "outcome, plan, diff, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "outcome, plan, diff, message, execution) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             entry.at,
             entry.actor,
@@ -884,6 +974,7 @@ def _insert_entry(conn: sqlite3.Connection, entry: JournalEntry) -> int:
             None if entry.plan is None else json.dumps(entry.plan, allow_nan=False),
             None if entry.diff is None else json.dumps(entry.diff, allow_nan=False),
             entry.message,
+            None if entry.execution is None else json.dumps(entry.execution, allow_nan=False),
         ),
     )
     entry.id = cursor.lastrowid
@@ -891,9 +982,8 @@ def _insert_entry(conn: sqlite3.Connection, entry: JournalEntry) -> int:
 
 
 def _entry_from_row(row: Sequence[Any]) -> JournalEntry:
-    (id_, at, actor, uid, source, origin_, command, base, revision, verdict, outcome, plan, diff, message) = (
-        row
-    )
+    (id_, at, actor, uid, source, origin_, command, base, revision, verdict, outcome, plan, diff, message,
+     execution) = row
     return JournalEntry(
         actor=actor,
         uid=int(uid),
@@ -909,7 +999,14 @@ def _entry_from_row(row: Sequence[Any]) -> JournalEntry:
         revision=None if revision is None else int(revision),
         at=at,
         id=int(id_),
+        execution=None if execution is None else json.loads(execution),
     )
+
+
+def _replace_cluster_versions(conn: sqlite3.Connection, versions: Mapping[tuple[str, str], str]) -> None:
+    conn.execute("DELETE FROM cluster_versions")
+    conn.executemany("INSERT INTO cluster_versions (kind, name, resource_version) VALUES (?, ?, ?)",
+                     [(kind, name, version) for (kind, name), version in versions.items()])
 
 
 def _create_fresh(

@@ -1,7 +1,8 @@
 """Schema migrations (issue 20 item 6): a list of steps keyed by `PRAGMA user_version`.
 
-gpuadmin has one schema so far, so an older state is simulated the way the next release will meet one: a state
-written at today's version, opened by code whose `MIGRATIONS` has steps after it (monkeypatched here)."""
+Besides the real step to version 2 (tests/store_db/test_cluster_binding.py), an older state is simulated the way a
+later release will meet one: a state written at today's version, opened by code whose `MIGRATIONS` has steps after
+it (monkeypatched here)."""
 
 from __future__ import annotations
 
