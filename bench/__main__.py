@@ -1,12 +1,12 @@
 """`python -m bench [NAME ...]`: run the benchmarks (all, or those named: load check get schedule tui table live),
-one after the other, each in its own process so none inherits another's warm caches."""
+one after the other (telemetry: a real Prometheus), each in its own process so none inherits another's warm caches."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-BENCHMARKS = ("load", "check", "get", "schedule", "tui", "table", "live")
+BENCHMARKS = ("load", "check", "get", "schedule", "tui", "table", "live", "telemetry")
 
 
 def main() -> int:

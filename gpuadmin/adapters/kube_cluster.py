@@ -21,21 +21,27 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, get_args
 
 from gpuadmin.adapters._common import held_by_the_models, input_error
 from gpuadmin.adapters.kube_nodes import _quantity, node_of_object, node_state
 from gpuadmin.catalog import MIG_RESOURCE_PREFIX, get_catalog, mig_device_resource_name
-from gpuadmin.model import Job, Node, Queue, Slot
-from gpuadmin.model.inventory import JobStatus, Request, Resources
+from gpuadmin.model import Job, Node, Queue, Slot, Taint
+from gpuadmin.model.inventory import (
+    MAX_DOWN_REASON,
+    JobStatus,
+    MigConfigState,
+    PressureCondition,
+    Request,
+    Resources,
+    TaintEffect,
+)
 from gpuadmin.model.k8s_names import dns1123_subdomain_problems, label_value_problems
 
 Place = tuple[str | int, ...]
-MigConfigState = Literal["pending", "success", "failed"]
 MIG_CONFIG_STATE = "nvidia.com/mig.config.state"
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-# the conditions besides Ready whose status "True" means trouble (the kubelet taints the node for each)
-PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
+TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
+PRESSURE_CONDITIONS: tuple[str, ...] = get_args(PressureCondition)
 # the queue a pod names: KAI's label (Run:ai's older one), then Kueue's
 QUEUE_LABELS = ("kai.scheduler/queue", "runai/queue", "kueue.x-k8s.io/queue-name")
 DEFAULT_QUEUE = "default"
@@ -47,22 +53,28 @@ MAX_OBJECT_NAME = 253
 
 
 @dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
-
-
-@dataclass(frozen=True, slots=True)
 class ClusterNode:
-    """A Node as the cluster reports it: gpuadmin's node, and the facts the model does not hold yet."""
+    """A Node as the cluster reports it: gpuadmin's node (with the cluster's facts: down reason, pressure
+    conditions, taints, mig-manager state) and the object's resourceVersion."""
 
     node: Node
     resource_version: str | None
-    down_reason: str | None  # the Ready condition's reason and message, where the node is down
-    conditions: tuple[str, ...]  # the pressure conditions that hold, e.g. ("DiskPressure",)
-    taints: tuple[Taint, ...]
-    mig_config_state: MigConfigState | None  # the mig-manager's label; None where the node has none
+
+    @property
+    def down_reason(self) -> str | None:
+        return self.node.down_reason
+
+    @property
+    def conditions(self) -> tuple[str, ...]:
+        return tuple(self.node.conditions or ())
+
+    @property
+    def taints(self) -> tuple[Taint, ...]:
+        return tuple(self.node.taints or ())
+
+    @property
+    def mig_config_state(self) -> MigConfigState | None:
+        return self.node.mig_config_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +94,7 @@ class ClusterPod:
     priority: int
     gang: str | None  # the PodGroup (or owner) the pod is scheduled with: all of a gang or none
     owner: str | None  # the controlling owner, "Kind/name"
+    pod_group: str | None = None  # the PodGroup alone (KAI's annotation or the coscheduling label), no owner
 
     @property
     def job_name(self) -> str:
@@ -131,7 +144,7 @@ def _taints(spec: Mapping[str, Any], where: Place, file: str) -> tuple[Taint, ..
             raise input_error(f"taint effect {str(taint.get('effect'))[:40]!r} is not one of "
                               f"{', '.join(TAINT_EFFECTS)}", file, path=(*at, "effect"))
         value = _label_value(taint.get("value"), "taint value", (*at, "value"), file)
-        out.append(Taint(key=str(key), value=value, effect=str(taint["effect"])))
+        out.append(Taint(key=str(key), value=value, effect=taint["effect"]))
     return tuple(out)
 
 
@@ -142,24 +155,31 @@ def cluster_node(item: Any, where: Place = ("nodes", 0), file: str = "<cluster>"
         node = node_of_object(item, where, file, warnings, resources="allocatable")
     metadata, spec, status = (_mapping(item.get(k)) for k in ("metadata", "spec", "status"))
     _, down_reason = node_state(item)
-    conditions = tuple(
-        str(c.get("type")) for c in status.get("conditions") or []
+    conditions = [
+        c["type"] for c in status.get("conditions") or []
         if isinstance(c, Mapping) and c.get("type") in PRESSURE_CONDITIONS and c.get("status") == "True"
-    )
+    ]
     state = node.labels.get(MIG_CONFIG_STATE)
     mig_config_state: MigConfigState | None = None
     if state in ("pending", "success", "failed"):
         mig_config_state = state  # type: ignore[assignment]  # narrowed by the test above
     elif state is not None:
         warnings.append(f"{node.name}: unknown {MIG_CONFIG_STATE}={state[:40]!r}, read as no state")
-    return ClusterNode(
-        node=node,
-        resource_version=_resource_version(metadata),
-        down_reason=down_reason,
-        conditions=conditions,
-        taints=_taints(spec, where, file),
-        mig_config_state=mig_config_state,
-    ), warnings
+    taints = _taints(spec, where, file)
+    with held_by_the_models(file):
+        node = node.model_copy(update={
+            "down_reason": printable(down_reason, MAX_DOWN_REASON) if down_reason else None,
+            "conditions": conditions or None,
+            "taints": list(taints) or None,
+            "mig_config_state": mig_config_state,
+        })
+    return ClusterNode(node=node, resource_version=_resource_version(metadata)), warnings
+
+
+def printable(text: str, limit: int) -> str:
+    """Text from the cluster as gpuadmin keeps it: control characters (terminal escapes among them) as
+    spaces, at most `limit` characters."""
+    return "".join(c if c.isprintable() else " " for c in text[:limit])
 
 
 def _resource_version(metadata: Mapping[str, Any]) -> str | None:
@@ -222,9 +242,32 @@ def _request(spec: Mapping[str, Any], annotations: Mapping[str, Any], where: Pla
     return Request(gpus=int(gpus))
 
 
-def _gang(labels: Mapping[str, str], annotations: Mapping[str, Any], owner: str | None) -> str | None:
-    group = annotations.get("pod-group-name") or labels.get("scheduling.x-k8s.io/pod-group")
-    return str(group) if group else owner
+def _pod_group(labels: Mapping[str, str], annotations: Mapping[str, Any], where: Place, file: str) -> str | None:
+    """The PodGroup the pod belongs to: KAI's `pod-group-name` annotation, else the coscheduling plugin's label."""
+    if annotations.get("pod-group-name"):
+        return _name({"pod-group-name": annotations["pod-group-name"]}, (*where, "metadata", "annotations"), file,
+                     "pod-group-name")
+    group = labels.get("scheduling.x-k8s.io/pod-group")
+    if not group:
+        return None
+    return _label_value(group, "pod group", (*where, "metadata", "labels", "scheduling.x-k8s.io/pod-group"), file)
+
+
+def asks_for_gpu(item: Any) -> bool:
+    """Whether a Pod object asks for a GPU at all (a whole one, a MIG device, or a KAI fraction): the pods that
+    do not (the cluster's own, CPU work) are none of gpuadmin's jobs and are passed over without a word."""
+    if not isinstance(item, Mapping):
+        return True  # not a pod: let `cluster_pod` say what is wrong with it
+    annotations = _mapping(_mapping(item.get("metadata")).get("annotations"))
+    if "gpu-fraction" in annotations or "gpu-memory" in annotations:
+        return True
+    for container in _mapping(item.get("spec")).get("containers") or []:
+        resources = _mapping(_mapping(container).get("resources"))
+        for amounts in (resources.get("limits"), resources.get("requests")):
+            if any(isinstance(k, str) and (k == WHOLE_GPU or k.startswith(MIG_RESOURCE_PREFIX))
+                   for k in _mapping(amounts)):
+                return True
+    return False
 
 
 def _owner(metadata: Mapping[str, Any]) -> str | None:
@@ -253,6 +296,7 @@ def cluster_pod(item: Any, where: Place = ("pods", 0), file: str = "<cluster>") 
                           path=(*where, "spec", "nodeName"))
     phase = str(status.get("phase") or "Pending")
     owner = _owner(metadata)
+    pod_group = _pod_group(labels, annotations, where, file)
     priority = spec.get("priority")
     with held_by_the_models(file):
         request = _request(spec, annotations, where, file)
@@ -267,8 +311,9 @@ def cluster_pod(item: Any, where: Place = ("pods", 0), file: str = "<cluster>") 
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         queue=queue,
         priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
-        gang=_gang(labels, annotations, owner),
+        gang=pod_group or owner,
         owner=owner,
+        pod_group=pod_group,
     )
 
 
@@ -281,7 +326,7 @@ def _gpu_amount(resources: Mapping[str, Any], key: str) -> float | None:
 def kai_queue(item: Any, where: Place = ("queues", 0), file: str = "<cluster>") -> Queue:
     """A KAI `Queue` (scheduling.run.ai/v2) as gpuadmin's queue: its GPU quota, limit (-1: none) and
     over-quota weight, and its priority. The queue's name is its `metadata.name` (what pods' queue label says)."""
-    if not isinstance(item, Mapping) or item.get("kind") != "Queue":
+    if not isinstance(item, Mapping) or item.get("kind", "Queue") != "Queue":  # a list's items carry no kind
         raise input_error("not a KAI Queue", file, path=where)
     metadata, spec = _mapping(item.get("metadata")), _mapping(item.get("spec"))
     name = _name(metadata, where, file)

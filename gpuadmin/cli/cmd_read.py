@@ -23,6 +23,17 @@ def _init(args: argparse.Namespace, ctx: Context) -> int:
 
     if ctx.inventory is not None:
         raise InputError([Diagnostic("init writes a state directory; use --state, not --inventory")])
+    if args.from_cluster is not None:
+        if args.shared:
+            raise InputError([Diagnostic("init --from-cluster makes a personal state; --shared goes with --from")])
+        from gpuadmin.cli.cmd_cluster import init_from_cluster
+
+        return init_from_cluster(args, ctx)
+    cluster_options = (args.kubeconfig, args.context, args.gpu_operator_namespace, args.mig_parted_configmap,
+                       args.device_plugin_configmap)
+    if any(option is not None for option in cluster_options) or args.output != "text":
+        raise InputError([Diagnostic("--kubeconfig, --context, the GPU Operator's names and -o go with "
+                                     "--from-cluster kubernetes")])
     state_dir = ctx.resolved_state_dir()
     if args.shared and args.group is None:
         raise InputError([Diagnostic("init --shared needs --group GROUP: the group of the operators who may write")])
@@ -60,6 +71,16 @@ def _names_only(kind: str, ctx: Context) -> bool:
     return True
 
 
+def _telemetry(kind: str, rows: list[Row], ctx: Context) -> None:
+    """The telemetry columns where a Prometheus is set; while it is slow or down, a line on stderr (the
+    columns then show the last readings this process has, or `-`)."""
+    from gpuadmin.cli.cmd_telemetry import status_line
+
+    status = ctx.service().telemetry_rows(kind, rows)
+    if status.state in ("slow", "down"):
+        sys.stderr.write(safe(status_line(status)) + "\n")
+
+
 def _get(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
 
@@ -71,6 +92,8 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
     table = ctx.service().get(args.kind, name=args.name, selector=args.selector, reasons=reasons,
                               specs=fmt in ("json", "yaml"))
     kind = table.listing.kind
+    if args.kind in ("gpus", "slices") and fmt in ("wide", "json", "yaml"):
+        _telemetry(args.kind, table.rows, ctx)
     if fmt in ("table", "wide"):
         from gpuadmin.cli import style
 
@@ -106,8 +129,18 @@ def _describe(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    init = sub.add_parser("init", help="create a state from an inventory")
-    init.add_argument("--from", dest="source", type=Path, required=True, metavar="INVENTORY.yaml")
+    from gpuadmin.cli.cmd_cluster import add_cluster_options
+
+    init = sub.add_parser("init", help="create a state from an inventory, or from a live cluster")
+    source = init.add_mutually_exclusive_group(required=True)
+    source.add_argument("--from", dest="source", type=Path, metavar="INVENTORY.yaml")
+    source.add_argument("--from-cluster", dest="from_cluster", choices=("kubernetes",), default=None,
+                        help="read the live cluster of --kubeconfig's --context, and bind the state to it")
+    add_cluster_options(init)
+    init.add_argument("--context", default=None, metavar="NAME",
+                      help="with --from-cluster: the kubeconfig context (default: its current context)")
+    init.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                      help="with --from-cluster: json prints what was read, found and warned on stdout")
     init.add_argument("--force", action="store_true", help="replace an existing state")
     init.add_argument("--shared", action="store_true",
                       help="a state for a group of operators: set-group-id directory, group-writable files "

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import yaml
+
 from gpuadmin.cluster.errors import ClusterError
 from gpuadmin.errors import Diagnostic, InputError
 from gpuadmin.store import ClusterBinding
@@ -53,7 +55,8 @@ def connect(kubeconfig: Path | None = None, context: str | None = None) -> Conne
         chosen = config.get(context_name=context)
     except ConfigError as bad:
         raise _bad_kubeconfig(where, str(bad)) from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as bad:  # unreadable, not YAML, misshapen
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, yaml.YAMLError) as bad:  # unreadable, not
+        # YAML (a YAMLError is no ValueError), misshapen
         raise _bad_kubeconfig(where, f"not a kubeconfig ({type(bad).__name__})") from None
     if chosen is None:
         raise _bad_kubeconfig(where, "no context is set and none was given (--context NAME)")
@@ -117,5 +120,6 @@ def _is_loopback(host: str) -> bool:
 
 
 def _bad_kubeconfig(where: str, why: str) -> InputError:
-    return InputError([Diagnostic(f"kubeconfig: {why}", file=where,
-                                  hint="kubectl config get-contexts lists the contexts it has")])
+    hint = ("pass --kubeconfig FILE, or set KUBECONFIG" if "not found" in why and "Context" not in why
+            else "kubectl config get-contexts lists the contexts it has")
+    return InputError([Diagnostic(f"kubeconfig: {why}", file=where, hint=hint)])

@@ -413,7 +413,8 @@ def _detach_vm(view: View, c: ch.DetachVm, touched: Touched) -> None:
 
 def _set_state(view: View, name: str, state: str, touched: Touched) -> None:
     node = _node(view, name)
-    view.put_node(name, node.model_copy(update={"state": state}))
+    # a node no longer down has no down reason (what its Ready condition said while it was)
+    view.put_node(name, node.model_copy(update={"state": state, "down_reason": None}))
     touched.nodes.add(name)
 
 

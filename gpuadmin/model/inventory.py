@@ -37,6 +37,11 @@ SharingStrategy = Literal["time-slicing", "mps"]
 Isolation = Literal["exclusive", "shared"]
 JobStatus = Literal["pending", "running", "completed", "preempted"]
 AffinityOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+# the node conditions besides Ready whose status "True" means trouble (the kubelet taints the node for each)
+PressureCondition = Literal["MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"]
+# the GPU Operator mig-manager's `nvidia.com/mig.config.state` label
+MigConfigState = Literal["pending", "success", "failed"]
 
 Name = Annotated[str, Field(min_length=1, max_length=253)]
 
@@ -309,6 +314,22 @@ class SharingPool(StrictModel):
     sharing: DynamicSharing
 
 
+#: The longest down reason kept (the Ready condition's reason and message, from the cluster).
+MAX_DOWN_REASON = 512
+
+
+def _unset(value: object) -> bool:
+    return value is None
+
+
+class Taint(StrictModel):
+    """A Kubernetes node taint (`spec.taints[]`), as the cluster reports it: its key, value and effect."""
+
+    key: Name
+    value: Annotated[str, Field(max_length=LABEL_VALUE_MAX)] = ""
+    effect: TaintEffect
+
+
 class Node(StrictModel):
     """A host. `platform` is its hardware place, `orchestrator` who schedules pods on it: an OCI
     `BM.GPU.H100.8` OKE worker is `platform: baremetal` + `orchestrator: kubernetes`.
@@ -332,6 +353,14 @@ class Node(StrictModel):
     device_groups: list[DeviceGroup] = Field(default_factory=list)
     vms: list[Vm] = Field(default_factory=list)
     sharing: DynamicSharing | None = None  # fractions on full-mode GPUs (Run:ai-style dynamic sharing)
+    # What a live cluster reports of the node (docs/kubernetes.md, "What is read"); None where the source says
+    # nothing (an inventory file, a node without taints). Left out of every dump while None, so that a state
+    # without a cluster writes, hashes and prints as it did before these fields existed.
+    down_reason: Annotated[str, Field(min_length=1, max_length=MAX_DOWN_REASON)] | None = Field(
+        default=None, exclude_if=_unset)  # why the node is down: its Ready condition's reason and message
+    conditions: list[PressureCondition] | None = Field(default=None, exclude_if=_unset)  # those that hold
+    taints: list[Taint] | None = Field(default=None, exclude_if=_unset)
+    mig_config_state: MigConfigState | None = Field(default=None, exclude_if=_unset)
 
     @model_validator(mode="before")
     @classmethod
@@ -386,6 +415,12 @@ class Node(StrictModel):
                 self.memory_gib = shape.memory_gib
             if self.nvlink is None:
                 self.nvlink = shape.nvlink
+        return self
+
+    @model_validator(mode="after")
+    def _down_reason_of_a_down_node(self) -> Node:
+        if self.down_reason is not None and self.state != "down":
+            raise ValueError(f"'down_reason' is only allowed with state: down (state is {self.state})")
         return self
 
     @model_validator(mode="after")

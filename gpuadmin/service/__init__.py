@@ -15,6 +15,7 @@ from gpuadmin.engine.planner import Plan
 from gpuadmin.engine.scheduler import SchedulePlan
 from gpuadmin.model import Inventory, Node
 from gpuadmin.model.inventory import Orchestrator, Platform
+from gpuadmin.model.telemetry import SourceStatus
 from gpuadmin.service.caller import Caller, admin_reasons, check_action, resolve_caller, whoami
 from gpuadmin.service.changes import read_saved_plan
 from gpuadmin.service.cluster_live import ClusterFeed, ClusterLink
@@ -54,10 +55,18 @@ __all__ = [
     "Moved", "Node", "NotConfirmed", "NotPermitted", "Orchestrator", "Plan", "Platform", "ReadNodes", "ReadyPlan",
     "Refused",
     "Remedy",  # a pending job's checked remedy, planned (the console's `R`)
-    "Reversal", "Role", "RoleDecision", "SavedPlan", "SchedulePlan", "Service", "ServiceCore", "Stale",
+    "Reversal", "Role", "RoleDecision", "SavedPlan", "SchedulePlan", "Service", "ServiceCore",
+    "SourceStatus",  # how the telemetry source answered (`top`, the listings' telemetry columns)
+    "Stale",
     "Table", "WatchStatus", "admin_reasons", "check_action", "check_state", "confirmation", "console_of",
     "consumer_refused", "default_state_dir", "inventory_text",
     "load_model_file",  # the located YAML reader, for the console's settings files
     "lower_role",
     "named_mig_layouts", "read_nodes", "read_saved_plan", "resolve_caller", "validate_document", "whoami",
 ]
+
+# A state bound to a live cluster (issue 22): created from it, synced, compared (service/cluster_sync.py).
+from gpuadmin.cluster.read import ReadSettings
+from gpuadmin.service.cluster_sync import ClusterDiff, InitFromCluster, SyncResult, init_from_cluster
+
+__all__ += ["ClusterDiff", "InitFromCluster", "ReadSettings", "SyncResult", "init_from_cluster"]

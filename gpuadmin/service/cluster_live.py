@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpuadmin.cluster.watch import Batch, ClusterWatch, HttpTransport, WatchStatus
 from gpuadmin.service.caller import use_case
-from gpuadmin.service.core import ServiceCore
+from gpuadmin.service.cluster_sync import ClusterUseCases
 from gpuadmin.service.results import Moved
 
 
@@ -43,11 +42,8 @@ class ClusterFeed:
         self._watch.stop(timeout_s=2.0)
 
 
-class ClusterLive(ServiceCore):
+class ClusterLive(ClusterUseCases):
     """The watch of a bound state's cluster, and the sync of what it reports (beside `sync` and `cluster_diff`)."""
-
-    if TYPE_CHECKING:  # the interface this relies on, until the sync's use cases (service/cluster_sync.py) are here
-        def sync(self, kubeconfig: Path | None = None) -> object: ...
 
     @use_case("read")
     def cluster_link(self) -> ClusterLink | None:

@@ -401,6 +401,13 @@ class Store:
             rows = conn.execute("SELECT kind, name, resource_version FROM cluster_versions").fetchall()
         return {(str(kind), str(name)): str(version) for kind, name, version in rows}
 
+    def set_cluster_versions(self, versions: Mapping[tuple[str, str], str]) -> None:
+        """Replace the resourceVersions of the cluster's objects without a revision: what `init --from-cluster`
+        read, and what a sync that found nothing to bring in read (a heartbeat moves them without changing what
+        gpuadmin models), so that a change is planned against the versions the cluster has now."""
+        with self._write() as conn:
+            _replace_cluster_versions(conn, versions)
+
     def lineage(self) -> str:
         """A random id fixed when the state was created: a plan made on another state never applies here."""
         with self._db() as conn:
@@ -713,7 +720,8 @@ class Store:
     def _replace_all(self, inventory: Inventory, actor: Identity, command: str) -> None:
         with self._write() as conn:
             current = int(conn.execute("SELECT revision FROM meta WHERE id = 1").fetchone()[0])
-            for table in ("slots", "jobs", "nodes", "queues"):
+            # the replaced state's cluster binding goes with it: a state made from a file is bound to nothing
+            for table in ("slots", "jobs", "nodes", "queues", "cluster_binding", "cluster_versions"):
                 conn.execute(f"DELETE FROM {table}")
             _insert_inventory(conn, inventory)
             conn.execute(

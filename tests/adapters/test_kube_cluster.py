@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from gpuadmin.adapters.kube_cluster import Taint, cluster_node, cluster_pod, kai_queue
+from gpuadmin.adapters.kube_cluster import cluster_node, cluster_pod, kai_queue
 from gpuadmin.adapters.kube_nodes import parse_kube_nodes
 from gpuadmin.errors import InputError
-from gpuadmin.model import Slot
+from gpuadmin.model import Node, Slot, Taint
 
 # the copy in this checkout's fixtures, byte for byte ../shared/data/gfd-labels/ (fixtures/README.md): a clean
 # clone has no ../shared beside it
@@ -88,8 +89,9 @@ def test_taints_and_unschedulable_are_kept() -> None:
               {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2026-12-01T10:00:00Z"}]
     read, _ = cluster_node(_node(unschedulable=True, taints=taints))
     assert read.node.state == "cordoned"
-    assert read.taints == (Taint("nvidia.com/gpu", "present", "NoSchedule"),
-                           Taint("node.kubernetes.io/unreachable", "", "NoExecute"))
+    assert read.taints == (Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule"),
+                           Taint(key="node.kubernetes.io/unreachable", value="", effect="NoExecute"))
+    assert read.node.taints == list(read.taints)  # the model's node holds them
 
 
 @pytest.mark.parametrize(("field", "patch", "where"), [
@@ -205,3 +207,26 @@ def test_a_hostile_queue_name_is_refused() -> None:
     with pytest.raises(InputError) as refused:
         kai_queue({"kind": "Queue", "metadata": {"name": "q\x1b[2J"}, "spec": {}})
     assert "queues[0].metadata.name" in str(refused.value)
+
+
+def test_a_down_reason_with_escape_bytes_is_kept_printable() -> None:
+    hostile = {**NOT_READY, "message": "runtime down\x1b]0;pwn\x07\x1b[2J" + "x" * 2000}
+    read, _ = cluster_node(_node([hostile]))
+    reason = read.node.down_reason or ""
+    assert reason.startswith("KubeletNotReady: runtime down") and len(reason) <= 512
+    assert all(c.isprintable() for c in reason)
+
+
+def test_the_cluster_facts_are_left_out_of_a_dump_while_unset() -> None:
+    """A node from a file (no cluster facts) dumps, stores and hashes as before the fields existed."""
+    node = Node(name="gpu-a", platform="baremetal")
+    assert set(node.model_dump(mode="json")) & {"down_reason", "conditions", "taints", "mig_config_state"} == set()
+    read, _ = cluster_node(_node([NOT_READY], taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]))
+    dumped = read.node.model_dump(mode="json")
+    assert dumped["taints"] == [{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}]
+    assert Node.model_validate(dumped) == read.node  # and it reads back
+
+
+def test_a_down_reason_belongs_to_a_down_node() -> None:
+    with pytest.raises(ValidationError, match="only allowed with state: down"):
+        Node(name="gpu-a", platform="baremetal", down_reason="KubeletNotReady")

@@ -68,6 +68,10 @@ KINDS = [
     Kind("", "v1", "configmaps", "ConfigMap", True),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     Kind("scheduling.run.ai", "v2", "queues", "Queue", False),
+    Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    Kind("batch", "v1", "jobs", "Job", True),
+    Kind("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup", True),
+    Kind("nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", False),
 ]
 
 
@@ -109,8 +113,17 @@ class ApiServerDouble:
     bookmark_interval_s: float = 0.5
     mig_configs: set[str] | None = None  # names a mig-parted config defines; None accepts any
     mig_failing_configs: set[str] = field(default_factory=set)
+    # (namespace, name) of the mig-parted ConfigMap the mig-manager reads, as the GPU Operator's
+    # migManager.config.name names it: where set, the configs it accepts are that ConfigMap's, read at each relabel
+    mig_configmap: tuple[str, str] | None = None
+    # how long the mig-manager takes to notice a relabel (it is a controller watching nodes, not part of the write):
+    # until then the node still carries the state label of the config before
+    mig_notice_s: float = 0.0
+    mig_finished: dict[str, str] = field(default_factory=dict)  # node → the config the mig-manager last finished
     deny: set[tuple[str, str]] = field(default_factory=set)  # (verb, resource[/subresource]) answered 403
     requests: list[tuple[str, str]] = field(default_factory=list)  # every (verb, resource[/subresource]) served
+    # resources whose CRD is "not installed" (e.g. {"queues"}): 404 on every request, as a server without the CRD
+    not_installed: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._objects: dict[tuple[str, str, str], Obj] = {}  # (plural, namespace, name)
@@ -223,12 +236,34 @@ class ApiServerDouble:
         previous = (before or {}).get("metadata", {}).get("labels", {}).get(MIG_CONFIG)
         if wanted is None or wanted == previous:
             return
-        self._set_mig_state(after["metadata"]["name"], wanted, "pending")
-        fails = wanted in self.mig_failing_configs or (self.mig_configs is not None and wanted not in self.mig_configs)
-        timer = threading.Timer(self.mig_delay_s, self._set_mig_state,
-                                (after["metadata"]["name"], wanted, "failed" if fails else "success"))
+        if self.mig_notice_s > 0:
+            self._later(self.mig_notice_s, self._mig_manager_works, after["metadata"]["name"], wanted)
+        else:
+            self._mig_manager_works(after["metadata"]["name"], wanted)
+
+    def _later(self, delay: float, call: Any, *args: Any) -> None:
+        timer = threading.Timer(delay, call, args)
         timer.daemon = True
         timer.start()
+
+    def _mig_manager_works(self, node_name: str, wanted: str) -> None:
+        self._set_mig_state(node_name, wanted, "pending")
+        with self._changed:  # reentrant: a relabel noticed at once is still inside its write
+            known = self._mig_configmap_configs() if self.mig_configmap is not None else self.mig_configs
+        fails = wanted in self.mig_failing_configs or (known is not None and wanted not in known)
+        self._later(self.mig_delay_s, self._set_mig_state, node_name, wanted, "failed" if fails else "success")
+
+    def _mig_configmap_configs(self) -> set[str]:
+        """The config names of the mig-parted ConfigMap (none where it is missing or not a mig-parted file)."""
+        assert self.mig_configmap is not None
+        namespace, name = self.mig_configmap
+        configmap = self._objects.get(("configmaps", namespace, name)) or {}
+        try:
+            loaded = yaml.safe_load((configmap.get("data") or {}).get("config.yaml") or "") or {}
+        except yaml.YAMLError:
+            return set()
+        configs = loaded.get("mig-configs") if isinstance(loaded, dict) else None
+        return set(configs) if isinstance(configs, dict) else set()
 
     def _set_mig_state(self, node_name: str, config: str, state: str) -> None:
         with self._changed:
@@ -239,6 +274,8 @@ class ApiServerDouble:
             node = copy.deepcopy(node)
             node["metadata"]["labels"][MIG_STATE] = state
             self._write(KINDS[0], node, "MODIFIED")
+            if state != "pending":
+                self.mig_finished[node_name] = config
 
     # --- requests -----------------------------------------------------------------------------------------------
 
@@ -643,6 +680,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             target = route(url.path)
+            if isinstance(target, Route) and target.kind.plural in self.server_double.not_installed:
+                raise ApiError(404, f"the server could not find the requested resource ({url.path})")
             if not isinstance(target, Route):
                 self._send(200, target)
                 return

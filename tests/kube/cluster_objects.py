@@ -137,3 +137,47 @@ def kai_queue(name: str, *, parent: str | None = None, gpu_quota: int = -1) -> O
     if parent:
         spec["parentQueue"] = parent
     return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def kai_pod_group(name: str, *, namespace: str = "default", min_member: int = 1, queue: str = "default") -> Obj:
+    """A KAI PodGroup (scheduling.run.ai/v2alpha2), as KAI-Scheduler's docs (docs/batch) show one: the pods that
+    carry its name in the `pod-group-name` annotation are scheduled together, at least `minMember` of them."""
+    return {"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"minMember": min_member, "queue": queue}}
+
+
+def whole_gpu_labels(count: int = 8) -> dict[str, str]:
+    """GFD's (`nvidia.com/`) labels of the same H100 with MIG off (`nvidia.com/mig.config=all-disabled`, the
+    mig-manager's config for it): the per-profile `nvidia.com/mig-*` keys gone, `count` whole GPUs. Derived from the
+    fixture above (GFD writes no MIG device keys when MIG is disabled), not copied from a real node."""
+    labels = {k: v for k, v in GFD_LABELS.items()
+              if k.startswith("nvidia.com/") and not k.startswith("nvidia.com/mig-")}
+    labels.update({"nvidia.com/gpu.count": str(count), "nvidia.com/mig.config": "all-disabled",
+                   "nvidia.com/mig.strategy": "single"})
+    return labels
+
+
+def whole_gpu_node(name: str, count: int = 8, **options: Any) -> Obj:
+    """A node of `count` whole H100s (no MIG), advertising them as `nvidia.com/gpu` as the device plugin does."""
+    made = node(name, **options)
+    labels = {k: v for k, v in made["metadata"]["labels"].items() if not k.startswith("nvidia.com/mig-")}
+    labels.update(whole_gpu_labels(count), **(options.get("labels") or {}))
+    made["metadata"]["labels"] = labels
+    for amounts in (made["status"]["capacity"], made["status"]["allocatable"]):
+        for key in [k for k in amounts if k.startswith("nvidia.com/mig-")]:
+            del amounts[key]
+        amounts["nvidia.com/gpu"] = str(count)
+    return made
+
+
+def cluster_policy(*, mig_parted: str = "default-mig-parted-config", device_plugin: str | None = None) -> Obj:
+    """The GPU Operator's ClusterPolicy (nvidia.com/v1, cluster-scoped, `cluster-policy` as its Helm chart names
+    it), with the two fields gpuadmin reads: `migManager.config.name` and `devicePlugin.config.name` (NVIDIA's
+    "GPU Operator with MIG" and "Time-Slicing GPUs in Kubernetes" pages patch exactly these)."""
+    spec: Obj = {"migManager": {"enabled": True, "config": {"name": mig_parted, "default": "all-disabled"}},
+                 "devicePlugin": {"enabled": True}}
+    if device_plugin is not None:
+        spec["devicePlugin"]["config"] = {"name": device_plugin, "default": ""}
+    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+            "spec": spec}

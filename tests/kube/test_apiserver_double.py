@@ -246,3 +246,39 @@ def test_the_real_kubectl_reads_cordons_and_watches_the_double(double: ApiServer
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)
+
+
+def test_the_mig_manager_reads_its_configs_from_the_mig_parted_configmap() -> None:
+    with ApiServerDouble(mig_delay_s=0.05, mig_configmap=("gpu-operator", "custom-mig-parted")) as d:
+        d.create(objects.node("gpu-a"))
+        relabel = "application/merge-patch+json"
+        call(d, "PATCH", "/api/v1/nodes/gpu-a", {"metadata": {"labels": {MIG_CONFIG: "mine"}}}, relabel)
+        wait_for_label(d, "gpu-a", MIG_STATE, "failed")  # no such ConfigMap yet: no config named mine
+        configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "custom-mig-parted"},
+                     "data": {"config.yaml": "version: v1\nmig-configs:\n  yours: []\n  mine: []\n"}}
+        assert call(d, "POST", "/api/v1/namespaces/gpu-operator/configmaps", configmap)[0] == 201
+        call(d, "PATCH", "/api/v1/nodes/gpu-a", {"metadata": {"labels": {MIG_CONFIG: "yours"}}}, relabel)
+        wait_for_label(d, "gpu-a", MIG_STATE, "success")
+        assert d.mig_finished == {"gpu-a": "yours"}
+
+
+def test_a_slow_mig_manager_leaves_the_old_state_until_it_notices() -> None:
+    with ApiServerDouble(mig_delay_s=0.05, mig_notice_s=0.3) as d:
+        d.create(objects.node("gpu-a", labels={MIG_STATE: "success"}))
+        _, node = call(d, "PATCH", "/api/v1/nodes/gpu-a", {"metadata": {"labels": {MIG_CONFIG: "all-3g.40gb"}}},
+                       "application/merge-patch+json")
+        assert node["metadata"]["labels"][MIG_STATE] == "success"  # the config before's, not this one's
+        wait_for_label(d, "gpu-a", MIG_STATE, "pending")
+        wait_for_label(d, "gpu-a", MIG_STATE, "success")
+
+
+def test_pvcs_and_batch_jobs_are_served(double: ApiServerDouble) -> None:
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "shared"},
+             "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Ti"}}}}
+    assert call(double, "POST", "/api/v1/namespaces/gpuadmin/persistentvolumeclaims", claim)[0] == 201
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pretrain"},
+           "spec": {"completionMode": "Indexed", "completions": 2, "parallelism": 2, "template": {}}}
+    code, created = call(double, "POST", "/apis/batch/v1/namespaces/gpuadmin/jobs", job)
+    assert code == 201 and created["metadata"]["namespace"] == "gpuadmin"
+    assert call(double, "DELETE", "/apis/batch/v1/namespaces/gpuadmin/jobs/pretrain?propagationPolicy=Background")[
+        0] == 200

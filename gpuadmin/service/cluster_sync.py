@@ -1,0 +1,288 @@
+"""A state bound to a live cluster: create it from the cluster (`init --from-cluster`), bring the cluster's truth
+in (`sync`), and show where the two differ (`diff`).
+
+The cluster is what it is: what it already breaks of gpuadmin's rules is reported (warnings, exit 0), never refused
+and never silently taken. A sync is one journal entry with origin `cluster`, made of `restore` changes from the
+state to the cluster, so `journal`, `describe entry` and `undo` read it like any other; the resourceVersions read are
+stored in the same commit. What the cluster does not report (a node's shape, RDMA, NVLink, dynamic sharing; a job's
+owner, submission time, preemptibility, isolation, selectors) is kept from the state.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from gpuadmin.cluster.connect import Connection, connect, connect_bound
+from gpuadmin.cluster.inventory import cluster_inventory
+from gpuadmin.cluster.read import ClusterSnapshot, Finding, ReadSettings, read_cluster
+from gpuadmin.engine import changes as ch
+from gpuadmin.engine.planner import dump, plan
+from gpuadmin.engine.rules import Violation
+from gpuadmin.engine.state import ClusterState
+from gpuadmin.errors import Diagnostic, InputError
+from gpuadmin.model import Inventory, Job
+from gpuadmin.service.caller import Caller, resolve_caller, use_case
+from gpuadmin.service.core import ServiceCore, check_state
+from gpuadmin.service.errors import Conflict, Stale
+from gpuadmin.store import ClusterBinding, JournalEntry, LockHeld, StaleRevision, Store
+from gpuadmin.store.roles import Role
+
+SYNC_ORIGIN = "cluster"
+# what the cluster does not report, kept from the state where the cluster's object leaves it unset
+NODE_FACTS_KEPT = ("shape", "rdma", "nvlink", "sharing")
+JOB_FACTS_KEPT = ("owner", "submitted", "isolation", "node_selector", "node_affinity", "vm")
+
+
+@dataclass
+class ClusterRead:
+    """One read of the cluster, as gpuadmin's entities, with what was found on the way."""
+
+    binding: ClusterBinding
+    snapshot: ClusterSnapshot
+    inventory: Inventory
+    findings: list[Finding]
+
+
+@dataclass
+class InitFromCluster:
+    revision: int
+    binding: ClusterBinding
+    counts: dict[str, int]
+    findings: list[Finding]
+    warnings: list[Violation]  # the rules the cluster already breaks
+
+    def to_json(self) -> dict[str, Any]:
+        return {"revision": self.revision, "context": self.binding.context, "server": self.binding.server,
+                "counts": self.counts, "findings": [f.to_json() for f in self.findings],
+                "warnings": [_violation_json(v) for v in self.warnings]}
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One field where the state and the cluster differ; an entity only one side has is one row (field "")."""
+
+    kind: str
+    name: str
+    field: str
+    state: Any
+    cluster: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "field": self.field, "state": self.state,
+                "cluster": self.cluster}
+
+
+@dataclass
+class ClusterDiff:
+    binding: ClusterBinding
+    drift: list[Drift]
+    findings: list[Finding]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"context": self.binding.context, "server": self.binding.server,
+                "drift": [d.to_json() for d in self.drift], "findings": [f.to_json() for f in self.findings]}
+
+
+@dataclass
+class SyncResult:
+    binding: ClusterBinding
+    revision: int
+    entry: int | None  # the journal entry; None when the state already matched the cluster
+    changed: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, name, add|modify|remove)
+    findings: list[Finding] = field(default_factory=list)
+    warnings: list[Violation] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"context": self.binding.context, "server": self.binding.server, "revision": self.revision,
+                "entry": self.entry,
+                "changed": [{"kind": k, "name": n, "action": a} for k, n, a in self.changed],
+                "findings": [f.to_json() for f in self.findings],
+                "warnings": [_violation_json(v) for v in self.warnings]}
+
+
+def _violation_json(violation: Violation) -> dict[str, str]:
+    return {"rule": violation.rule, "target": violation.target, "message": violation.message}
+
+
+def read_from(connection: Connection, settings: ReadSettings | None = None,
+              previous: dict[str, Job] | None = None) -> ClusterRead:
+    """The cluster behind `connection`, read and made gpuadmin's entities."""
+    snapshot = read_cluster(connection.client, settings)
+    made = cluster_inventory(snapshot, connection.context, previous)
+    return ClusterRead(connection.binding(), snapshot, made.inventory, made.findings)
+
+
+def init_from_cluster(state_dir: Path, *, kubeconfig: Path | None = None, context: str | None = None,
+                      force: bool = False, role: Role | None = None, caller: Caller | None = None,
+                      settings: ReadSettings | None = None) -> InitFromCluster:
+    """Create a state from the live cluster and bind it there (context and API server, never a credential). What
+    the cluster breaks of the rules comes back as warnings: the state is created all the same."""
+    caller = (caller or resolve_caller(state_dir)).lowered(role)
+    caller.require("init")
+    read = read_from(connect(kubeconfig, context), settings)
+    warnings = check_state(ClusterState.from_inventory(read.inventory))
+    with Store.create(state_dir, read.inventory, force=force, actor=caller.identity,
+                      command="gpuadmin init --from-cluster kubernetes") as store:
+        store.bind(read.binding)
+        store.set_cluster_versions(read.snapshot.versions)
+        revision = store.revision()
+    counts = {"nodes": len(read.inventory.nodes), "jobs": len(read.inventory.jobs),
+              "queues": len(read.inventory.queues), "other_pods": read.snapshot.other_pods}
+    return InitFromCluster(revision, read.binding, counts, read.findings, warnings)
+
+
+class ClusterUseCases(ServiceCore):
+    """sync and diff of a state bound to a cluster."""
+
+    def _bound(self) -> tuple[Store, ClusterBinding]:
+        binding = self.store.binding() if self.store is not None else None
+        if self.store is None or binding is None:
+            raise InputError([Diagnostic(
+                "this state is not bound to a cluster", hint="create one that is: gpuadmin init --from-cluster "
+                "kubernetes [--kubeconfig FILE] [--context NAME]")])
+        return self.store, binding
+
+    @use_case("read")
+    def cluster_diff(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None) -> ClusterDiff:
+        """Where the state and its cluster differ, field by field; nothing is written."""
+        _, binding = self._bound()
+        state = self.state
+        read = read_from(connect_bound(binding, kubeconfig), settings, dict(state.jobs))
+        return ClusterDiff(binding, _drift(state, _target(state, read.inventory)), read.findings)
+
+    def sync(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None) -> SyncResult:
+        """Bring the cluster's truth into the state: one journal entry (origin `cluster`) of the restores from the
+        state to the cluster, and the resourceVersions read, in one commit; none when nothing differs. Needs an
+        operator (it writes the state); what it writes is the cluster's, not the caller's choice, so the ops'
+        admin gate does not apply."""
+        self.caller.require("apply")
+        store, binding = self._bound()
+        read = read_from(connect_bound(binding, kubeconfig), settings, dict(self.state.jobs))
+        try:
+            with store.write_lock(self.caller.identity, self.command, timeout=self.lock_wait):
+                return self._commit_sync(store, read)
+        except LockHeld as held:
+            raise Conflict(f"{held} (waited {self.lock_wait:g} s for it)") from held
+
+    def _commit_sync(self, store: Store, read: ClusterRead) -> SyncResult:
+        current = store.revision()
+        if self._state is None or self._state.revision != current:
+            self._state = None
+        state = self.state
+        changes = _restores(state, _target(state, read.inventory))
+        if not changes:
+            store.set_cluster_versions(read.snapshot.versions)
+            return SyncResult(read.binding, current, None, [], read.findings, [])
+        synced = plan(state, changes)
+        plan_json = synced.to_json()
+        message = (f"sync from cluster {read.binding.context} ({read.binding.server}): {len(synced.diff)} "
+                   f"entit{'y' if len(synced.diff) == 1 else 'ies'} changed, {len(synced.violations)} rule "
+                   f"warning(s), {len(read.findings)} finding(s)")
+        plan_json["findings"] = [f.to_json() for f in read.findings]
+        entry = JournalEntry.new(self.command, synced.base_revision, verdict="allowed", outcome="applied",
+                                 plan=plan_json, diff=[d.to_json() for d in synced.diff], message=message,
+                                 actor=self.caller.identity, origin=SYNC_ORIGIN)
+        try:
+            revision = store.commit(synced.base_revision, synced.view, entry,
+                                    cluster_versions=read.snapshot.versions)
+        except StaleRevision as stale:
+            raise Stale(str(stale)) from stale
+        state.commit(synced.view)
+        return SyncResult(read.binding, revision, entry.id, [(d.kind, d.name, d.action) for d in synced.diff],
+                          read.findings, list(synced.violations))
+
+
+Entities = dict[str, dict[str, BaseModel]]
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _target(state: ClusterState, cluster: Inventory) -> Entities:
+    """What the state becomes: the cluster's entities, with the facts the cluster does not report kept from the
+    state's own (`NODE_FACTS_KEPT`, `JOB_FACTS_KEPT`)."""
+    nodes: dict[str, BaseModel] = {}
+    for node in cluster.nodes:
+        before = state.nodes.get(node.name)
+        nodes[node.name] = _kept(node, before, NODE_FACTS_KEPT)
+    jobs: dict[str, BaseModel] = {}
+    for job in cluster.jobs:
+        before_job = state.jobs.get(job.name)
+        kept = _kept(job, before_job, JOB_FACTS_KEPT)
+        if before_job is not None and not before_job.preemptible:
+            kept = kept.model_copy(update={"preemptible": False})  # no pod says it; the state's word stands
+        jobs[job.name] = kept
+    return {"queue": {q.name: q for q in cluster.queues}, "node": nodes, "job": jobs}
+
+
+def _kept(model: _M, before: _M | None, facts: tuple[str, ...]) -> _M:
+    if before is None:
+        return model
+    update = {f: getattr(before, f) for f in facts if getattr(model, f) is None and getattr(before, f) is not None}
+    return model.model_copy(update=update) if update else model
+
+
+def _current(state: ClusterState) -> Entities:
+    return {"queue": dict(state.queues), "node": dict(state.nodes), "job": dict(state.jobs)}
+
+
+def _restores(state: ClusterState, target: Entities) -> list[ch.Change]:
+    """The restores that make the state the target: jobs removed first (they free slots and queues), then queues,
+    nodes and jobs put in, then nodes and queues removed."""
+    current = _current(state)
+    puts: dict[str, list[ch.Change]] = {"queue": [], "node": [], "job": []}
+    removes: dict[str, list[ch.Change]] = {"queue": [], "node": [], "job": []}
+    for kind in ("queue", "node", "job"):
+        have, want = current[kind], target[kind]
+        for name in sorted(want):
+            if name not in have or dump(have[name]) != dump(want[name]):
+                puts[kind].append(ch.Restore.model_validate({"op": "restore", "kind": kind, "name": name,
+                                                             kind: want[name]}))
+        removes[kind] = [ch.Restore(op="restore", kind=kind, name=name) for name in sorted(set(have) - set(want))]
+    return [*removes["job"], *puts["queue"], *puts["node"], *puts["job"], *removes["node"], *removes["queue"]]
+
+
+def _drift(state: ClusterState, target: Entities) -> list[Drift]:
+    out: list[Drift] = []
+    current = _current(state)
+    for kind in ("node", "job", "queue"):
+        have, want = current[kind], target[kind]
+        for name in sorted(set(have) | set(want)):
+            before, after = dump(have.get(name)), dump(want.get(name))
+            if before is None or after is None:
+                out.append(Drift(kind, name, "", "present" if before is not None else None,
+                                 "present" if after is not None else None))
+                continue
+            out += [Drift(kind, name, path, was, now) for path, was, now in _field_drift("", before, after)]
+    return out
+
+
+def _field_drift(path: str, before: Any, after: Any) -> list[tuple[str, Any, Any]]:
+    """The innermost fields that differ: into mappings key by key (a label that changed is `labels[foo]`, not the
+    whole map) and into lists of the same length item by item (`gpus[3].mode`); anything else is one row."""
+    if _canonical(before) == _canonical(after):
+        return []
+    if isinstance(before, dict) and isinstance(after, dict):
+        return [row for key in sorted(set(before) | set(after))
+                for row in _field_drift(_member(path, key), before.get(key), after.get(key))]
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [row for i, (was, now) in enumerate(zip(before, after, strict=True))
+                for row in _field_drift(f"{path}[{i}]", was, now)]
+    return [(path, before, after)]
+
+
+def _member(path: str, key: str) -> str:
+    """`labels[nvidia.com/mig.config]` for a key a dot would misread, else `path.key`."""
+    if any(c in key for c in "./[] "):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+__all__ = ["ClusterDiff", "ClusterUseCases", "Drift", "InitFromCluster", "SyncResult", "init_from_cluster"]
