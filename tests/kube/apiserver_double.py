@@ -109,6 +109,7 @@ class ApiServerDouble:
     mig_failing_configs: set[str] = field(default_factory=set)
     deny: set[tuple[str, str]] = field(default_factory=set)  # (verb, resource[/subresource]) answered 403
     requests: list[tuple[str, str]] = field(default_factory=list)  # every (verb, resource[/subresource]) served
+    port: int = 0  # 0: a free port; `make demo-cluster` serves on a fixed one, so its kubeconfig stays valid
 
     def __post_init__(self) -> None:
         self._objects: dict[tuple[str, str, str], Obj] = {}  # (plural, namespace, name)
@@ -128,7 +129,7 @@ class ApiServerDouble:
         class Handler(RequestHandler):
             server_double = double
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="apiserver-double", daemon=True).start()
         return self
