@@ -1,4 +1,5 @@
-"""`python -m bench [NAME ...]`: run the benchmarks (all, or those named: load check get schedule tui table live),
+"""`python -m bench [NAME ...]`: run the benchmarks (all, or those named: load check get schedule tui table live
+kube_sync),
 one after the other, each in its own process so none inherits another's warm caches."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHMARKS = ("load", "check", "get", "schedule", "tui", "table", "live")
+BENCHMARKS = ("load", "check", "get", "schedule", "tui", "table", "live", "kube_sync")
 
 
 def main() -> int:
