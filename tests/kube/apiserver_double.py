@@ -110,7 +110,6 @@ class ApiServerDouble:
     mig_failing_configs: set[str] = field(default_factory=set)
     deny: set[tuple[str, str]] = field(default_factory=set)  # (verb, resource[/subresource]) answered 403
     requests: list[tuple[str, str]] = field(default_factory=list)  # every (verb, resource[/subresource]) served
-    port: int = 0  # 0: a free port; `make demo-cluster` serves on a fixed one, so its kubeconfig stays valid
 
     def __post_init__(self) -> None:
         self._objects: dict[tuple[str, str, str], Obj] = {}  # (plural, namespace, name)
@@ -125,13 +124,14 @@ class ApiServerDouble:
 
     # --- life cycle ---------------------------------------------------------------------------------------------
 
-    def start(self) -> ApiServerDouble:
+    def start(self, port: int = 0) -> ApiServerDouble:
+        """Serve on `port` (0: a free one; `make demo-cluster` serves on a fixed one, so its kubeconfig stays valid)."""
         double = self
 
         class Handler(RequestHandler):
             server_double = double
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="apiserver-double", daemon=True).start()
         return self
@@ -177,12 +177,11 @@ class ApiServerDouble:
         return copy.deepcopy(found) if found is not None else None
 
     def compact(self) -> None:
-        """Forget the event history, as etcd compaction does: a watch from an older resourceVersion gets 410 Gone,
-        and so does a list's `continue` token."""
+        """Forget the event history, as etcd compaction does: a watch from an older resourceVersion gets 410 Gone."""
         with self._changed:
             self._compacted_rv = self._last_rv
             self._events.clear()
-            self._snapshots.clear()
+            self._snapshots.clear()  # a list's continue token expires with them
 
     def _write(self, kind: Kind, obj: Obj, event_type: str) -> Obj:
         meta = obj.setdefault("metadata", {})

@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     name, cluster = _cluster(args)
-    double = ApiServerDouble(port=args.port, mig_delay_s=args.mig_delay, mig_configs=cluster.mig_configs)
+    double = ApiServerDouble(mig_delay_s=args.mig_delay, mig_configs=cluster.mig_configs)
     try:
-        double.start()
+        double.start(args.port)
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise

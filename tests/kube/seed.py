@@ -35,9 +35,10 @@ the objects a real cluster running the GPU Operator and the KAI scheduler would 
 - KAI `Queue`s (scheduling.run.ai/v2): `spec.resources.gpu` quota, limit (-1: none), over-quota weight, and
   `spec.priority`.
 - The GPU Operator's ConfigMaps in `gpu-operator`: `default-mig-parted-config` (NVIDIA's default mig-parted
-  configs, tests/adapters/fixtures/mig-parted_config-default.yaml, plus one `gpuadmin-<node>` config per MIG node,
-  written by gpuadmin's own mig-parted export) and the device-plugin config (gpuadmin's own device-plugin
-  export, one key per node).
+  configs, tests/adapters/fixtures/mig-parted_config-default.yaml, as the operator creates it), and the ones its
+  ClusterPolicy is pointed at, written by gpuadmin's exports as `ExecuteSettings` names them:
+  `gpuadmin-mig-parted-config` (`all-disabled` and a `gpuadmin-<node>` config per MIG node; the mig-manager
+  accepts these) and `gpuadmin-device-plugin-config` (one key per node).
 
 What the objects cannot carry, so reading them back through gpuadmin/adapters/kube_cluster.py cannot restore
 (held by tests/kube/test_seed.py, which checks everything else equal): a node's `shape`, `rdma`, `nvlink`,
@@ -63,7 +64,7 @@ import yaml
 
 from gpuadmin.adapters._common import gfd_products
 from gpuadmin.adapters.device_plugin import export_device_plugin
-from gpuadmin.adapters.mig_parted import export_mig_parted
+from gpuadmin.adapters.mig_parted import MIG_MANAGER_KEY, export_mig_parted_configmap
 from gpuadmin.catalog import MIG_RESOURCE_PREFIX, GpuModel, get_catalog, mig_device_resource_name
 from gpuadmin.engine.commands import mig_config_name
 from gpuadmin.model import Inventory, Job, Node, Queue
@@ -78,7 +79,8 @@ SAMPLES = ROOT / "sample-inventories"
 #: The samples that hold Kubernetes nodes (vsphere-hgx.yaml holds none).
 KUBERNETES_SAMPLES = ("oci-h100.yaml", "k8s-mixed.yaml")
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
-MIG_PARTED_CONFIGMAP = "default-mig-parted-config"
+NVIDIA_MIG_PARTED_CONFIGMAP = "default-mig-parted-config"  # the GPU Operator creates it: NVIDIA's configs
+MIG_PARTED_CONFIGMAP = "gpuadmin-mig-parted-config"  # gpuadmin's export, which the operator is pointed at
 DEVICE_PLUGIN_CONFIGMAP = "gpuadmin-device-plugin-config"
 KAI_SCHEDULER = "kai-scheduler"
 QUEUE_LABEL = "kai.scheduler/queue"
@@ -122,10 +124,10 @@ def cluster_of(inventory: Inventory) -> ClusterSeed:
     for job in inventory.jobs:
         out.pods += pod_objects(job, addresses, pod_ips)
     out.queues = [queue_object(q) for q in inventory.queues]
-    mig_parted = mig_parted_configmap(nodes)
-    out.configmaps = [mig_parted, export_device_plugin(nodes, name=DEVICE_PLUGIN_CONFIGMAP,
-                                                       namespace=GPU_OPERATOR_NAMESPACE)]
-    out.mig_configs = set(yaml.safe_load(mig_parted["data"]["config.yaml"])["mig-configs"])
+    default, mig_parted = mig_parted_configmaps(nodes)
+    out.configmaps = [default, mig_parted, export_device_plugin(nodes, name=DEVICE_PLUGIN_CONFIGMAP,
+                                                                namespace=GPU_OPERATOR_NAMESPACE)]
+    out.mig_configs = set(yaml.safe_load(mig_parted["data"][MIG_MANAGER_KEY])["mig-configs"])
     return out
 
 
@@ -338,16 +340,15 @@ def queue_object(queue: Queue) -> Obj:
                      "resources": {"gpu": gpu, "cpu": dict(unlimited), "memory": dict(unlimited)}}}
 
 
-def mig_parted_configmap(nodes: list[Node]) -> Obj:
-    """The GPU Operator's default mig-parted ConfigMap: NVIDIA's configs, and a `gpuadmin-<node>` config per node
-    whose GPUs are carved (gpuadmin's mig-parted export), which the node's `nvidia.com/mig.config` names."""
-    default = yaml.safe_load((FIXTURES / "mig-parted_config-default.yaml").read_text())
+def mig_parted_configmaps(nodes: list[Node]) -> list[Obj]:
+    """The GPU Operator's own `default-mig-parted-config` (NVIDIA's configs, as the operator creates it), and the
+    one its ClusterPolicy is pointed at (`migManager.config.name`): gpuadmin's mig-parted export, `all-disabled` and a
+    `gpuadmin-<node>` config per node whose GPUs are carved, which the node's `nvidia.com/mig.config` names."""
+    default = {"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": NVIDIA_MIG_PARTED_CONFIGMAP, "namespace": GPU_OPERATOR_NAMESPACE},
+               "data": {MIG_MANAGER_KEY: (FIXTURES / "mig-parted_config-default.yaml").read_text()}}
     carved = [n for n in nodes if any(g.mode == "mig" for g in n.gpus)]
-    default["mig-configs"].update(
-        {k: v for k, v in export_mig_parted(carved)["mig-configs"].items() if k != "all-disabled"})
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": MIG_PARTED_CONFIGMAP, "namespace": GPU_OPERATOR_NAMESPACE},
-            "data": {"config.yaml": yaml.safe_dump(default, sort_keys=False)}}
+    return [default, export_mig_parted_configmap(carved, MIG_PARTED_CONFIGMAP, GPU_OPERATOR_NAMESPACE)]
 
 
 # --- a large cluster ----------------------------------------------------------------------------------------------

@@ -143,7 +143,8 @@ def test_the_gpu_operator_configmaps_name_what_the_nodes_label(sample: tuple[Inv
     maps = {m["metadata"]["name"]: m for m in list_all(double, "/api/v1/namespaces/gpu-operator/configmaps")}
     mig_configs = yaml.safe_load(maps[seed.MIG_PARTED_CONFIGMAP]["data"]["config.yaml"])
     plugin_keys = set(maps[seed.DEVICE_PLUGIN_CONFIGMAP]["data"])
-    assert {"all-disabled", "all-balanced"} <= set(mig_configs["mig-configs"])  # NVIDIA's defaults stay
+    nvidia = yaml.safe_load(maps[seed.NVIDIA_MIG_PARTED_CONFIGMAP]["data"]["config.yaml"])
+    assert {"all-disabled", "all-balanced"} <= set(nvidia["mig-configs"])  # the operator's own, as it made it
     for node in list_all(double, "/api/v1/nodes"):
         labels = node["metadata"]["labels"]
         assert labels[seed.DEVICE_PLUGIN_CONFIG] in plugin_keys
