@@ -9,7 +9,7 @@ $(BIN)/gpuadmin: pyproject.toml setup.py
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: run test test-wheel test-slow lint bench system-deps demo-metrics
+.PHONY: run test test-wheel test-slow lint bench system-deps demo-metrics demo-cluster
 run: $(BIN)/gpuadmin
 	$(BIN)/gpuadmin
 
@@ -73,3 +73,11 @@ bench: $(BIN)/gpuadmin
 DEMO_METRICS_PORT ?= 9091
 demo-metrics: $(BIN)/gpuadmin
 	$(BIN)/python -m tests.telemetry.demo_metrics --port $(DEMO_METRICS_PORT)
+
+# The README's "A live cluster" session runs against this: the Kubernetes API server double (test code, not a
+# cluster: tests/kube/demo_cluster.py) seeded with the OCI sample's cluster, on 127.0.0.1:$(DEMO_PORT), its
+# kubeconfig in .demo/kubeconfig (context demo); Ctrl-C stops it.
+DEMO_PORT ?= 17443
+DEMO_DIR ?= .demo
+demo-cluster: $(BIN)/gpuadmin
+	$(BIN)/python -m tests.kube.demo_cluster --port $(DEMO_PORT) --dir $(DEMO_DIR)

@@ -47,6 +47,7 @@ Obj = dict[str, Any]
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
+MAX_LIST_SNAPSHOTS = 16
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ class ApiServerDouble:
         self._rv = itertools.count(1)
         self._last_rv = 0
         self._compacted_rv = 0
+        self._snapshots: dict[str, tuple[int, list[Obj]]] = {}  # continue token's list → (its rv, its items)
         self._changed = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self._stopping = False
@@ -139,8 +141,9 @@ class ApiServerDouble:
     # --- life cycle ---------------------------------------------------------------------------------------------
 
     def start(self, port: int = 0) -> ApiServerDouble:
-        """Serve on `port` (0: a free one). A stopped double starts again with its objects and history, on the
-        port it had if asked (`start(port)`): an API server restarting, which its clients reconnect to."""
+        """Serve on `port` (0: a free one; `make demo-cluster` serves on a fixed one, so its kubeconfig stays valid).
+        A stopped double starts again with its objects and history, on the port it had if asked (`start(port)`): an
+        API server restarting, which its clients reconnect to."""
         double = self
 
         class Handler(RequestHandler):
@@ -198,6 +201,7 @@ class ApiServerDouble:
         with self._changed:
             self._compacted_rv = self._last_rv
             self._events.clear()
+            self._snapshots.clear()  # a list's continue token expires with them
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -286,21 +290,42 @@ class ApiServerDouble:
                                 f'cannot {verb} resource "{resource}" (denied by the double\'s RBAC deny-list)')
 
     def list_collection(self, kind: Kind, namespace: str, query: dict[str, str]) -> Obj:
+        """A page of the list. A `continue` token serves the rest of the list as of the first page's
+        resourceVersion, as the API server does from etcd's snapshot (and in time for 10,000 pods: the list is
+        selected and sorted once, not per page); after `compact()` the token has expired: 410."""
         with self._changed:
-            items = sorted((o for (p, ns, _n), o in self._objects.items()
-                            if p == kind.plural and namespace in ("", ns) and matches(o, query)),
-                           key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
-            rv = self._last_rv
-        start = int(decode_token(query["continue"])) if query.get("continue") else 0
-        limit = int(query.get("limit") or 0) or len(items)
-        page = items[start:start + limit]
-        meta: Obj = {"resourceVersion": str(rv)}
-        if start + limit < len(items):
-            meta["continue"] = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
-            meta["remainingItemCount"] = len(items) - start - limit
+            if query.get("continue"):
+                snapshot, start = self._continued(query["continue"])
+                rv, items = self._snapshots[snapshot]
+            else:
+                snapshot, start, rv = str(uuid.uuid4()), 0, self._last_rv
+                items = sorted((o for (p, ns, _n), o in self._objects.items()
+                                if p == kind.plural and namespace in ("", ns) and matches(o, query)),
+                               key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+            limit = int(query.get("limit") or 0) or len(items)
+            page = items[start:start + limit]
+            meta: Obj = {"resourceVersion": str(rv)}
+            if start + limit < len(items):
+                # stored objects are replaced on every write, never changed in place: the list is the snapshot
+                self._snapshots[snapshot] = (rv, items)
+                meta["continue"] = base64.urlsafe_b64encode(f"{snapshot}:{start + limit}".encode()).decode()
+                meta["remainingItemCount"] = len(items) - start - limit
+            else:
+                self._snapshots.pop(snapshot, None)
+            while len(self._snapshots) > MAX_LIST_SNAPSHOTS:  # lists abandoned half-way: the oldest goes
+                self._snapshots.pop(next(iter(self._snapshots)))
         # the items of a typed list carry no kind/apiVersion on the wire
         return {"kind": f"{kind.kind}List", "apiVersion": kind.api_version, "metadata": meta,
                 "items": [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page]}
+
+    def _continued(self, token: str) -> tuple[str, int]:
+        snapshot, _, offset = decode_token(token).partition(":")
+        if not offset.isdigit():
+            raise ApiError(400, "the continue token is not valid")
+        if snapshot not in self._snapshots:
+            raise ApiError(410, "The provided continue parameter is too old to display a consistent list result. "
+                                "You can start a new list without the continue parameter.")
+        return snapshot, int(offset)
 
     def watch(self, kind: Kind, namespace: str, query: dict[str, str]) -> Iterator[Obj]:
         since = int(query.get("resourceVersion") or 0) or self._last_rv

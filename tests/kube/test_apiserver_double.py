@@ -92,6 +92,24 @@ def test_list_has_a_resource_version_selectors_and_pages(double: ApiServerDouble
     assert [p["metadata"]["name"] for p in rest["items"]] == ["train-2"]
 
 
+def test_a_continued_list_is_the_snapshot_of_its_first_page_until_compaction(double: ApiServerDouble) -> None:
+    for i in range(3):
+        double.create(objects.pod(f"p-{i}", node_name="gpu-a"))
+    _, first = call(double, "GET", "/api/v1/pods?limit=2")
+    token = first["metadata"]["continue"]
+    call(double, "DELETE", "/api/v1/namespaces/default/pods/p-2")
+    double.create(objects.pod("p-3", node_name="gpu-a"))
+    # as etcd serves a continued list: the objects as of the first page's resourceVersion
+    _, rest = call(double, "GET", f"/api/v1/pods?limit=2&continue={token}")
+    assert [p["metadata"]["name"] for p in rest["items"]] == ["p-2"]
+    assert rest["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    _, again = call(double, "GET", "/api/v1/pods?limit=2")
+    double.compact()
+    code, status = call(double, "GET", f"/api/v1/pods?limit=2&continue={again['metadata']['continue']}")
+    assert (code, status["reason"]) == (410, "Expired") and "too old" in status["message"]
+    assert call(double, "GET", "/api/v1/pods?limit=2&continue=bm90LWEtdG9rZW4=")[0] == 400
+
+
 def test_watch_streams_changes_after_the_resource_version_with_bookmarks(double: ApiServerDouble) -> None:
     _, listing = call(double, "GET", "/api/v1/nodes")
     since = listing["metadata"]["resourceVersion"]
