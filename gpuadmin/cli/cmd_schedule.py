@@ -13,12 +13,12 @@ if TYPE_CHECKING:
 
 
 def _schedule(args: argparse.Namespace, ctx: Context) -> int:
-    from gpuadmin.cli.cmd_changes import ask_confirmation
+    from gpuadmin.cli.cmd_changes import ask_confirmation, configure_apply
 
     if not args.dry_run:
         ctx.caller().require("schedule")
     service = ctx.service()
-    service.lock_wait = args.wait
+    configure_apply(service, args)
     result = service.schedule(args.policy)
     revision = None
     if not args.dry_run and result.changes:

@@ -70,31 +70,39 @@ class _Held:
                 return [Slot(node=node.name, gpu=gpu.index)]
         return None
 
-    def claim(self, nodes: Mapping[str, Node], placement: list[Slot]) -> bool:
+    def claim(self, nodes: Mapping[str, Node], placement: list[Slot], fraction: float | None = None) -> bool:
         """Hold exactly these slots (the state's placement of a job still running where it ran), if all are free
-        and still there; else hold nothing."""
+        and still there; else hold nothing. `fraction`: the job holds that share of each GPU (KAI's gpu-fraction),
+        not the whole of it, so other fractions may share the GPU as they did in the state."""
         taken: list[tuple[Slot, str]] = []
         for slot in placement:
             node = nodes.get(slot.node)
             gpu = node.gpu(slot.gpu) if node is not None else None
-            if gpu is None or not self.take(slot, gpu.mode, gpu.replicas or 0):
+            if gpu is None or not self.take(slot, gpu.mode, gpu.replicas or 0, fraction):
                 for done, mode in taken:
-                    self.give_back(done, mode)
+                    self.give_back(done, mode, fraction)
                 return False
             taken.append((slot, gpu.mode))
         return True
 
-    def give_back(self, slot: Slot, mode: str) -> None:
+    def give_back(self, slot: Slot, mode: str, fraction: float | None = None) -> None:
         key = (slot.node, slot.gpu)
         if slot.mig_start is not None:
             self.mig.discard((slot.node, slot.gpu, slot.mig_start))
         elif mode == "time-sliced":
             self.replicas[key] -= 1
+        elif fraction is not None:
+            self.shares[key] -= fraction
         else:
             self.whole.discard(key)
 
-    def take(self, slot: Slot, mode: str, replicas: int) -> bool:
+    def take(self, slot: Slot, mode: str, replicas: int, fraction: float | None = None) -> bool:
         key = (slot.node, slot.gpu)
+        if mode == "full" and fraction is not None and slot.mig_start is None:
+            if key in self.whole or self.shares.get(key, 0.0) + fraction > 1.0 + 1e-9:
+                return False
+            self.shares[key] = self.shares.get(key, 0.0) + fraction
+            return True
         if slot.mig_start is not None:
             if (slot.node, slot.gpu, slot.mig_start) in self.mig:
                 return False
@@ -137,7 +145,8 @@ def cluster_inventory(snapshot: ClusterSnapshot, cluster: str,
         before = (previous or {}).get(_unit_name(unit))
         running = [p for p in unit if p.status == "running"]
         if before is not None and before.status == "running" and running and \
-                {s.node for s in before.placement} == {p.node for p in running} and held.claim(nodes, before.placement):
+                {s.node for s in before.placement} == {p.node for p in running} and \
+                held.claim(nodes, before.placement, before.request.fraction):
             kept[_unit_name(unit)] = before.placement
     jobs: dict[str, Job] = {}
     for unit in units:

@@ -35,6 +35,7 @@ from gpuadmin.service.forms import named_mig_layouts
 from gpuadmin.service.results import (
     ApplyResult,
     Confirmation,
+    ExecutionOptions,
     Moved,
     ReadyPlan,
     Remedy,
@@ -51,7 +52,7 @@ from gpuadmin.store.shared import DB_NAME
 __all__ = [
     "DB_NAME", "OPS", "ApplyResult", "Caller", "Change",
     "ClusterBatch", "ClusterFeed", "ClusterLink",  # the live link of a state bound to a cluster (its watch)
-    "Confirmation", "Conflict", "HostFacts", "Inventory",
+    "Confirmation", "Conflict", "ExecutionOptions", "HostFacts", "Inventory",
     "Moved", "Node", "NotConfirmed", "NotPermitted", "Orchestrator", "Plan", "Platform", "ReadNodes", "ReadyPlan",
     "Refused",
     "Remedy",  # a pending job's checked remedy, planned (the console's `R`)

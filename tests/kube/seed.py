@@ -70,7 +70,7 @@ from gpuadmin.engine.commands import mig_config_name
 from gpuadmin.model import Inventory, Job, Node, Queue
 from gpuadmin.store.inventory_io import load_inventory
 from tests.kube.apiserver_double import ApiServerDouble
-from tests.kube.cluster_objects import FIXTURES, node_conditions
+from tests.kube.cluster_objects import FIXTURES, cluster_policy, node_conditions
 
 Obj = dict[str, Any]
 
@@ -103,10 +103,11 @@ class ClusterSeed:
     pods: list[Obj] = field(default_factory=list)
     queues: list[Obj] = field(default_factory=list)
     configmaps: list[Obj] = field(default_factory=list)
+    policies: list[Obj] = field(default_factory=list)  # the GPU Operator's ClusterPolicy, pointed at gpuadmin's maps
     mig_configs: set[str] = field(default_factory=set)
 
     def objects(self) -> list[Obj]:
-        return [*self.configmaps, *self.queues, *self.nodes, *self.pods]
+        return [*self.policies, *self.configmaps, *self.queues, *self.nodes, *self.pods]
 
 
 def load_sample(name: str = "oci-h100.yaml") -> Inventory:
@@ -127,6 +128,8 @@ def cluster_of(inventory: Inventory) -> ClusterSeed:
     default, mig_parted = mig_parted_configmaps(nodes)
     out.configmaps = [default, mig_parted, export_device_plugin(nodes, name=DEVICE_PLUGIN_CONFIGMAP,
                                                                 namespace=GPU_OPERATOR_NAMESPACE)]
+    out.policies = [cluster_policy(mig_parted=MIG_PARTED_CONFIGMAP,
+                                   device_plugin=DEVICE_PLUGIN_CONFIGMAP)]
     out.mig_configs = set(yaml.safe_load(mig_parted["data"][MIG_MANAGER_KEY])["mig-configs"])
     return out
 

@@ -340,3 +340,21 @@ def test_cluster_options_without_from_cluster_are_refused(capsys: pytest.Capture
     code, _, err = cli(capsys, "--state", tmp_path / "state", "init", "--from", sample, "--context", "oke")
     assert code == ExitCode.BAD_INPUT and "go with --from-cluster" in err
     assert not (tmp_path / "state" / "state.db").exists()
+
+
+def test_fractions_sharing_a_gpu_keep_their_slots_from_sync_to_sync(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    """Two running pods of half a GPU each share one GPU in the state; a later diff or sync must not read the
+    second one's kept slot as taken by the first (it did: a kept fraction claimed its whole GPU) and move it."""
+    for name in ("half-0", "half-1"):
+        pod = objects.pod(name, namespace="team-a", node_name="gpu-a", labels={"kai.scheduler/queue": "team-a"},
+                          scheduler="kai-scheduler")
+        pod["spec"]["containers"][0]["resources"] = {}
+        pod["metadata"]["annotations"] = {"gpu-fraction": "0.5"}
+        double.create(pod)
+    state = tmp_path / "state"
+    init(capsys, state, kubeconfig)
+    with Store.open(state) as store:
+        jobs = store.load().jobs
+    assert jobs["team-a/half-0"].placement == jobs["team-a/half-1"].placement  # one GPU, half each
+    assert cli(capsys, "--state", state, "diff", "--kubeconfig", kubeconfig)[0] == ExitCode.OK

@@ -17,11 +17,6 @@ import pytest
 from tests.kube import demo_cluster, seed
 from tests.kube.apiserver_double import ApiServerDouble
 
-# The session's commands (init --from-cluster, sync, diff, a cordon executed on a bound state) are being built
-# by issue 22's sync and execute work: the lead removes this mark once they are on main.
-pytestmark = pytest.mark.xfail(strict=False, reason="the live-cluster commands land with issue 22's sync and "
-                                                    "execute work; remove this mark once they are on main")
-
 
 def run_session(lines: list[str], workdir: Path) -> dict[str, str]:
     """Each line in bash from `workdir`, as a reader types them; `export` lines set the environment of the rest.
