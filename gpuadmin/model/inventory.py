@@ -579,6 +579,11 @@ class Job(StrictModel):
     node_selector: dict[str, str] | None = None
     node_affinity: list[NodeSelectorRequirement] | None = None
     vm: Name | None = None
+    # the Kubernetes scheduler that places it (its pods' `schedulerName`), for a job read from a live cluster; None:
+    # gpuadmin's own (a job of an inventory file, or submitted through gpuadmin). gpuadmin binds only its own and
+    # `gpuadmin`'s; another scheduler's job is a fact it reads and explains (docs/scheduling.md). Left out of dumps
+    # while None, so that states without a cluster write, hash and print as before.
+    scheduler: Name | None = Field(default=None, exclude_if=_unset)
 
     @model_validator(mode="after")
     def _placement_matches_status(self) -> Job:

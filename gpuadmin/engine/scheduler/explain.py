@@ -183,7 +183,9 @@ class Explainer:
         )
 
     # ---------------------------------------------------------------------------------------------- findings
-    def _finding(self, job: Job, remedies: bool) -> _Finding:
+    def _settled_finding(self, job: Job) -> _Finding | None:
+        """What the cycle's outcome alone says of a job: its queue does not exist, another scheduler places it,
+        or the rules refused its placement; None when its capacity and queue must be looked at."""
         cycle = self.cycle
         outcome = cycle.outcome.get(job.name)
         if outcome == "unknown-queue" or job.queue not in cycle.books:
@@ -194,10 +196,24 @@ class Explainer:
                 "submit the job to an existing queue, or add the queue",
                 "add-queue",
             )
+        if outcome == "other-scheduler":
+            return _Finding(
+                "other-scheduler",
+                f"scheduled by {job.scheduler}, not gpuadmin: it fits now ({cycle.verdict(job.name).summary}), and "
+                f"gpuadmin reads it, explains it and never binds it; {job.scheduler} places it",
+                {"scheduler": job.scheduler},
+            )
         if outcome == "refused":
             violations = cycle.refused.get(job.name, [])
             text = "; ".join(f"{v.rule}: {v.message}" for v in violations) or "a rule refused its placement"
             return _Finding("refused", f"refused by the rules: {text}", {"rules": sorted({v.rule for v in violations})})
+        return None
+
+    def _finding(self, job: Job, remedies: bool) -> _Finding:
+        cycle = self.cycle
+        settled = self._settled_finding(job)
+        if settled is not None:
+            return settled
         shape = cycle.shapes[job.name]
         never = self._never_fits(shape)
         if never is not None:
