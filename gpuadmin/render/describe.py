@@ -124,8 +124,9 @@ def describe_queue(view: View, queue: Queue) -> dict[str, Any]:
 
 
 def describe_entry(entry: Any) -> dict[str, Any]:
-    """A journal entry (gpuadmin.store.JournalEntry, duck-typed): who, from where, what, and its diff."""
-    return {
+    """A journal entry (gpuadmin.store.JournalEntry, duck-typed): who, from where, what, and its diff; for a change
+    executed on a bound cluster, its steps as carried out there (status, the API calls, the API's message)."""
+    described = {
         "kind": "entry", "name": str(entry.id),
         "summary": {"id": entry.id, "at": entry.at, "actor": entry.actor, "uid": entry.uid,
                     "identity_source": entry.source, "origin": entry.origin or "local", "command": entry.command,
@@ -139,6 +140,11 @@ def describe_entry(entry: Any) -> dict[str, Any]:
         "violations": (entry.plan or {}).get("violations", []),
         "changes": (entry.plan or {}).get("changes", []),
     }
+    if entry.execution is not None:
+        described["steps"] = [{"step": f"{s.get('status')} {s.get('op')} {s.get('target')}",
+                               "calls": ", ".join(s.get("calls") or ()) or "-", "message": s.get("message") or "-"}
+                              for s in entry.execution]
+    return described
 
 
 def history(entries: Iterable[Any], kind: str, name: str, now: datetime) -> list[dict[str, Any]]:

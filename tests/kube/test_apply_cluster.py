@@ -49,6 +49,8 @@ def test_a_cordon_is_executed_on_the_cluster_and_journaled_with_its_steps(
     assert "executed on the cluster, revision 1" in err and "PATCH nodes/gpu-a" in err
     with Store.open(state) as store:
         assert store.load().nodes["gpu-a"].state == "cordoned"
+    code, out, _ = cli(capsys, "--state", state, "describe", "entry", "2")  # the steps, as describe shows them
+    assert code == ExitCode.OK and "Outcome:        executed" in out and "step: executed cordon node gpu-a" in out
     # the cluster's new resourceVersion was kept: the next change on that node is not taken for a stale plan
     assert cli(capsys, "--state", state, "uncordon", "gpu-a", "--yes", "--kubeconfig", kubeconfig)[0] == ExitCode.OK
     assert not unschedulable(double, "gpu-a")
