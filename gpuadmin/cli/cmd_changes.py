@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,17 +95,14 @@ def submit(service: Service, plan: Plan, *, yes: bool, fmt: str, verb: str = "ap
     if result is None:
         sys.stderr.write("gpuadmin: nothing to apply\n")
     elif result.steps:
-        sys.stderr.write("".join(f"gpuadmin: {line}\n" for line in step_lines(result.steps)))
+        from gpuadmin.render.plan import step_lines
+
+        sys.stderr.write("".join(f"gpuadmin: {safe(line)}\n" for line in step_lines(result.steps)))
         sys.stderr.write(f"gpuadmin: executed on the cluster, revision {result.revision}\n")
     else:
         sys.stderr.write(f"gpuadmin: {verb}, revision {result.revision}\n")
     return ExitCode.OK
 
-
-def step_lines(steps: Sequence[Any]) -> list[str]:
-    """Each step as carried out on the cluster: `executed  cordon node gpu-1  PATCH nodes/gpu-1`."""
-    return [safe(f"{step.status:<10} {step.op} {step.target}" + (f"  {', '.join(step.calls)}" if step.calls else "")
-                 + (f"  ({step.message})" if step.message else "")) for step in steps]
 
 
 def apply_changes(ctx: Context, service: Service, changes: list[Change], *, yes: bool, fmt: str,

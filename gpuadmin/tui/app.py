@@ -32,6 +32,7 @@ from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
+from gpuadmin.render.plan import step_lines
 from gpuadmin.render.text import safe, to_ascii
 from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
 from gpuadmin.tui.cluster_link import ClusterBatchArrived, ClusterLinkKeeper, ClusterStatusChanged
@@ -804,6 +805,14 @@ class GpuadminApp(App[int]):
         self._draft_changed()
         self.notify("draft discarded: nothing applied", markup=False)
 
+    def _say_applied(self, result: Any) -> None:
+        """`applied: revision N`; on a bound state, what was carried out on the cluster, step by step."""
+        if result.steps:
+            self.notify("\n".join([f"executed on the cluster: revision {result.revision}",
+                                   *(safe(line) for line in step_lines(result.steps))]), markup=False)
+        else:
+            self.notify(f"applied: revision {result.revision}", markup=False)
+
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
                      replan: Callable[[Service], Replanned] | None = None, note: str = "", summary: str = "",
                      marks: Marks | None = None, draft: list[DraftEdit] | None = None, dry_run: str = "") -> None:
@@ -832,7 +841,7 @@ class GpuadminApp(App[int]):
                 self.session.draft.remove(draft)
                 self._draft_changed()
             if result is not None:
-                self.notify(f"applied: revision {result.revision}", markup=False)
+                self._say_applied(result)
                 if marks is not None and marks.table.is_attached:
                     marks.table.clear_marks()
                 self._watch()

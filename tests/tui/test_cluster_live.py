@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 
 from gpuadmin.service import Service
+from gpuadmin.store import Store
 from gpuadmin.tui.app import GpuadminApp
+from gpuadmin.tui.screens.review import PlanReviewScreen
 from tests.kube import cluster_objects as objects
 from tests.kube.apiserver_double import ApiServerDouble
-from tests.tui.tuikit import ROOT, errors, grid, header, make_app, settle
+from tests.tui.tuikit import ROOT, cursor_row, errors, grid, header, make_app, notes, press, settle
 
 SIZE = (120, 36)
 WITHIN_S = 1.0  # issue 22: the console updates within 1 s of an event
@@ -148,3 +150,24 @@ async def test_a_kubeconfig_that_does_not_read_says_down_naming_it(bound_state: 
         assert " CLUSTER DOWN " in header(app) and state_of(app, "gpu-a") == "ready"  # the last state synced
         [error] = errors(app)
         assert str(missing) in error and "kubeconfig" in error
+
+
+async def test_a_cordon_applied_in_the_console_is_executed_on_the_cluster(double: ApiServerDouble,
+                                                                           bound_state: Path) -> None:
+    """The console's plan review on a bound state goes through the same service: the cordon is carried out on the
+    cluster (the Node is unschedulable), journaled `executed`, and the notification shows the step and its call."""
+    app = make_app(Service(state_dir=bound_state), view="nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        row = cursor_row(app)
+        assert row is not None and row["NAME"] == "gpu-a"
+        await press(pilot, "c")
+        assert isinstance(app.screen, PlanReviewScreen)
+        await press(pilot, "y")
+        await within(lambda: any("executed on the cluster" in text for _, _, text in notes(app)), limit=5)
+        said = next(text for _, _, text in notes(app) if "executed on the cluster" in text)
+        assert "cordon node gpu-a" in said and "PATCH nodes/gpu-a" in said
+    node = double.get("nodes", "gpu-a")
+    assert node is not None and node["spec"].get("unschedulable") is True
+    with Store.open(bound_state) as store:
+        assert any(e.outcome == "executed" for e in store.journal())
