@@ -29,9 +29,9 @@ from gpuadmin.cluster.exec_base import Context, Done, StepFailed
 from gpuadmin.cluster.exec_gpus import reconcile_gpus
 from gpuadmin.cluster.exec_nodes import evict_all, set_unschedulable
 from gpuadmin.engine import changes as ch
+from gpuadmin.engine.scheduler.cycle import GPUADMIN_SCHEDULER
 from gpuadmin.model import Job, Node, Queue
 
-GPUADMIN_SCHEDULER = "gpuadmin"
 MANIFEST_KINDS: dict[str, KindName] = {"PersistentVolumeClaim": "pvc", "Pod": "pod", "Job": "job"}
 QUOTA_FIELDS = ("quota", "limit", "overQuotaWeight")
 
@@ -123,7 +123,19 @@ def _manifests(context: Context, job: Job) -> list[Obj]:
                       queue_system=context.settings.queue_system, warnings=warnings)
     if len(out) < 2:  # the shared PVC alone: export writes no pod for this job
         raise StepFailed(f"job {job.name}: no pod can be written for it: {'; '.join(warnings) or 'not pending'}")
+    for manifest in out:
+        _addressed_to_gpuadmin(manifest)
     return out
+
+
+def _addressed_to_gpuadmin(manifest: Obj) -> None:
+    """A pod submitted through gpuadmin and not placed is gpuadmin's to schedule (`gpuadmin schedule` binds it);
+    one that names a scheduler already (KAI's, for a queue system or a fraction) is left to that scheduler."""
+    kind = manifest.get("kind")
+    spec = manifest.get("spec") if kind == "Pod" else (manifest.get("spec") or {}).get("template", {}).get("spec")
+    if kind in ("Pod", "Job") and isinstance(spec, dict) and not spec.get("nodeName") \
+            and not spec.get("schedulerName"):
+        spec["schedulerName"] = GPUADMIN_SCHEDULER
 
 
 def submit(context: Context, job: Job) -> Done:

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from gpuadmin.adapters._common import held_by_the_models
 from gpuadmin.adapters.kube_cluster import ClusterPod
 from gpuadmin.cluster.read import ClusterSnapshot, Finding
+from gpuadmin.engine.scheduler.cycle import GPUADMIN_SCHEDULER
 from gpuadmin.model import Inventory, Job, Node, Queue, Request, Slot
 from gpuadmin.model.inventory import JobStatus
 
@@ -179,6 +180,8 @@ def _units(pods: list[ClusterPod], findings: list[Finding]) -> list[list[Cluster
     for pod in pods:
         if pod.pod_group is not None:
             groups[f"{pod.namespace}/{pod.pod_group}"].append(pod)
+        elif pod.gpuadmin_job is not None:  # the pods gpuadmin submitted for one job: a gang's are one job again
+            groups[pod.gpuadmin_job].append(pod)
         else:
             units.append([pod])
     for name, members in groups.items():
@@ -194,6 +197,8 @@ def _units(pods: list[ClusterPod], findings: list[Finding]) -> list[list[Cluster
 
 def _unit_name(unit: list[ClusterPod]) -> str:
     first = unit[0]
+    if first.gpuadmin_job is not None and first.pod_group is None:
+        return first.gpuadmin_job
     return f"{first.namespace}/{first.pod_group}" if len(unit) > 1 else first.job_name
 
 
@@ -228,10 +233,16 @@ def _job(unit: list[ClusterPod], snapshot: ClusterSnapshot, nodes: dict[str, Nod
     request = first.request if len(unit) == 1 else first.request.model_copy(update={"nodes": len(unit)})
     try:
         return Job(name=name, queue=queue, request=request, priority=max(p.priority for p in unit), status=status,
-                   placement=placement, scheduler=first.scheduler_name or None)
+                   placement=placement, scheduler=_scheduler(first))
     except ValidationError as invalid:
         problem = invalid.errors()[0]
         where = ".".join(str(p) for p in problem["loc"])
         findings.append(Finding("pod", first.job_name, "", f"skipped: as job {name[:80]!r}: {where}: "
                                                            f"{problem['msg']}"))
         return None
+
+
+def _scheduler(pod: ClusterPod) -> str | None:
+    """The job's scheduler as the model holds it: None for gpuadmin's own (schedulerName `gpuadmin`: a pod gpuadmin
+    submitted, or one a user addressed to it), so that a job submitted through gpuadmin reads back as it was."""
+    return None if pod.scheduler_name == GPUADMIN_SCHEDULER else pod.scheduler_name

@@ -206,10 +206,11 @@ def test_sync_brings_a_drifted_cluster_in_as_one_entry_and_a_second_sync_as_none
     # the entry reads like any other: described, and undone by a plan of restores
     code, out, _ = cli(capsys, "--state", state, "describe", "entry", str(synced["entry"]), "-o", "json")
     assert code == 0 and json.loads(out)["summary"]["origin"] == "cluster"
-    code, _, err = cli(capsys, "--state", state, "undo", "--yes")
+    code, _, err = cli(capsys, "--state", state, "undo", "--yes", "--kubeconfig", kubeconfig)
     assert code == ExitCode.OK, err
-    with Store.open(state) as store:
+    with Store.open(state) as store:  # on a bound state the undo is executed: gpu-c cordoned on the cluster again
         assert store.load().nodes["gpu-c"].state == "cordoned" and store.revision() == 2
+    assert double.get("nodes", "gpu-c")["spec"].get("unschedulable") is True
 
 
 def test_a_sync_keeps_the_slots_the_state_gave_a_running_job(capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -286,7 +287,7 @@ def test_repair_of_a_down_node_clears_its_down_reason(capsys: pytest.CaptureFixt
     init(capsys, state, kubeconfig)
     changes = tmp_path / "repair.yaml"
     changes.write_text("changes: [{op: repair-node, node: gpu-b, note: kubelet restarted}]\n")
-    code, _, err = cli(capsys, "--state", state, "apply", "-f", changes, "--yes")
+    code, _, err = cli(capsys, "--state", state, "apply", "-f", changes, "--yes", "--kubeconfig", kubeconfig)
     assert code == ExitCode.OK, err
     with Store.open(state) as store:
         node = store.load().nodes["gpu-b"]

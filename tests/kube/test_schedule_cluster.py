@@ -56,3 +56,24 @@ def test_schedule_binds_its_own_pods_only_and_a_gang_all_or_none(
         assert entry.outcome == "executed" and store.load().jobs["team-a/ours"].status == "running"
     code, out, _ = cli(capsys, "--state", state, "explain", "team-a/kai")
     assert "kai-scheduler" in out and "never binds" in out
+
+
+def test_a_job_submitted_on_a_bound_state_reads_back_as_itself_and_gpuadmin_schedules_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble) -> None:
+    """submit-job creates the pod `export pods` writes, addressed to gpuadmin (schedulerName gpuadmin) and carrying
+    the job's and queue's names; a sync reads it back as the same job (no drift), and `schedule` binds it."""
+    kubeconfig = double.write_kubeconfig(tmp_path / "kubeconfig")
+    state = tmp_path / "state"
+    assert init(capsys, state, kubeconfig)[0] == ExitCode.OK
+    code, _, err = cli(capsys, "--state", state, "submit", "eval-run", "--queue", "team-a", "--gpus", "1", "--yes",
+                       "--kubeconfig", kubeconfig)
+    assert code == ExitCode.OK, err
+    pod = double.get("pods", "eval-run", "gpuadmin")
+    assert pod is not None and pod["spec"]["schedulerName"] == "gpuadmin"
+    assert cli(capsys, "--state", state, "diff", "--kubeconfig", kubeconfig)[0] == ExitCode.OK  # the same job
+    code, _, err = cli(capsys, "--state", state, "schedule", "--yes", "--kubeconfig", kubeconfig)
+    assert code == ExitCode.OK and "executed on the cluster" in err
+    bound = double.get("pods", "eval-run", "gpuadmin")
+    assert bound is not None and bound["spec"].get("nodeName") == "gpu-a"
+    # bound and not yet started (the double runs no kubelet) is running as far as GPUs go: still no drift
+    assert cli(capsys, "--state", state, "diff", "--kubeconfig", kubeconfig)[0] == ExitCode.OK
