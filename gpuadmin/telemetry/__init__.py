@@ -1,0 +1,1 @@
+"""Live GPU telemetry (issue 23): Prometheus/DCGM and NVML sources, XID/ECC health, idle allocations."""
