@@ -205,6 +205,22 @@ VERBS: tuple[Verb, ...] = (
         "gpuadmin repair hgx-h200-03 --note 'RMA 4411: GPU 3 replaced' --yes",
     ),
     Verb(
+        'set-gpu-health',
+        ('fence a GPU as unhealthy (why, who, when): no new placements on it; '
+         '`healthy` clears it (admin).'),
+        ('gpu-health',),
+        (
+            Arg('NODE/GPU', '', 'gpu',
+                'the GPU: its node and index (gpu-h100-08/4)'),
+            Arg('HEALTH', 'health', 'choice',
+                'unhealthy fences it; healthy clears the fence (needs an admin)', choices=('healthy', 'unhealthy')),
+            Arg('--reason', 'reason', 'text',
+                'with unhealthy: why (an XID, ECC errors)'),
+        ),
+        ("gpuadmin gpu-health gpu-h100-03/4 unhealthy --reason 'XID 79: GPU has "
+         "fallen off the bus' --dry-run"),
+    ),
+    Verb(
         'drain',
         ("cordon, and evict the node's preemptible jobs; a non-preemptible one "
          'blocks it.'),

@@ -14,6 +14,7 @@ from gpuadmin.model.inventory import (
     DEFAULT_RESERVED_GIB,
     DeviceGroup,
     GpuIndex,
+    HealthReason,
     Job,
     MigInstance,
     Name,
@@ -26,6 +27,7 @@ from gpuadmin.model.inventory import (
     Seq,
     Slot,
     StrictModel,
+    Timestamp,
     Weight,
 )
 
@@ -150,6 +152,28 @@ class RepairNode(StrictModel):
     state: Literal["ready", "cordoned"] = "ready"
 
 
+class SetGpuHealth(StrictModel):
+    """Fence a GPU as unhealthy (`reason` required: an XID, a DBE count, what an operator saw) or clear it
+    (`healthy`, an admin's). `by` and `since` are stamped by the service from the caller and the clock when the
+    change does not say; the planner copies them onto the GPU."""
+
+    op: Literal["set-gpu-health"]
+    node: Name
+    gpu: GpuIndex
+    health: Literal["healthy", "unhealthy"]
+    reason: HealthReason | None = None
+    by: Name | None = None
+    since: Timestamp | None = None
+
+    @model_validator(mode="after")
+    def _reason_with_unhealthy(self) -> SetGpuHealth:
+        if self.health == "unhealthy" and self.reason is None:
+            raise ValueError("set-gpu-health unhealthy needs a 'reason' (e.g. 'XID 79: GPU has fallen off the bus')")
+        if self.health == "healthy" and (self.reason, self.by, self.since) != (None, None, None):
+            raise ValueError("set-gpu-health healthy takes no 'reason', 'by' or 'since' (they describe a fence)")
+        return self
+
+
 class Drain(StrictModel):
     """Cordon, and evict the preemptible jobs; non-preemptible ones block the plan."""
 
@@ -262,6 +286,7 @@ Change = Annotated[
     | Cordon
     | Uncordon
     | RepairNode
+    | SetGpuHealth
     | Drain
     | SubmitJob
     | CancelJob
@@ -303,6 +328,7 @@ __all__ = [
     "RepairNode",
     "Restore",
     "SetDeviceGroups",
+    "SetGpuHealth",
     "SetMig",
     "SetMode",
     "SetQuota",

@@ -130,6 +130,7 @@ _PASSTHROUGH_VSPHERE_ONLY = Unsupported("no hypervisor integration: passthrough 
 _GROUPS_VSPHERE_ONLY = Unsupported("device groups exist only on vSphere hosts (refused: change.fields)")
 _JOBS = Runs("state", "gpuadmin's state; `gpuadmin export pods` writes the pods and their placement")
 _JOBS_HOST = Runs("state", "gpuadmin's state (gpuadmin is the scheduler of record)")
+_HEALTH_STATE = Runs("state", "gpuadmin's state: its scheduler and placement rules keep new work off the GPU")
 _MIG_SHELL = Runs("commands", "nvidia-smi -mig 1|0 and nvidia-smi mig -dci/-dgi/-cgi … -C on the host")
 
 # The arguments verbs share.
@@ -295,6 +296,20 @@ _SPECS = (
           doc="bring a `down` node back after its repair, recording what was done.",
           runs={"baremetal": _STATE_ONLY, "vsphere": _NO_MAINTENANCE_MODE,
                 "kubernetes": Runs("commands", "kubectl uncordon -- NODE (or kubectl cordon with state: cordoned)")}),
+    _spec(ch.SetGpuHealth, planner._set_gpu_health, "operator", idempotent=True,
+          console=NotInConsole("no console key yet: `gpuadmin gpu-health`, or a change file (`apply -f`)"),
+          verb=Verb(("gpu-health",), (_GPU, Arg("HEALTH", "health", "choice", "unhealthy fences it; healthy "
+                                                   "clears the fence (needs an admin)",
+                                                   choices=("healthy", "unhealthy")),
+                                      Arg("--reason", "reason", "text", "with unhealthy: why (an XID, ECC errors)")),
+                     "gpuadmin gpu-health gpu-h100-03/4 unhealthy --reason 'XID 79: GPU has fallen off the bus' "
+                     "--dry-run"),
+          fields="`node`, `gpu`, `health` (`healthy`/`unhealthy`), `reason?`, `by?`, `since?`",
+          doc="fence a GPU as unhealthy (why, who, when): no new placements on it; `healthy` clears it (admin).",
+          runs={"baremetal": _HEALTH_STATE, "vsphere": _HEALTH_STATE,
+                "kubernetes": Runs("state", "gpuadmin's state (its scheduler and rules); Kubernetes has no per-GPU "
+                                   "fence to render: the NVIDIA device plugin withdraws a GPU its own health check "
+                                   "finds failing, and a node is fenced with cordon or drain")}),
     _spec(ch.Drain, planner._drain, "operator", destructive=True, idempotent=True,
           console=Console("r", "edit.drain", "Drain"),
           verb=Verb(("drain",), (_NODES,), "gpuadmin drain gpu-h100-03 --dry-run"),

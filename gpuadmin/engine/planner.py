@@ -25,7 +25,7 @@ from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.rules.base import gpu_target, job_target, node_target, queue_target, target_of
 from gpuadmin.engine.state import ClusterState, EntityKind, SlotKey, View
 from gpuadmin.errors import Diagnostic, InputError
-from gpuadmin.model import DynamicSharing, Gpu, Job, Node, Queue, VGpu
+from gpuadmin.model import DynamicSharing, Gpu, GpuHealth, Job, Node, Queue, VGpu
 from gpuadmin.model.diagnostics import dotted
 from gpuadmin.model.inventory import STORED
 from gpuadmin.model.references import hosts_of_vms, job_references, node_references
@@ -245,7 +245,7 @@ def _set_mig(view: View, c: ch.SetMig, touched: Touched) -> None:
         # media extension, a start outside its placements): it is kept unplaced, and the MIG rules name each
         # problem under its own id instead of one "does not fit"
     _put_gpu(view, node, Gpu(index=gpu.index, model=gpu.model, mode="mig", mig=instances,
-                             not_in_catalog=gpu.not_in_catalog), touched)
+                             not_in_catalog=gpu.not_in_catalog, health=gpu.health), touched)
 
 
 def _placement_conflict(model: GpuModel, requests: Sequence[Request]) -> str:
@@ -281,13 +281,13 @@ def _set_mode(view: View, c: ch.SetMode, touched: Touched) -> None:
             raise ChangeRefused("mode.time-slice-replicas", gpu_target(c.node, c.gpu),
                                 "set-mode time-sliced needs 'replicas'")
         new = Gpu(index=gpu.index, model=gpu.model, mode="time-sliced", replicas=c.replicas,
-                  sharing=gpu.sharing, not_in_catalog=gpu.not_in_catalog)
+                  sharing=gpu.sharing, not_in_catalog=gpu.not_in_catalog, health=gpu.health)
     elif c.replicas is not None:
         raise ChangeRefused("change.fields", gpu_target(c.node, c.gpu),
                             f"'replicas' applies to mode time-sliced, not {c.mode}")
     else:
         new = Gpu(index=gpu.index, model=gpu.model, mode=c.mode,
-                  vgpus=[] if c.mode == "vgpu" else None, not_in_catalog=gpu.not_in_catalog)
+                  vgpus=[] if c.mode == "vgpu" else None, not_in_catalog=gpu.not_in_catalog, health=gpu.health)
     _put_gpu(view, node, new, touched)
 
 
@@ -299,7 +299,7 @@ def _set_time_slicing(view: View, c: ch.SetTimeSlicing, touched: Touched) -> Non
                                 "the GPU is in MIG mode: time-slice its instances with 'mig_profile', "
                                 "or leave MIG first with set-mode")
         new = Gpu(index=gpu.index, model=gpu.model, mode="time-sliced", replicas=c.replicas,
-                  sharing=gpu.sharing, not_in_catalog=gpu.not_in_catalog)
+                  sharing=gpu.sharing, not_in_catalog=gpu.not_in_catalog, health=gpu.health)
     else:
         if gpu.mode != "mig" or not any(i.profile == c.mig_profile for i in gpu.mig or ()):
             raise ChangeRefused("change.target-exists", gpu_target(c.node, c.gpu),
@@ -383,7 +383,7 @@ def _attach_vm(view: View, c: ch.AttachVm, touched: Touched) -> None:
             raise ChangeRefused("placement.slot-free", gpu_target(c.node, index),
                                 f"GPU {index} is held by {', '.join(sorted(view.holders(c.node, index)))}")
         gpus = [Gpu(index=index, model=gpu.model, mode="passthrough", vm=c.vm,
-                    not_in_catalog=gpu.not_in_catalog) if g.index == index else g
+                    not_in_catalog=gpu.not_in_catalog, health=gpu.health) if g.index == index else g
                 for g in gpus]
         touched.gpus.add((c.node, index))
     if c.gpus:
@@ -404,7 +404,7 @@ def _detach_vm(view: View, c: ch.DetachVm, touched: Touched) -> None:
     if everything or (c.device_group is not None and vm.device_group == c.device_group):
         update["device_group"] = None
     vms = [vm.model_copy(update=update) if v.name == c.vm else v for v in node.vms]
-    gpus = [Gpu(index=g.index, model=g.model, mode="full", not_in_catalog=g.not_in_catalog)
+    gpus = [Gpu(index=g.index, model=g.model, mode="full", not_in_catalog=g.not_in_catalog, health=g.health)
             if g.index in release and g.vm == c.vm else g for g in node.gpus]
     touched.gpus |= {(c.node, i) for i in release}
     view.put_node(node.name, node.model_copy(update={"vms": vms, "gpus": gpus}))
@@ -446,6 +446,16 @@ def _repair(view: View, c: ch.RepairNode, touched: Touched) -> None:
     if not c.note.strip():
         raise ChangeRefused("change.fields", node_target(c.node), "repair-node needs a note: what was repaired")
     _set_state(view, c.node, c.state, touched)
+
+
+def _set_gpu_health(view: View, c: ch.SetGpuHealth, touched: Touched) -> None:
+    """Fence a GPU (or clear its fence). Its running holders stay, as a cordon keeps a node's: fencing stops
+    new placements (rule `placement.gpu-healthy`, and the scheduler's filters); drain or preempt what runs."""
+    node, gpu = _gpu(view, c.node, c.gpu)
+    health = (GpuHealth(state="unhealthy", reason=c.reason, by=c.by, since=c.since)
+              if c.health == "unhealthy" and c.reason is not None else None)
+    _put_gpu(view, node, gpu.model_copy(update={"health": health}), touched)
+    touched.nodes.add(node.name)
 
 
 def _evict(view: View, job: Job, touched: Touched) -> None:

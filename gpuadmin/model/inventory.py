@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -211,6 +212,34 @@ class VGpu(StrictModel):
     profile: Name
 
 
+#: The most characters of a health reason ("XID 79: GPU has fallen off the bus", an RMA note): one line of a
+#: listing, never a log pasted whole.
+MAX_HEALTH_REASON = 500
+
+
+def _one_line_reason(text: str) -> str:
+    """A health reason is shown in tables and journal lines: printable text of one line, never blank."""
+    if not text.strip():
+        raise ValueError("a health reason says why (e.g. 'XID 79: GPU has fallen off the bus')")
+    if any(not ch.isprintable() for ch in text):
+        raise ValueError("a health reason is one line of printable text (no control characters)")
+    return text
+
+
+HealthReason = Annotated[str, Field(min_length=1, max_length=MAX_HEALTH_REASON), AfterValidator(_one_line_reason)]
+
+
+class GpuHealth(StrictModel):
+    """A GPU fenced as unhealthy (`set-gpu-health`): the scheduler and the placement rules keep new work off
+    it until an admin clears it. A healthy GPU has no `health` at all. `by` and `since` are who fenced it and
+    when (the service stamps them from the caller, as it stamps a submitted job)."""
+
+    state: Literal["unhealthy"]
+    reason: HealthReason
+    by: Name | None = None
+    since: Timestamp | None = None
+
+
 class Gpu(StrictModel):
     index: GpuIndex
     model: Name
@@ -224,6 +253,11 @@ class Gpu(StrictModel):
     # The board's physical slot (nvidia-smi -q "Module ID", NVML nvmlDeviceGetModuleId): Fabric Manager's
     # partitions name GPUs by it, and it need not follow the index (a real HGX H100 has GPU 0 in module 7)
     module_id: ModuleId | None = None
+    health: GpuHealth | None = None  # None: healthy; else fenced, and why (set-gpu-health)
+
+    @property
+    def unhealthy(self) -> bool:
+        return self.health is not None
 
     @model_validator(mode="after")
     def _fields_match_mode(self) -> Gpu:

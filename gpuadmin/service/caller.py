@@ -103,11 +103,19 @@ def admin_reasons(changes: Sequence[ch.Change], diff: Sequence[EntityDiff] = ())
             reasons.append(f"changes the inventory facts of node {d.name}")
         elif d.kind == "node" and _down(d.before) and not _down(d.after):
             reasons.append(f"brings node {d.name} back from down (what repair-node does)")
+        elif d.kind == "node" and (cleared := _fenced(d.before) - _fenced(d.after)):
+            gpus = ", ".join(str(index) for index in sorted(cleared))
+            reasons.append(f"clears the health fence of GPU {gpus} on node {d.name} (set-gpu-health healthy)")
     return reasons[:3] + ([f"and {len(reasons) - 3} more"] if len(reasons) > 3 else [])
 
 
 def _down(node: dict[str, Any] | None) -> bool:
     return node is not None and node.get("state") == "down"
+
+
+def _fenced(node: dict[str, Any] | None) -> set[int]:
+    """The indexes of a dumped node's GPUs fenced as unhealthy (`set-gpu-health`)."""
+    return {g["index"] for g in (node or {}).get("gpus") or () if g.get("health") is not None}
 
 
 def _facts(node: dict[str, Any] | None) -> tuple[Any, ...]:

@@ -81,7 +81,8 @@ class ChangeUseCases(ServiceCore):
 
     def _stamped(self, changes: Sequence[ch.Change]) -> list[ch.Change]:
         """A submitted job without `owner` or `submitted` gets the submitter's login identity (the journal's
-        actor) and the time: who and when are facts of the submission, not of the planner (which is pure).
+        actor) and the time, and so does a GPU fenced without `by` or `since`: who and when are facts of the
+        submission, not of the planner (which is pure).
         A stamped change is kept as stamped: a saved plan applies with the same owner and time."""
         out: list[ch.Change] = []
         for change in changes:
@@ -91,6 +92,12 @@ class ChangeUseCases(ServiceCore):
                     "submitted": change.job.submitted or datetime.now(UTC).replace(microsecond=0),
                 })
                 change = change.model_copy(update={"job": job})
+            if isinstance(change, ch.SetGpuHealth) and change.health == "unhealthy" and (
+                    change.by is None or change.since is None):
+                change = change.model_copy(update={  # who fenced the GPU and when, as a submission's
+                    "by": change.by or self.caller.identity.name,
+                    "since": change.since or datetime.now(UTC).replace(microsecond=0),
+                })
             out.append(change)
         return out
 

@@ -59,6 +59,11 @@ def _probes() -> list[tuple[str, str, list[Any], list[EntityDiff]]]:
          [EntityDiff("node", "n", _NODE, {**_NODE, "cpus": 128})]),
         ("a plan that brings a `down` node back (what `repair-node` does), by any op (`restore` included)", "apply",
          restore, [EntityDiff("node", "n", {**_NODE, "state": "down"}, {**_NODE, "state": "ready"})]),
+        ("a plan that clears a GPU's health fence (what `set-gpu-health healthy` does), by any op (`restore` "
+         "included)", "apply", restore,
+         [EntityDiff("node", "n", {**_NODE, "gpus": [{**_NODE["gpus"][0], "health": {"state": "unhealthy",
+                                                                                      "reason": "XID 79"}}]},
+                     _NODE)]),
         ("`preempt-job` with `override: true` (a non-preemptible job; needs a `reason`, journaled)", "apply",
          [PreemptJob(op="preempt-job", name="j", override=True, reason="why")], []),
     ]

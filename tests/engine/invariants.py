@@ -14,7 +14,8 @@ itself here. What it checks, and where the docs promise it:
 - no exclusive job shares (docs/inventory.md `isolation`: exclusive unless written `shared` or the request is
   fractional): it is the only holder of its slice and never on a time-sliced one;
 - no new placement on a cordoned, draining or down node (docs/inventory.md `state`; docs/changes.md cordon,
-  drain): a running job there holds only slots it already held before the step;
+  drain), nor on a GPU fenced as unhealthy (docs/changes.md `set-gpu-health`): a running job there holds only
+  slots it already held before the step;
 - no VM loses a vGPU, a passthrough GPU or its device group unless the plan says so (docs/changes.md
   `remove-vgpu`, `detach-vm`; removing or restoring the whole node);
 - every state exports to an inventory that loads and validates, references included, and loads back equal
@@ -202,11 +203,14 @@ def new_placement_problems(before: Inventory, after: Inventory) -> list[str]:
     held = {j.name: {(s.node, s.gpu, s.mig_start) for s in j.placement}
             for j in before.jobs if j.status == "running"}
     states = {n.name: n.state for n in after.nodes}
+    fenced = {(n.name, g.index) for n in after.nodes for g in n.gpus if g.health is not None}
     problems = []
     for job in after.jobs:
         if job.status != "running":
             continue
         for slot in job.placement:
+            if (slot.node, slot.gpu) in fenced and (slot.node, slot.gpu, slot.mig_start) not in held.get(job.name, ()):
+                problems.append(f"job {job.name} was newly placed on {slot.node}/{slot.gpu}, fenced as unhealthy")
             state = states.get(slot.node)
             if state not in (None, "ready") and (slot.node, slot.gpu, slot.mig_start) not in held.get(job.name, ()):
                 problems.append(f"job {job.name} was newly placed on {slot.node}/{slot.gpu}, which is {state}")

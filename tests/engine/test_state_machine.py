@@ -265,6 +265,15 @@ def _repair_node(d: Draw) -> dict[str, Any]:
             "state": d.one(["ready", "cordoned"])}
 
 
+def _set_gpu_health(d: Draw) -> dict[str, Any]:
+    node = d.node()
+    value: dict[str, Any] = {"op": "set-gpu-health", "node": d.node_name(node), "gpu": d.gpu_index(node),
+                             "health": d.one(["healthy", "unhealthy", "unhealthy"])}
+    if value["health"] == "unhealthy":
+        value["reason"] = d.one(["XID 79: GPU has fallen off the bus", "DBE: 1 volatile double-bit ECC error"])
+    return value
+
+
 def _request(d: Draw) -> dict[str, Any]:
     kind = d.one(["gpus", "gang", "mig", "fraction", "memory"])
     if kind == "gpus":
@@ -423,6 +432,7 @@ GENERATORS: dict[str, Callable[[Draw], dict[str, Any]]] = {
     "uncordon": _node_op("uncordon"),
     "drain": _node_op("drain"),
     "repair-node": _repair_node,
+    "set-gpu-health": _set_gpu_health,
     "submit-job": _submit_job,
     "cancel-job": _cancel_job,
     "bind-job": _bind_job,

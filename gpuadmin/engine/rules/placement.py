@@ -697,3 +697,31 @@ def vm_placement(view: View, name: str) -> Iterable[Violation]:
                     f"job {name} holds GPU {index} of {node_name}, which VM {held[index]} holds",
                     f"only a job with vm: {held[index]} runs there; place this one elsewhere",
                 )
+
+
+@rule(
+    "placement.gpu-healthy",
+    "A GPU fenced as unhealthy (`set-gpu-health`) takes no new placements; the jobs already on it keep "
+    "running, as on a cordoned node.",
+    "job",
+)
+def gpu_healthy(view: View, name: str) -> Iterable[Violation]:
+    job = view.job(name)
+    if job is None:
+        return
+    seen: set[tuple[str, int]] = set()
+    for slot in new_slots(view, job):
+        found = view.gpu_at((slot.node, slot.gpu))
+        health = found[1].health if found is not None else None
+        if health is None or (slot.node, slot.gpu) in seen:
+            continue
+        seen.add((slot.node, slot.gpu))
+        fenced = f" by {health.by}" if health.by else ""
+        yield Violation(
+            "placement.gpu-healthy",
+            job_target(name),
+            f"job {name} would be placed on GPU {slot.gpu} of {slot.node}, which is fenced as unhealthy{fenced}: "
+            f"{health.reason}",
+            "place the job on a healthy GPU; an admin clears the fence after the repair "
+            f"(gpuadmin gpu-health {gpu_target(slot.node, slot.gpu)} healthy)",
+        )

@@ -289,6 +289,7 @@ class Explainer:
         if finding is None:
             finding = self._fit_finding(shape)
             self._shape_memo[shape] = finding
+        finding = self._with_fenced(job, finding)
         if (
             remedies
             and needs.vm is None  # inside a VM only its own jobs run, and they are never victims
@@ -307,6 +308,18 @@ class Explainer:
                     tuple({"op": "preempt-job", "name": v} for v in victims),
                 )
         return finding
+
+    def _with_fenced(self, job: Job, finding: _Finding) -> _Finding:
+        """The finding, saying too how many nodes the filters found short because of GPUs fenced as unhealthy
+        (their `unhealthy` verdicts: read, never worked out again here)."""
+        fenced = self.cycle.verdict(job.name).count("unhealthy")
+        if not fenced:
+            return finding
+        return replace(
+            finding,
+            message=f"{finding.message}; {_plural(fenced, 'node')} would have room but for GPUs fenced as "
+                    "unhealthy",
+            details={**finding.details, "nodes_short_by_fenced_gpus": fenced})
 
     # ---------------------------------------------------------------------------------------------- never
     def _never_fits(self, shape: Shape) -> _Finding | None:

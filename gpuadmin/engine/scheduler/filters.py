@@ -12,6 +12,8 @@ Each filter is a pure function of a node part (see `fgd`) or a `NodeCap` and a `
                       dynamic-sharing node that its need fits (`Scorer.open`);
 * `node_ok`         — RDMA where the request needs it (node state is filtered by the index: only ready nodes
                       are schedulable);
+* fenced GPUs      — a GPU fenced as unhealthy (`set-gpu-health`) is offered by none of them (the index skips
+                      it); a node short of room because of such GPUs fails with code `unhealthy`;
 * `gpu_status`      — all of the above on one node at once, as kube-scheduler's `Filter` answers: a `Status`
                       that fits, or says why not with a stable code and the reason an operator reads. The
                       cycle's verdicts (`verdicts.py`) and every "why not" of `explain` come from it.
@@ -132,9 +134,36 @@ def open_gpu_fits(nc: NodeCap, shape: Shape) -> bool:
     )
 
 
+# The failures that say what the node's GPUs lack as such (no RDMA, no GPU of the model, no such MIG profile, a
+# share for an exclusive job): fenced GPUs are never their cause.
+_NOT_CAPACITY = frozenset({"no-rdma", "no-model", "no-profile", "isolation"})
+# One reason for every such node, so that a summary counts them together ("0/4 nodes fit: 4 with GPUs fenced as
+# unhealthy"); which GPUs and why is the GPU's own (`describe gpu`, rule placement.gpu-healthy).
+UNHEALTHY = Status("unhealthy", "with GPUs fenced as unhealthy")
+
+
 def gpu_status(nc: NodeCap, shape: Shape) -> Status:
     """Whether this node's GPUs (as the index holds them now) can host the shape, whatever the node's state:
-    the filters above, in the order the cycle applies them, each failure with its own code and reason."""
+    the filters above, in the order the cycle applies them, each failure with its own code and reason. A node
+    that falls short because GPUs of the shape's model are fenced as unhealthy says so (code `unhealthy`)."""
+    status = _capacity_status(nc, shape)
+    if status.fits or status.code in _NOT_CAPACITY:
+        return status
+    fenced = [i for i in nc.gpus.values() if i.unhealthy is not None and model_ok(shape, i.model)]
+    if fenced and _fence_explains(nc, shape, fenced):
+        return UNHEALTHY
+    return status
+
+
+def _fence_explains(nc: NodeCap, shape: Shape, fenced: list[GpuInfo]) -> bool:
+    """Whether healthy GPUs in place of the fenced ones could make room: for whole GPUs, the free ones and the
+    fenced full-mode ones are enough in number; a MIG instance or a share could be on any fenced GPU."""
+    if shape.kind != "gpus":
+        return True
+    return nc.free_whole(shape.model) + sum(1 for i in fenced if i.mode == "full") >= shape.gpus
+
+
+def _capacity_status(nc: NodeCap, shape: Shape) -> Status:
     if not node_ok(nc, shape):
         return Status("no-rdma", "no RDMA")
     infos = [i for i in nc.gpus.values() if model_ok(shape, i.model)]

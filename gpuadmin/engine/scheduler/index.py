@@ -6,6 +6,9 @@ fractions hold on a dynamic-sharing node) with their unreserved share and replic
 node a free full GPU is both whole capacity and a unit a fraction may open: the first fraction turns it into a
 shared unit, and the last one to leave turns it back into a free GPU.
 
+A GPU fenced as unhealthy (`set-gpu-health`) offers none of these: it is kept, with its reason, only for the
+filters to say why a node falls short (`filters.gpu_status`, code `unhealthy`).
+
 Across nodes it keeps *buckets*: nodes whose relevant part has the same value share a bucket, so a job is
 scored once per distinct part, not once per node. Binding a job updates the index in place (never the state);
 the planner checks the result once at the end.
@@ -105,6 +108,7 @@ class GpuInfo:
     instance_holders: dict[int, set[str]] = field(default_factory=dict)
     units: dict[int | None, TsUnit] = field(default_factory=dict)  # mig_start (None = the GPU) → unit
     dynamic_unit: TsUnit | None = None  # the unit this full GPU becomes while fractions share it (kept closed)
+    unhealthy: str | None = None  # fenced (set-gpu-health): why; the GPU then offers nothing to place on
 
 
 class NodeCap:
@@ -235,6 +239,9 @@ class CapacityIndex:
             held_jobs = [j for j in (jobs.get(n) for n in sorted(names)) if j is not None and j.status == "running"]
             info = GpuInfo(gpu.mode, mname, None)
             nc.gpus[gpu.index] = info
+            if gpu.health is not None:  # fenced: no whole GPU, instance or replica of it is offered
+                info.unhealthy = gpu.health.reason
+                continue
             if gpu.index in vm_held:
                 continue
             if gpu.mode == "full":

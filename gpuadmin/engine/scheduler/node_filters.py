@@ -5,7 +5,7 @@ NodeResourcesFit plugins), and jobs that run inside a vSphere VM.
                        empty one means "any node", and such jobs keep the cycle's fast path untouched;
 * `NodeResources`    — the CPUs and memory left on each schedulable node, updated as the cycle binds and
                        evicts; a node without `cpus` / `memory_gib` in the inventory is not checked;
-* `VmSlots`          — the GPUs each VM holds that no job in it runs on yet (the index never offers a GPU a
+* `VmSlots`          — the healthy GPUs each VM holds that no job in it runs on yet (the index never offers a GPU a
                        VM holds, so a job without `vm` never lands there);
 * `node_status`      — whether one node passes them, in kube-scheduler's words ("Insufficient cpu",
                        "didn't match node selector/affinity");
@@ -143,7 +143,8 @@ class VmSlots:
         for node in state.nodes.values():
             for vm in node.vms:
                 self.host[vm.name] = node.name
-                self.free[vm.name] = vm_gpus(node, vm)
+                fenced = {g.index for g in node.gpus if g.health is not None}  # never offered (set-gpu-health)
+                self.free[vm.name] = [g for g in vm_gpus(node, vm) if g not in fenced]
                 self.total[vm.name] = len(self.free[vm.name])
         for job in state.jobs.values():
             if job.status == "running" and job.vm is not None:

@@ -51,7 +51,8 @@ def _candidates(nodes: list[NodeCap], models: list[str], profile: str, full_pass
             info = nc.gpus[gpu]
             model = catalog.model(info.model)
             prof = mig_profile_name(info.model, profile)
-            if model is None or info.model not in models or not model.mig_capable or prof is None:
+            if (model is None or info.model not in models or not model.mig_capable or prof is None
+                    or info.unhealthy is not None):  # a fenced GPU is repaired, not repartitioned
                 continue
             if not full_pass and info.mode == "mig":
                 yield nc, gpu, info.model, prof, _kept(info)

@@ -16,7 +16,7 @@ import pytest
 from _rulekit import Scenario, base_inventory, everything
 
 from gpuadmin.engine.rules import RULES, check
-from gpuadmin.model import DeviceGroup, DynamicSharing, Inventory, Job, MigInstance, NotInCatalog, VGpu, Vm
+from gpuadmin.model import DeviceGroup, DynamicSharing, GpuHealth, Inventory, Job, MigInstance, NotInCatalog, VGpu, Vm
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ def split(profile: str, start: int, *cis: str) -> MigInstance:
     """A GPU instance with its compute instances named (none named: the default full-width CI)."""
     return MigInstance(profile=profile, start=start, compute_instances=list(cis) or None)
 
+
+FENCE = GpuHealth(state="unhealthy", reason="XID 79: GPU has fallen off the bus", by="ops")
 
 REAL_H100_MODULE_IDS = (7, 5, 6, 8, 1, 3, 4, 2)
 
@@ -1403,6 +1405,10 @@ CASES: list[Case] = [
         lambda: S().submit(running("v", [("esx1", 0)], gpus=1)),
         "job/v",
     ),
+    Case("placement.gpu-healthy", "a fence keeps the jobs already on the GPU; a bind goes to a healthy one",
+         lambda: S().gpu("bm2", 0, health=FENCE).gpu("bm2", 3, health=FENCE).bind("wait", ("bm2", 2))),
+    Case("placement.gpu-healthy", "bind onto a GPU fenced as unhealthy",
+         lambda: S().gpu("bm2", 2, health=FENCE).bind("wait", ("bm2", 2)), "job/wait"),
     # ---------------------------------------- nodes
     Case("node.no-new-placements", "cordon keeps running jobs", lambda: S().node("bm2", state="cordoned")),
     Case(

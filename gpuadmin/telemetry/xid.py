@@ -1,0 +1,131 @@
+"""NVIDIA's XID catalog and the health findings XIDs and ECC double-bit errors give rise to.
+
+The meanings and actions follow NVIDIA's XID documentation, "Analyzing Xid Errors with the Xid Catalog"
+(https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), whose resolution buckets are
+RESTART_APP, RESET_GPU, RESTART_BM (reboot the node), CONTACT_SUPPORT (hardware: RMA) and IGNORE. An XID whose
+catalog action is a reset, a reboot or support, and any double-bit (uncorrectable) ECC error, flags the GPU: the
+finding carries the remedy as a `set-gpu-health` change to review, never applied by this module (it is pure).
+
+UNCERTAIN (marked, as every fact not checked against its source is): the rows below were written from that page
+without a row-by-row check against its current spreadsheet (92's IGNORE is the least sure). Until checked, an
+operator reads each finding as a prompt to look, and the fence is only ever proposed, never applied unreviewed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Action = Literal["RESTART_APP", "RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT", "IGNORE"]
+
+
+@dataclass(frozen=True, slots=True)
+class Xid:
+    code: int
+    meaning: str
+    action: Action  # NVIDIA's immediate resolution bucket
+    flags: bool  # whether the GPU is fenced as unhealthy for it
+
+
+def _xid(code: int, meaning: str, action: Action) -> Xid:
+    return Xid(code, meaning, action, action in ("RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT"))
+
+
+CATALOG: dict[int, Xid] = {x.code: x for x in (
+    _xid(13, "Graphics Engine Exception (an application fault: illegal address, out-of-range access)",
+         "RESTART_APP"),
+    _xid(31, "GPU memory page fault (an application's illegal memory access, usually)", "RESTART_APP"),
+    _xid(43, "GPU stopped processing (a user application fault; the GPU stays usable)", "RESTART_APP"),
+    _xid(45, "Preemptive cleanup, due to previous errors (channels torn down after another error)",
+         "RESTART_APP"),
+    _xid(48, "Double-bit ECC error (uncorrectable memory error)", "RESET_GPU"),
+    _xid(61, "Internal micro-controller breakpoint/warning", "RESET_GPU"),
+    _xid(62, "Internal micro-controller halt", "RESET_GPU"),
+    _xid(63, "ECC page retirement or row-remapping recording event", "RESET_GPU"),
+    _xid(64, "ECC page retirement or row-remapper recording failure", "RESET_GPU"),
+    _xid(74, "NVLink error", "RESET_GPU"),
+    _xid(79, "GPU has fallen off the bus", "RESTART_BM"),
+    _xid(92, "High single-bit ECC error rate", "IGNORE"),
+    _xid(94, "Contained ECC error (the affected application must restart)", "RESTART_APP"),
+    _xid(95, "Uncontained ECC error (every application on the GPU is affected)", "RESET_GPU"),
+    _xid(119, "GSP RPC timeout", "RESET_GPU"),
+    _xid(120, "GSP error", "RESET_GPU"),
+)}
+
+
+def describe(code: int) -> str:
+    """`XID 79: GPU has fallen off the bus`, or an unknown code said as such."""
+    found = CATALOG.get(code)
+    return f"XID {code}: {found.meaning}" if found is not None else f"XID {code}: not in gpuadmin's catalog"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReading:
+    """What a source (Prometheus/DCGM, NVML) read of one GPU, as health needs it: the XIDs seen (in order)
+    and the double-bit ECC error count (volatile: since the last driver load), None where unknown."""
+
+    node: str
+    gpu: int
+    xids: tuple[int, ...] = ()
+    dbe_volatile: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LastSeen:
+    """What an earlier pass saw of a GPU: the XIDs already judged and the DBE count then."""
+
+    xids: int = 0  # how many of the reading's XIDs were already seen
+    dbe_volatile: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    node: str
+    gpu: int
+    reason: str  # what fences it, one line: "XID 79: GPU has fallen off the bus"
+    action: str  # NVIDIA's action, or the ECC one
+    remedy: dict[str, Any]  # the set-gpu-health change to review
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "gpu": self.gpu, "reason": self.reason, "action": self.action,
+                "remedy": self.remedy}
+
+
+def _remedy(node: str, gpu: int, reason: str) -> dict[str, Any]:
+    return {"op": "set-gpu-health", "node": node, "gpu": gpu, "health": "unhealthy", "reason": reason}
+
+
+def findings(readings: Iterable[GpuReading], seen: Mapping[tuple[str, int], LastSeen] | None = None,
+             fenced: frozenset[tuple[str, int]] = frozenset()) -> list[Finding]:
+    """The GPUs new readings flag: a new XID whose action is a reset, a reboot or support, or a DBE count
+    that grew. A GPU already fenced is not flagged again; one finding per GPU (its first cause)."""
+    out: list[Finding] = []
+    for reading in readings:
+        key = (reading.node, reading.gpu)
+        if key in fenced:
+            continue
+        last = (seen or {}).get(key, LastSeen())
+        found = _xid_finding(reading, last) or _dbe_finding(reading, last)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _xid_finding(reading: GpuReading, last: LastSeen) -> Finding | None:
+    for code in reading.xids[last.xids:]:
+        xid = CATALOG.get(code)
+        if xid is not None and xid.flags:
+            reason = describe(code)
+            return Finding(reading.node, reading.gpu, reason, xid.action,
+                           _remedy(reading.node, reading.gpu, reason))
+    return None
+
+
+def _dbe_finding(reading: GpuReading, last: LastSeen) -> Finding | None:
+    count = reading.dbe_volatile
+    if count is None or count <= last.dbe_volatile:
+        return None
+    new = count - last.dbe_volatile
+    reason = f"DBE: {new} new volatile double-bit ECC error{'s' if new != 1 else ''} ({count} since driver load)"
+    return Finding(reading.node, reading.gpu, reason, "RESET_GPU", _remedy(reading.node, reading.gpu, reason))

@@ -1,0 +1,76 @@
+"""Issue 23: XID/ECC health findings and idle allocations (pure functions)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gpuadmin.engine import changes as ch
+from gpuadmin.telemetry.idle import Holding, Sample, idle_holdings, wasted_per_queue
+from gpuadmin.telemetry.xid import CATALOG, GpuReading, LastSeen, findings
+
+FLAGGING = {48, 61, 62, 63, 64, 74, 79, 95, 119, 120}
+
+
+@pytest.mark.parametrize("code", sorted(CATALOG))
+def test_every_xid_flags_as_the_catalog_says(code: int) -> None:
+    found = findings([GpuReading("n", 0, xids=(code,))])
+    assert bool(found) == (code in FLAGGING)
+    if found:
+        assert found[0].reason.startswith(f"XID {code}: ")
+        ch.CHANGE_LIST.validate_python([found[0].remedy])  # the remedy is a valid set-gpu-health change
+
+
+def test_only_new_xids_and_grown_dbe_counts_flag_and_fenced_gpus_are_not_flagged_again() -> None:
+    reading = GpuReading("n", 1, xids=(79,), dbe_volatile=2)
+    assert findings([reading], {("n", 1): LastSeen(xids=1, dbe_volatile=2)}) == []
+    grown = findings([reading], {("n", 1): LastSeen(xids=1, dbe_volatile=1)})
+    assert [f.reason for f in grown] == ["DBE: 1 new volatile double-bit ECC error (2 since driver load)"]
+    assert findings([reading], fenced=frozenset({("n", 1)})) == []
+    assert findings([GpuReading("n", 2, xids=(13, 31, 43))]) == []  # application faults
+    assert findings([GpuReading("n", 3, dbe_volatile=None)]) == []  # unknown is not zero
+
+
+def _reference(holdings: list[Holding], history: dict, now: float, below: float, minutes: float) -> set[str]:
+    """Brute force: minute by minute back from now, the holding is idle while every slice's samples in
+    (t, now] are all under `below` and each slice has a sample at or before t."""
+    out = set()
+    for h in holdings:
+        t = now - minutes * 60
+        ok = all(history.get(k) and min(s.at for s in history[k]) <= t
+                 and all(s.util < below for s in history[k] if s.at > t) for k, _ in h.slices)
+        if ok:
+            out.add(h.name)
+    return out
+
+
+def test_idle_holdings_match_a_brute_force_reference() -> None:
+    rng = random.Random(23)
+    for _ in range(300):
+        now = 10_000.0
+        holdings, history = [], {}
+        for j in range(4):
+            keys = [("n", j * 2 + i, None) for i in range(rng.randint(1, 2))]
+            holdings.append(Holding("job", f"j{j}", rng.choice(["a", "b"]), "n", tuple((k, 1.0) for k in keys)))
+            for k in keys:
+                if rng.random() < 0.9:
+                    history[k] = [Sample(now - 60 * m, rng.choice([0.0, 1.0, 3.0, 50.0] if rng.random() < 0.3
+                                                                  else [0.0, 2.0]))
+                                  for m in range(rng.randint(1, 60))]
+        below, minutes = 5.0, float(rng.choice([10, 30, 45]))
+        got = {i.holding.name for i in idle_holdings(holdings, history, now, below, minutes)}
+        assert got == _reference(holdings, history, now, below, minutes)
+
+
+def test_gpu_hours_per_queue_and_remedies() -> None:
+    now = 7200.0
+    flat = [Sample(t, 1.0) for t in range(0, 7201, 600)]
+    holdings = [Holding("job", "a", "research", "n", ((("n", 0, None), 1.0), (("n", 1, None), 1.0))),
+                Holding("job", "b", "prod", "n", ((("n", 2, 0), 0.5),), preemptible=False),
+                Holding("vm", "vm1", None, "esx", ((("esx", 0, None), 1.0),))]
+    history = {key: flat for h in holdings for key, _ in h.slices}
+    idle = idle_holdings(holdings, history, now)
+    assert [i.holding.name for i in idle] == ["a", "vm1", "b"]
+    assert wasted_per_queue(idle) == {"-": 2.0, "prod": 1.0, "research": 4.0}
+    assert [i.remedy[0]["op"] for i in idle] == ["preempt-job", "detach-vm", "cancel-job"]
