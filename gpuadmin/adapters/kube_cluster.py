@@ -102,7 +102,8 @@ class ClusterPod:
 
     def job(self, placement: list[Slot] | None = None) -> Job:
         return Job(name=self.job_name, queue=self.queue, request=self.request, priority=self.priority,
-                   status=self.status, placement=(placement or []) if self.status == "running" else [])
+                   status=self.status, placement=(placement or []) if self.status == "running" else [],
+                   scheduler=self.scheduler_name)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -51,7 +51,8 @@ from gpuadmin.model import Job, Slot
 if TYPE_CHECKING:
     from gpuadmin.engine.scheduler.explain import Explanation
 
-Outcome = Literal["bound", "no-fit", "over-limit", "nonpreemptible-over-quota", "unknown-queue", "preempted", "refused"]
+Outcome = Literal["bound", "no-fit", "over-limit", "nonpreemptible-over-quota", "unknown-queue", "preempted", "refused",
+                  "other-scheduler"]
 PENDING = ("pending", "preempted")
 MAX_PREEMPTORS = 16  # preemptors tried per cycle (KAI bounds its reclaim/preempt queue depth alike)
 
@@ -573,7 +574,8 @@ class Cycle:
             if job is None:
                 break
             self.order.append(job.name)
-            self.outcome[job.name] = self.try_bind(job)
+            # Another scheduler's pod (KAI, default-scheduler) is a fact gpuadmin reads and explains, never binds.
+            self.outcome[job.name] = "other-scheduler" if job.other_scheduler else self.try_bind(job)
             order.advance(job.queue)
         t2 = time.perf_counter()
         tried = 0

@@ -157,6 +157,8 @@ class Explainer:
                 victims=victims,
             )
         finding = self._finding(job, remedies)
+        if job.other_scheduler:
+            finding = _other_scheduler(job.other_scheduler, finding)
         qpos, cpos, ahead = self._positions.get(name, (None, None, []))
         ahead_count = (qpos - 1) if qpos is not None else 0
         named: tuple[str, ...] = tuple(finding.details.get("victims", ()))
@@ -698,3 +700,11 @@ def _remedy_fails(state: ClusterState, job_name: str, changes: tuple[dict[str, A
     if job_name not in after.bound:
         return "the job still does not fit after it"
     return None
+
+
+def _other_scheduler(scheduler: str, fit: _Finding) -> _Finding:
+    """A pending pod of another scheduler: gpuadmin never binds it, and still says why it cannot fit (the
+    finding of its own filters, with their remedy) so that the operator knows what would let its scheduler place it."""
+    message = f"scheduled by {scheduler}: gpuadmin explains, never binds; {fit.message}"
+    details = {**fit.details, "scheduler": scheduler, "fit_reason": fit.reason}
+    return _Finding("other-scheduler", message, details, fit.remedy, fit.remedy_kind, fit.changes)
