@@ -9,7 +9,7 @@ $(BIN)/gpuadmin: pyproject.toml setup.py
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: run test test-wheel test-slow lint bench system-deps
+.PHONY: run test test-wheel test-slow lint bench system-deps demo-metrics demo-cluster
 run: $(BIN)/gpuadmin
 	$(BIN)/gpuadmin
 
@@ -67,3 +67,17 @@ lint: $(BIN)/gpuadmin
 
 bench: $(BIN)/gpuadmin
 	$(BIN)/python -m bench
+
+# A real Prometheus (Debian's prometheus package) on 127.0.0.1:$(DEMO_METRICS_PORT), backfilled with DCGM exporter
+# series for the OCI sample's GPUs over the last hour; prints the `config set` line; Ctrl-C stops it
+DEMO_METRICS_PORT ?= 9091
+demo-metrics: $(BIN)/gpuadmin
+	$(BIN)/python -m tests.telemetry.demo_metrics --port $(DEMO_METRICS_PORT)
+
+# The README's "A live cluster" session runs against this: the Kubernetes API server double (test code, not a
+# cluster: tests/kube/demo_cluster.py) seeded with the OCI sample's cluster, on 127.0.0.1:$(DEMO_PORT), its
+# kubeconfig in .demo/kubeconfig (context demo); Ctrl-C stops it.
+DEMO_PORT ?= 17443
+DEMO_DIR ?= .demo
+demo-cluster: $(BIN)/gpuadmin
+	$(BIN)/python -m tests.kube.demo_cluster --port $(DEMO_PORT) --dir $(DEMO_DIR)

@@ -1,12 +1,13 @@
-"""`python -m bench [NAME ...]`: run the benchmarks (all, or those named: load check get schedule tui table live),
-one after the other, each in its own process so none inherits another's warm caches."""
+"""`python -m bench [NAME ...]`: run the benchmarks (all, or those named: load check get schedule tui table live
+telemetry kube_sync), one after the other (telemetry: a real Prometheus; kube_sync: the API server double in its own
+process), each in its own process so none inherits another's warm caches."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-BENCHMARKS = ("load", "check", "get", "schedule", "tui", "table", "live")
+BENCHMARKS = ("load", "check", "get", "schedule", "tui", "table", "live", "telemetry", "kube_sync")
 
 
 def main() -> int:

@@ -11,8 +11,9 @@ from gpuadmin.service import Service
 
 # Judged by what their plan does (its ops' roles and its diff), inside, before the lock.
 JUDGE_THEIR_PLAN = {"apply", "submit"}
-# Judged inside too: a sync writes the cluster's truth, with the role an apply needs (service/cluster_sync.py).
-JUDGED_INSIDE = {"sync"}
+# Judged inside too: a sync writes the cluster's truth, with the role an apply needs (service/cluster_sync.py;
+# sync_watched is the console's sync after its watch saw changes, service/cluster_live.py).
+JUDGED_INSIDE = {"sync", "sync_watched"}
 # Not use cases: creating a state (it resolves its own caller and gates `init`), parsing change items (pure),
 # the revision number a live view polls, and closing the state this service opened.
 NOT_USE_CASES = {"init", "build_changes", "revision", "refresh", "close"}
@@ -36,7 +37,7 @@ def test_every_public_method_is_a_gated_use_case(name: str) -> None:
     if name in JUDGE_THEIR_PLAN | JUDGED_INSIDE | NOT_USE_CASES:
         assert not hasattr(method, "use_case"), f"{name} is listed as judged inside: drop it from the list"
         return
-    assert getattr(method, "use_case", None) in ("read", "plan", "undo", "schedule"), \
+    assert getattr(method, "use_case", None) in ("read", "plan", "undo", "schedule", "configure"), \
         f"Service.{name} is not declared as a use case (@use_case in gpuadmin/service/caller.py)"
 
 

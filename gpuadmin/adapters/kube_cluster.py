@@ -25,6 +25,7 @@ from typing import Any, get_args
 
 from gpuadmin.adapters._common import held_by_the_models, input_error
 from gpuadmin.adapters.kube_nodes import _quantity, node_of_object, node_state
+from gpuadmin.adapters.pods import JOB_ANNOTATION, MANAGED_BY, QUEUE_ANNOTATION
 from gpuadmin.catalog import MIG_RESOURCE_PREFIX, get_catalog, mig_device_resource_name
 from gpuadmin.model import Job, Node, Queue, Slot, Taint
 from gpuadmin.model.inventory import (
@@ -95,15 +96,15 @@ class ClusterPod:
     gang: str | None  # the PodGroup (or owner) the pod is scheduled with: all of a gang or none
     owner: str | None  # the controlling owner, "Kind/name"
     pod_group: str | None = None  # the PodGroup alone (KAI's annotation or the coscheduling label), no owner
+    gpuadmin_job: str | None = None  # the job gpuadmin submitted the pod for (`export pods`' annotation)
 
     @property
     def job_name(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        return self.gpuadmin_job or f"{self.namespace}/{self.name}"
 
     def job(self, placement: list[Slot] | None = None) -> Job:
         return Job(name=self.job_name, queue=self.queue, request=self.request, priority=self.priority,
-                   status=self.status, placement=(placement or []) if self.status == "running" else [],
-                   scheduler=self.scheduler_name)
+                   status=self.status, placement=(placement or []) if self.status == "running" else [])
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -301,12 +302,15 @@ def cluster_pod(item: Any, where: Place = ("pods", 0), file: str = "<cluster>") 
     priority = spec.get("priority")
     with held_by_the_models(file):
         request = _request(spec, annotations, where, file)
+    submitted = _submitted_as(labels, annotations, where, file)
+    if submitted is not None and submitted[1] is not None and queue_label is None:
+        queue = submitted[1]
     return ClusterPod(
         namespace=namespace,
         name=name,
         resource_version=_resource_version(metadata),
         request=request,
-        status=PHASES.get(phase, "pending"),
+        status=_status(phase, node),
         phase=phase,
         node=node,
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
@@ -315,7 +319,34 @@ def cluster_pod(item: Any, where: Place = ("pods", 0), file: str = "<cluster>") 
         gang=pod_group or owner,
         owner=owner,
         pod_group=pod_group,
+        gpuadmin_job=submitted[0] if submitted is not None else None,
     )
+
+
+def _status(phase: str, node: str | None) -> JobStatus:
+    """A pod bound to a node holds its GPUs there from the binding on, as kube-scheduler counts it: one still
+    `Pending` there (pulling its image, its containers starting) is running as far as slots go."""
+    status = PHASES.get(phase, "pending")
+    return "running" if status == "pending" and node else status
+
+
+def _submitted_as(labels: Mapping[str, str], annotations: Mapping[str, Any], where: Place,
+                  file: str) -> tuple[str, str | None] | None:
+    """The job and queue a pod gpuadmin submitted was made for (`export pods`' annotations), checked as the model's
+    names are (1 to 253 characters); None for a pod gpuadmin did not make."""
+    if labels.get(MANAGED_BY[0]) != MANAGED_BY[1] or JOB_ANNOTATION not in annotations:
+        return None
+    names: list[str | None] = []
+    for key in (JOB_ANNOTATION, QUEUE_ANNOTATION):
+        value = annotations.get(key)
+        if value is None and key == QUEUE_ANNOTATION:
+            names.append(None)
+            continue
+        if not isinstance(value, str) or not 1 <= len(value) <= MAX_OBJECT_NAME:
+            raise input_error(f"annotation {key} is not a gpuadmin name", file,
+                              path=(*where, "metadata", "annotations", key))
+        names.append(value)
+    return str(names[0]), names[1]
 
 
 def _gpu_amount(resources: Mapping[str, Any], key: str) -> float | None:

@@ -391,7 +391,9 @@ def _device_key(node: Node, gpu_index: int, instance: MigInstance, warnings: lis
     return instance.profile
 
 
-def _node_config(node: Node, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+def node_mig_config(node: Node, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+    """One node's mig-parted config: per GPU its device filter, `mig-enabled` and `mig-devices` (what
+    `export_mig_parted` writes under `gpuadmin-<node>`, and the cluster executor under its own name)."""
     out: list[dict[str, Any]] = []
     for gpu in sorted(node.gpus, key=lambda g: g.index):
         model = get_catalog().model(gpu.model)
@@ -423,7 +425,7 @@ def export_mig_parted(nodes: list[Node], warnings: list[str] | None = None) -> d
     configs: dict[str, Any] = {ALL_DISABLED: [{"devices": "all", "mig-enabled": False}]}
     for node in sorted(nodes, key=lambda n: n.name):
         if node.gpus:
-            configs[mig_config_name(node.name)] = _node_config(node, warnings)
+            configs[mig_config_name(node.name)] = node_mig_config(node, warnings)
     return {"version": "v1", "mig-configs": configs}
 
 

@@ -58,6 +58,10 @@ SHARED_MOUNT = "/mnt/shared"
 QueueSystem = Literal["kai", "kueue", "none"]
 
 
+JOB_ANNOTATION = "gpuadmin/job"  # annotations on every exported pod: the job's and the queue's exact names
+QUEUE_ANNOTATION = "gpuadmin/queue"
+MANAGED_BY = ("app.kubernetes.io/managed-by", "gpuadmin")
+
 def cpu_quantity(cpus: float) -> str:
     """A Kubernetes CPU quantity: whole CPUs as a number, fractions in millicores (0.5 → 500m)."""
     return str(int(cpus)) if cpus == int(cpus) else f"{round(cpus * 1000)}m"
@@ -139,6 +143,10 @@ def _metadata(job: Job, name: str, namespace: str, labels: dict[str, str],
               kai_fraction: bool = False) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels)}
     annotations: dict[str, str] = _fraction_annotations(job) if kai_fraction else {}
+    # the job's and its queue's names exactly (the labels hold them shortened to label values): what a sync of a
+    # bound cluster reads back, so that the pod is the same job, in the same queue, as the one submitted
+    annotations[JOB_ANNOTATION] = job.name
+    annotations[QUEUE_ANNOTATION] = job.queue
     if job.owner is not None:
         annotations["gpuadmin/owner"] = job.owner
     if job.submitted is not None:

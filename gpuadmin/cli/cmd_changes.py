@@ -94,9 +94,15 @@ def submit(service: Service, plan: Plan, *, yes: bool, fmt: str, verb: str = "ap
                             intent=intent)
     if result is None:
         sys.stderr.write("gpuadmin: nothing to apply\n")
+    elif result.steps:
+        from gpuadmin.render.plan import step_lines
+
+        sys.stderr.write("".join(f"gpuadmin: {safe(line)}\n" for line in step_lines(result.steps)))
+        sys.stderr.write(f"gpuadmin: executed on the cluster, revision {result.revision}\n")
     else:
         sys.stderr.write(f"gpuadmin: {verb}, revision {result.revision}\n")
     return ExitCode.OK
+
 
 
 def apply_changes(ctx: Context, service: Service, changes: list[Change], *, yes: bool, fmt: str,
@@ -112,7 +118,7 @@ def _apply(args: argparse.Namespace, ctx: Context) -> int:
 
     style.configure(ctx.color)
     service = ctx.service()
-    service.lock_wait = args.wait
+    configure_apply(service, args)
     if args.plan is not None:
         ready = service.plan_saved(args.plan)
         if ready.foreign:  # said first, on stderr: then the plan and its diff, even with --yes
@@ -127,7 +133,7 @@ def _reverse(args: argparse.Namespace, ctx: Context) -> int:
     """`undo` and `redo`: each says which journal entry it reverts, then goes through the same review."""
     ctx.caller().require("undo")
     service = ctx.service()
-    service.lock_wait = args.wait
+    configure_apply(service, args)
     reversal = service.undo(args.to) if args.command == "undo" else service.redo()
     sys.stderr.write(f"gpuadmin: {safe(reversal.description)}\n")
     return submit(service, reversal.plan, yes=args.yes, fmt=args.output, intent=reversal.intent,
@@ -135,9 +141,29 @@ def _reverse(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def add_wait(parser: argparse.ArgumentParser) -> None:
+    """The options of every command that applies a plan: the lock's wait, and on a state bound to a cluster how the
+    plan is executed there."""
     parser.add_argument("--wait", type=seconds, default=5.0, metavar="SECONDS",
                         help="wait up to SECONDS (0 to 86400) for another writer's lock before giving up with exit 3 "
                              "(default 5)")
+    cluster = parser.add_argument_group("on a state bound to a cluster (docs/kubernetes.md)")
+    cluster.add_argument("--model-only", action="store_true",
+                         help="change gpuadmin's state only, a what-if: nothing is executed on the cluster")
+    cluster.add_argument("--timeout", type=seconds, default=300.0, metavar="SECONDS",
+                         help="how long a step may wait on the cluster: a PodDisruptionBudget's refusals (drain), "
+                              "the mig-manager (mig, time-slice) (default 300)")
+    cluster.add_argument("--kubeconfig", type=Path, default=None, metavar="FILE",
+                         help="the kubeconfig that reaches the bound cluster (default: $KUBECONFIG, else "
+                              "~/.kube/config; the context is the state's)")
+
+
+def configure_apply(service: Service, args: argparse.Namespace) -> None:
+    """What `add_wait`'s options ask of the service."""
+    from gpuadmin.service import ExecutionOptions
+
+    service.lock_wait = args.wait
+    service.execution = ExecutionOptions(kubeconfig=args.kubeconfig, timeout_s=args.timeout,
+                                         model_only=args.model_only)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

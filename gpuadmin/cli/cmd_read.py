@@ -71,6 +71,16 @@ def _names_only(kind: str, ctx: Context) -> bool:
     return True
 
 
+def _telemetry(kind: str, rows: list[Row], ctx: Context) -> None:
+    """The telemetry columns where a Prometheus is set; while it is slow or down, a line on stderr (the
+    columns then show the last readings this process has, or `-`)."""
+    from gpuadmin.cli.cmd_telemetry import status_line
+
+    status = ctx.service().telemetry_rows(kind, rows)
+    if status.state in ("slow", "down"):
+        sys.stderr.write(safe(status_line(status)) + "\n")
+
+
 def _get(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
 
@@ -82,6 +92,8 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
     table = ctx.service().get(args.kind, name=args.name, selector=args.selector, reasons=reasons,
                               specs=fmt in ("json", "yaml"))
     kind = table.listing.kind
+    if args.kind in ("gpus", "slices") and fmt in ("wide", "json", "yaml"):
+        _telemetry(args.kind, table.rows, ctx)
     if fmt in ("table", "wide"):
         from gpuadmin.cli import style
 

@@ -13,12 +13,12 @@ if TYPE_CHECKING:
 
 
 def _schedule(args: argparse.Namespace, ctx: Context) -> int:
-    from gpuadmin.cli.cmd_changes import ask_confirmation
+    from gpuadmin.cli.cmd_changes import ask_confirmation, configure_apply
 
     if not args.dry_run:
         ctx.caller().require("schedule")
     service = ctx.service()
-    service.lock_wait = args.wait
+    configure_apply(service, args)
     result = service.schedule(args.policy)
     revision = None
     if not args.dry_run and result.changes:
@@ -28,8 +28,11 @@ def _schedule(args: argparse.Namespace, ctx: Context) -> int:
             _show_cycle(result, args.output, None)
         applied = service.submit(result.plan, confirmed=ask_confirmation(result.plan, args.yes))
         revision = applied.revision if applied is not None else None
+        steps = applied.steps if applied is not None else ()
         if asks:
-            return _applied(revision)
+            return _applied(revision, steps)
+        _show_cycle(result, args.output, revision)
+        return _applied(revision, steps)
     _show_cycle(result, args.output, revision)
     return _applied(revision)
 
@@ -46,8 +49,15 @@ def _show_cycle(result: Any, fmt: str, revision: int | None) -> None:
     sys.stdout.flush()
 
 
-def _applied(revision: int | None) -> int:
-    if revision is not None:
+def _applied(revision: int | None, steps: tuple[Any, ...] = ()) -> int:
+    """`applied, revision N`; on a bound state each step as carried out on the cluster (the Bindings), then so."""
+    if revision is not None and steps:
+        from gpuadmin.render.plan import step_lines
+        from gpuadmin.render.text import safe
+
+        sys.stderr.write("".join(f"gpuadmin: {safe(line)}\n" for line in step_lines(steps)))
+        sys.stderr.write(f"gpuadmin: executed on the cluster, revision {revision}\n")
+    elif revision is not None:
         sys.stderr.write(f"gpuadmin: applied, revision {revision}\n")
     return ExitCode.OK
 

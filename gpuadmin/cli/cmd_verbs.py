@@ -239,7 +239,7 @@ def _named(verb: Verb, bad: InputError) -> str:
 
 def _run(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import style
-    from gpuadmin.cli.cmd_changes import apply_changes, show
+    from gpuadmin.cli.cmd_changes import apply_changes, configure_apply, show
     from gpuadmin.errors import InputError
 
     verb: Verb = args.verb
@@ -252,7 +252,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.caller().require("apply")  # before the state is opened, locked or journaled (as `apply`)
     style.configure(ctx.color)
     service = ctx.service()
-    service.lock_wait = args.wait
+    configure_apply(service, args)
     values = _layouts(parser, service, verb, values)
     try:
         changes = service.build_changes(change_items(verb, values))

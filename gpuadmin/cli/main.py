@@ -111,6 +111,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         cmd_io,
         cmd_read,
         cmd_schedule,
+        cmd_telemetry,
         cmd_tui,
         cmd_validate,
         cmd_verbs,
@@ -130,7 +131,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                              "user has (see `gpuadmin whoami`)")
     parser.add_argument("--no-color", action="store_true", help="no colour (also honoured: NO_COLOR)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io, cmd_whoami, cmd_cluster):
+    for module in (cmd_tui, cmd_validate, cmd_read, cmd_changes, cmd_schedule, cmd_io, cmd_whoami, cmd_cluster,
+                   cmd_telemetry):
         module.register(sub)
     cmd_verbs.register(sub, used=None if argv is None else set(argv))
     examples.add_examples(sub)  # an example and the exit codes in every command's --help

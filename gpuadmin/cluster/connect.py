@@ -120,5 +120,6 @@ def _is_loopback(host: str) -> bool:
 
 
 def _bad_kubeconfig(where: str, why: str) -> InputError:
-    return InputError([Diagnostic(f"kubeconfig: {why}", file=where,
-                                  hint="kubectl config get-contexts lists the contexts it has")])
+    hint = ("pass --kubeconfig FILE, or set KUBECONFIG" if "not found" in why and "Context" not in why
+            else "kubectl config get-contexts lists the contexts it has")
+    return InputError([Diagnostic(f"kubeconfig: {why}", file=where, hint=hint)])

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from gpuadmin.adapters._common import held_by_the_models
 from gpuadmin.adapters.kube_cluster import ClusterPod
 from gpuadmin.cluster.read import ClusterSnapshot, Finding
+from gpuadmin.engine.scheduler.cycle import GPUADMIN_SCHEDULER
 from gpuadmin.model import Inventory, Job, Node, Queue, Request, Slot
 from gpuadmin.model.inventory import JobStatus
 
@@ -70,31 +71,39 @@ class _Held:
                 return [Slot(node=node.name, gpu=gpu.index)]
         return None
 
-    def claim(self, nodes: Mapping[str, Node], placement: list[Slot]) -> bool:
+    def claim(self, nodes: Mapping[str, Node], placement: list[Slot], fraction: float | None = None) -> bool:
         """Hold exactly these slots (the state's placement of a job still running where it ran), if all are free
-        and still there; else hold nothing."""
+        and still there; else hold nothing. `fraction`: the job holds that share of each GPU (KAI's gpu-fraction),
+        not the whole of it, so other fractions may share the GPU as they did in the state."""
         taken: list[tuple[Slot, str]] = []
         for slot in placement:
             node = nodes.get(slot.node)
             gpu = node.gpu(slot.gpu) if node is not None else None
-            if gpu is None or not self.take(slot, gpu.mode, gpu.replicas or 0):
+            if gpu is None or not self.take(slot, gpu.mode, gpu.replicas or 0, fraction):
                 for done, mode in taken:
-                    self.give_back(done, mode)
+                    self.give_back(done, mode, fraction)
                 return False
             taken.append((slot, gpu.mode))
         return True
 
-    def give_back(self, slot: Slot, mode: str) -> None:
+    def give_back(self, slot: Slot, mode: str, fraction: float | None = None) -> None:
         key = (slot.node, slot.gpu)
         if slot.mig_start is not None:
             self.mig.discard((slot.node, slot.gpu, slot.mig_start))
         elif mode == "time-sliced":
             self.replicas[key] -= 1
+        elif fraction is not None:
+            self.shares[key] -= fraction
         else:
             self.whole.discard(key)
 
-    def take(self, slot: Slot, mode: str, replicas: int) -> bool:
+    def take(self, slot: Slot, mode: str, replicas: int, fraction: float | None = None) -> bool:
         key = (slot.node, slot.gpu)
+        if mode == "full" and fraction is not None and slot.mig_start is None:
+            if key in self.whole or self.shares.get(key, 0.0) + fraction > 1.0 + 1e-9:
+                return False
+            self.shares[key] = self.shares.get(key, 0.0) + fraction
+            return True
         if slot.mig_start is not None:
             if (slot.node, slot.gpu, slot.mig_start) in self.mig:
                 return False
@@ -137,7 +146,8 @@ def cluster_inventory(snapshot: ClusterSnapshot, cluster: str,
         before = (previous or {}).get(_unit_name(unit))
         running = [p for p in unit if p.status == "running"]
         if before is not None and before.status == "running" and running and \
-                {s.node for s in before.placement} == {p.node for p in running} and held.claim(nodes, before.placement):
+                {s.node for s in before.placement} == {p.node for p in running} and \
+                held.claim(nodes, before.placement, before.request.fraction):
             kept[_unit_name(unit)] = before.placement
     jobs: dict[str, Job] = {}
     for unit in units:
@@ -170,6 +180,8 @@ def _units(pods: list[ClusterPod], findings: list[Finding]) -> list[list[Cluster
     for pod in pods:
         if pod.pod_group is not None:
             groups[f"{pod.namespace}/{pod.pod_group}"].append(pod)
+        elif pod.gpuadmin_job is not None:  # the pods gpuadmin submitted for one job: a gang's are one job again
+            groups[pod.gpuadmin_job].append(pod)
         else:
             units.append([pod])
     for name, members in groups.items():
@@ -185,6 +197,8 @@ def _units(pods: list[ClusterPod], findings: list[Finding]) -> list[list[Cluster
 
 def _unit_name(unit: list[ClusterPod]) -> str:
     first = unit[0]
+    if first.gpuadmin_job is not None and first.pod_group is None:
+        return first.gpuadmin_job
     return f"{first.namespace}/{first.pod_group}" if len(unit) > 1 else first.job_name
 
 
@@ -219,10 +233,16 @@ def _job(unit: list[ClusterPod], snapshot: ClusterSnapshot, nodes: dict[str, Nod
     request = first.request if len(unit) == 1 else first.request.model_copy(update={"nodes": len(unit)})
     try:
         return Job(name=name, queue=queue, request=request, priority=max(p.priority for p in unit), status=status,
-                   placement=placement, scheduler=first.scheduler_name)
+                   placement=placement, scheduler=_scheduler(first))
     except ValidationError as invalid:
         problem = invalid.errors()[0]
         where = ".".join(str(p) for p in problem["loc"])
         findings.append(Finding("pod", first.job_name, "", f"skipped: as job {name[:80]!r}: {where}: "
                                                            f"{problem['msg']}"))
         return None
+
+
+def _scheduler(pod: ClusterPod) -> str | None:
+    """The job's scheduler as the model holds it: None for gpuadmin's own (schedulerName `gpuadmin`: a pod gpuadmin
+    submitted, or one a user addressed to it), so that a job submitted through gpuadmin reads back as it was."""
+    return None if pod.scheduler_name == GPUADMIN_SCHEDULER else pod.scheduler_name

@@ -561,15 +561,10 @@ class NodeSelectorRequirement(StrictModel):
         return f"{self.key} {self.operator} ({', '.join(self.values)})"
 
 
-GPUADMIN_SCHEDULER = "gpuadmin"  # the `schedulerName` of the Pods gpuadmin binds
-
-
 class Job(StrictModel):
     """A job. `node_selector` and `node_affinity` (its match expressions all hold: one Kubernetes
     `nodeSelectorTerm`) choose nodes by label; `vm` runs the job inside that vSphere VM, on GPUs the VM holds.
-    `owner` and `submitted` are information: the scheduler orders by priority and file order, not by them.
-    `scheduler` is the `schedulerName` of the Pod a job was read from; None (a job of an inventory file or submitted
-    through gpuadmin) and `gpuadmin` are gpuadmin's own: only those does gpuadmin's scheduler bind."""
+    `owner` and `submitted` are information: the scheduler orders by priority and file order, not by them."""
 
     name: Name
     queue: Name
@@ -584,7 +579,11 @@ class Job(StrictModel):
     node_selector: dict[str, str] | None = None
     node_affinity: list[NodeSelectorRequirement] | None = None
     vm: Name | None = None
-    scheduler: Name | None = None
+    # the Kubernetes scheduler that places it (its pods' `schedulerName`), for a job read from a live cluster; None:
+    # gpuadmin's own (a job of an inventory file, or submitted through gpuadmin). gpuadmin binds only its own and
+    # `gpuadmin`'s; another scheduler's job is a fact it reads and explains (docs/scheduling.md). Left out of dumps
+    # while None, so that states without a cluster write, hash and print as before.
+    scheduler: Name | None = Field(default=None, exclude_if=_unset)
 
     @model_validator(mode="after")
     def _placement_matches_status(self) -> Job:
@@ -607,11 +606,6 @@ class Job(StrictModel):
             if not term.matches(labels):
                 return f"node affinity {term.describe()}"
         return None
-
-    @property
-    def other_scheduler(self) -> str | None:
-        """The scheduler that binds this job when it is not gpuadmin (KAI, default-scheduler, ...); else None."""
-        return None if self.scheduler in (None, GPUADMIN_SCHEDULER) else self.scheduler
 
     @property
     def shared(self) -> bool:

@@ -15,7 +15,16 @@ from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu, Job, Node, Queue
 from gpuadmin.render.overview import dynamic_share
 from gpuadmin.render.plan import field_changes
-from gpuadmin.render.rows import age_text, describe_request, gpu_row, job_row, node_row, placement_text, queue_row
+from gpuadmin.render.rows import (
+    NO_TELEMETRY,
+    age_text,
+    describe_request,
+    gpu_row,
+    job_row,
+    node_row,
+    placement_text,
+    queue_row,
+)
 from gpuadmin.render.text import safe
 
 
@@ -43,12 +52,16 @@ def model_facts(model: GpuModel) -> dict[str, Any]:
     return facts
 
 
+def _state_of_gpu(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
+    """A GPU's row without the live telemetry columns: a description is of the state (`top` has the readings)."""
+    return {k.lower(): v for k, v in gpu_row(view, node, gpu).items() if k not in NO_TELEMETRY}
+
+
 def describe_gpu(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
-    row = gpu_row(view, node, gpu)
     model = get_catalog().model(gpu.model)
     holders = [view.job(n) for n in sorted(view.holders(node.name, gpu.index))]
     out: dict[str, Any] = {
-        "kind": "gpu", "name": f"{node.name}/{gpu.index}", "summary": {k.lower(): v for k, v in row.items()},
+        "kind": "gpu", "name": f"{node.name}/{gpu.index}", "summary": _state_of_gpu(view, node, gpu),
         "spec": gpu.model_dump(mode="json", exclude_none=True),
         "holders": [{"job": j.name, "request": describe_request(j), "placement": placement_text(j, view)}
                     for j in holders if j is not None],
@@ -79,7 +92,7 @@ def describe_node(view: View, node: Node) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": "node", "name": node.name, "summary": {k.lower(): v for k, v in row.items()},
         "spec": node.model_dump(mode="json", exclude_none=True, exclude={"gpus"}),
-        "gpus": [{k.lower(): v for k, v in gpu_row(view, node, g).items()} for g in node.gpus],
+        "gpus": [_state_of_gpu(view, node, g) for g in node.gpus],
     }
     unknown = [what for what, value in (("cpus", node.cpus), ("memory_gib", node.memory_gib)) if value is None]
     if unknown:  # rule placement.cpu-memory-fit checks only what the inventory says the node has
@@ -111,8 +124,9 @@ def describe_queue(view: View, queue: Queue) -> dict[str, Any]:
 
 
 def describe_entry(entry: Any) -> dict[str, Any]:
-    """A journal entry (gpuadmin.store.JournalEntry, duck-typed): who, from where, what, and its diff."""
-    return {
+    """A journal entry (gpuadmin.store.JournalEntry, duck-typed): who, from where, what, and its diff; for a change
+    executed on a bound cluster, its steps as carried out there (status, the API calls, the API's message)."""
+    described = {
         "kind": "entry", "name": str(entry.id),
         "summary": {"id": entry.id, "at": entry.at, "actor": entry.actor, "uid": entry.uid,
                     "identity_source": entry.source, "origin": entry.origin or "local", "command": entry.command,
@@ -126,6 +140,11 @@ def describe_entry(entry: Any) -> dict[str, Any]:
         "violations": (entry.plan or {}).get("violations", []),
         "changes": (entry.plan or {}).get("changes", []),
     }
+    if entry.execution is not None:
+        described["steps"] = [{"step": f"{s.get('status')} {s.get('op')} {s.get('target')}",
+                               "calls": ", ".join(s.get("calls") or ()) or "-", "message": s.get("message") or "-"}
+                              for s in entry.execution]
+    return described
 
 
 def history(entries: Iterable[Any], kind: str, name: str, now: datetime) -> list[dict[str, Any]]:

@@ -99,6 +99,16 @@ def _layout(gpu: Gpu, shared: DynamicShare | None = None) -> str:
     return "whole"
 
 
+# Live telemetry (issue 23), wide-only: None here; the service fills them from the Prometheus snapshot where a
+# Prometheus is set (gpuadmin.render.telemetry.telemetry_cells), so a listing without one shows `-`, never 0
+NO_TELEMETRY: Row = {"UTIL": None, "MEM": None, "TEMP": None, "POWER": None}
+
+
+def _telemetry_columns() -> tuple[Column, ...]:
+    return (number("UTIL", float | None, wide=True), number("MEM", int | None, wide=True),
+            number("TEMP", int | None, wide=True), number("POWER", float | None, wide=True))
+
+
 def gpu_row(view: View, node: Node, gpu: Gpu) -> Row:
     model = get_catalog().model(gpu.model)
     shared = dynamic_share(view, node, gpu)
@@ -109,7 +119,7 @@ def gpu_row(view: View, node: Node, gpu: Gpu) -> Row:
         "NODE": node.name, "GPU": gpu.index, "MODEL": gpu.model, "MODE": gpu.mode, "LAYOUT": _layout(gpu, shared),
         "USE": gpu_use(view, node, gpu), "HOLDERS": ",".join(holders) or "-", "NAME": f"{node.name}/{gpu.index}",
         "MEMORY_MIB": model.memory_mib if model else (gpu.not_in_catalog.memory_mib if gpu.not_in_catalog else None),
-        "NODE_STATE": node.state,
+        "NODE_STATE": node.state, **NO_TELEMETRY,
     }
 
 
@@ -139,7 +149,7 @@ def _slices(view: View, node: Node, gpu: Gpu) -> Iterator[Row]:
 
     def row(slice_: str, size: float, used: float, replicas: str, holders: list[str], name: str) -> Row:
         return {**base, "SLICE": slice_, "SIZE_GPUS": round(size, 3), "HELD_GPUS": used, "REPLICAS": replicas,
-                "HOLDERS": ",".join(holders) or "-", "NAME": name}
+                "HOLDERS": ",".join(holders) or "-", "NAME": name, **NO_TELEMETRY}
 
     if gpu.mode == "mig":
         for inst in gpu.mig or ():
@@ -350,7 +360,7 @@ LISTINGS: dict[str, Listing] = {
         # HOLDERS, long and last, is kept after the short ones: it takes the room they leave, MODE and USE too
         _NODE_NAME, number("GPU", priority=6), text("MODEL", priority=-1), text("MODE", priority=4),
         text("LAYOUT", priority=1), text("USE", priority=5), text("HOLDERS", priority=3),
-        number("MEMORY_MIB", int | None, wide=True), text("NODE_STATE", wide=True),
+        number("MEMORY_MIB", int | None, wide=True), text("NODE_STATE", wide=True), *_telemetry_columns(),
         Column("NAME", Kind.PLACEMENT, hidden=True),
     ), _gpu_rows),
     "slices": Listing("slice", (
@@ -358,7 +368,7 @@ LISTINGS: dict[str, Listing] = {
         _NODE_NAME, number("GPU", priority=6), text("SLICE", priority=5), number("SIZE_GPUS", float, priority=2),
         number("HELD_GPUS", float, priority=4), Column("REPLICAS", Kind.QUANTITY, priority=4),
         text("HOLDERS", priority=3),
-        text("MODEL", wide=True),
+        text("MODEL", wide=True), *_telemetry_columns(),
         Column("NAME", Kind.PLACEMENT, hidden=True),
     ), _slice_rows),
     "groups": Listing("group", (

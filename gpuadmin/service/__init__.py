@@ -7,14 +7,18 @@ plan, the registry of change ops, who the caller is, reading a document to valid
 
 from __future__ import annotations
 
+from gpuadmin.cluster.watch import Batch as ClusterBatch
+from gpuadmin.cluster.watch import WatchStatus
 from gpuadmin.engine.changes import Change
 from gpuadmin.engine.ops import OPS, console_of
 from gpuadmin.engine.planner import Plan
 from gpuadmin.engine.scheduler import SchedulePlan
 from gpuadmin.model import Inventory, Node
 from gpuadmin.model.inventory import Orchestrator, Platform
+from gpuadmin.model.telemetry import SourceStatus
 from gpuadmin.service.caller import Caller, admin_reasons, check_action, resolve_caller, whoami
 from gpuadmin.service.changes import read_saved_plan
+from gpuadmin.service.cluster_live import ClusterFeed, ClusterLink
 from gpuadmin.service.core import ServiceCore, check_state
 from gpuadmin.service.documents import (
     HostFacts,
@@ -31,6 +35,7 @@ from gpuadmin.service.forms import named_mig_layouts
 from gpuadmin.service.results import (
     ApplyResult,
     Confirmation,
+    ExecutionOptions,
     Moved,
     ReadyPlan,
     Remedy,
@@ -45,13 +50,17 @@ from gpuadmin.store.roles import lower as lower_role
 from gpuadmin.store.shared import DB_NAME
 
 __all__ = [
-    "DB_NAME", "OPS", "ApplyResult", "Caller", "Change", "Confirmation", "Conflict", "HostFacts", "Inventory",
+    "DB_NAME", "OPS", "ApplyResult", "Caller", "Change",
+    "ClusterBatch", "ClusterFeed", "ClusterLink",  # the live link of a state bound to a cluster (its watch)
+    "Confirmation", "Conflict", "ExecutionOptions", "HostFacts", "Inventory",
     "Moved", "Node", "NotConfirmed", "NotPermitted", "Orchestrator", "Plan", "Platform", "ReadNodes", "ReadyPlan",
     "Refused",
     "Remedy",  # a pending job's checked remedy, planned (the console's `R`)
-    "Reversal", "Role", "RoleDecision", "SavedPlan", "SchedulePlan", "Service", "ServiceCore", "Stale",
-    "Table", "admin_reasons", "check_action", "check_state", "confirmation", "console_of", "consumer_refused",
-    "default_state_dir", "inventory_text",
+    "Reversal", "Role", "RoleDecision", "SavedPlan", "SchedulePlan", "Service", "ServiceCore",
+    "SourceStatus",  # how the telemetry source answered (`top`, the listings' telemetry columns)
+    "Stale",
+    "Table", "WatchStatus", "admin_reasons", "check_action", "check_state", "confirmation", "console_of",
+    "consumer_refused", "default_state_dir", "inventory_text",
     "load_model_file",  # the located YAML reader, for the console's settings files
     "lower_role",
     "named_mig_layouts", "read_nodes", "read_saved_plan", "resolve_caller", "validate_document", "whoami",

@@ -31,7 +31,7 @@ from gpuadmin.store.shared import DB_NAME, is_shared
 if TYPE_CHECKING:
     from gpuadmin.service.core import ServiceCore
 
-UseCase = Literal["read", "plan", "apply", "undo", "schedule", "init"]
+UseCase = Literal["read", "plan", "apply", "undo", "schedule", "init", "configure"]
 # What each use case needs. Anything that writes needs at least an operator; reshaping the cluster's
 # inventory or its queues needs an admin (the ops' records say which).
 USE_CASE_ROLE: dict[str, Role] = {
@@ -41,6 +41,7 @@ USE_CASE_ROLE: dict[str, Role] = {
     "undo": "operator",
     "schedule": "operator",
     "init": "admin",
+    "configure": "admin",  # the state's settings (`config set`): where every operator's gpuadmin reads telemetry
 }
 # What a plan may only do with an admin, whichever op does it (`restore`, which undo and import are made of,
 # can do any of them): add or remove a node, change a queue, or change a node's inventory facts.

@@ -13,13 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import EntityDiff, Plan, inverse, plan, released_slots
 from gpuadmin.engine.scheduler import explain
-from gpuadmin.engine.state import SlotKey
+from gpuadmin.engine.state import SlotKey, View
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.core import ServiceCore
 from gpuadmin.service.errors import Conflict, NotConfirmed, Refused, Stale
 from gpuadmin.service.results import (
     ApplyResult,
+    ExecutionOptions,
     Intent,
     ReadyPlan,
     Remedy,
@@ -29,6 +30,7 @@ from gpuadmin.service.results import (
     confirmation,
 )
 from gpuadmin.store import (
+    ClusterBinding,
     JournalEntry,
     LockHeld,
     StaleRevision,
@@ -41,6 +43,8 @@ from gpuadmin.store.state_db import Outcome, Verdict
 
 class ChangeUseCases(ServiceCore):
     """The use cases that plan and change the state."""
+
+    execution: ExecutionOptions = ExecutionOptions()  # how apply treats a bound state (the front end sets it)
 
     # planning ---------------------------------------------------------------------------------
     @use_case("plan")
@@ -120,17 +124,57 @@ class ChangeUseCases(ServiceCore):
                 if not fresh.allowed:
                     self._record(fresh, "refused", f"{len(fresh.violations)} violation(s)", intent)
                     raise Refused(fresh)
-                entry = self._entry(fresh, "allowed", "applied", "", intent)
-                try:
-                    revision = self.store.commit(fresh.base_revision, fresh.view, entry)
-                except StaleRevision as stale:
-                    raise Stale(str(stale)) from stale
-                self.state.commit(fresh.view)
-                return ApplyResult(fresh, revision)
+                binding = self.store.binding()
+                if binding is not None and not self.execution.model_only:
+                    return self._execute(fresh, binding, intent)
+                note = "" if binding is None else "model only: nothing was executed on the cluster"
+                return self._commit(fresh, self._entry(fresh, "allowed", "applied", note, intent))
         except LockHeld as held:
             message = f"{held} (waited {self.lock_wait:g} s for it; --wait SECONDS waits longer)"
             self._record(the_plan, "lock-held", message, intent)
             raise Conflict(message) from held
+
+    def _commit(self, the_plan: Plan, entry: JournalEntry,
+                cluster_versions: Mapping[tuple[str, str], str] | None = None,
+                steps: tuple[Any, ...] = ()) -> ApplyResult:
+        assert self.store is not None
+        try:
+            revision = self.store.commit(the_plan.base_revision, the_plan.view, entry, cluster_versions)
+        except StaleRevision as stale:
+            raise Stale(str(stale)) from stale
+        self.state.commit(the_plan.view)
+        return ApplyResult(the_plan, revision, steps)
+
+    def _execute(self, fresh: Plan, binding: ClusterBinding, intent: Intent | None) -> ApplyResult:
+        """Carry an allowed plan out on the bound cluster, through its control plane, then journal what really
+        happened: executed (the state takes the whole plan), partial (the state takes the changes the cluster now
+        holds, then the failure is raised) or failed (nothing changes; the failure is raised). The steps go into the
+        entry either way. Called under the write lock: nobody else changes the state while the cluster is."""
+        from gpuadmin.cluster.connect import connect_bound
+        from gpuadmin.cluster.execute import ExecuteSettings, execute
+
+        assert self.store is not None
+        connection = connect_bound(binding, self.execution.kubeconfig)
+        run = execute(connection, fresh.changes, View(self.state), fresh.view, self.store.cluster_versions(),
+                      timeout=self.execution.timeout_s, settings=ExecuteSettings())
+        steps = [step.as_journal() for step in run.steps]
+        if run.outcome == "executed":
+            entry = self._entry(fresh, "allowed", "executed", "", intent)
+            entry.execution = steps
+            return self._commit(fresh, entry, run.versions, run.steps)
+        assert run.error is not None
+        if run.outcome == "partial":
+            held = [change for change, step in zip(fresh.changes, run.steps, strict=True)
+                    if step.status in ("executed", "already", "state-only")]
+            part = plan(self.state, held, fresh.released)
+            entry = self._entry(part, "allowed", "partial", str(run.error), intent)
+            entry.execution = steps
+            self._commit(part, entry, run.versions, run.steps)
+        else:
+            entry = self._entry(fresh, "allowed", "failed", str(run.error), intent)
+            entry.execution = steps
+            self.store.record(entry)
+        raise run.error
 
     def _rebase_or_refuse(self, the_plan: Plan, current: int, expected_hash: str | None,
                           intent: Intent | None) -> None:

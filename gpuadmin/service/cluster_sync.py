@@ -256,10 +256,29 @@ def _drift(state: ClusterState, target: Entities) -> list[Drift]:
                 out.append(Drift(kind, name, "", "present" if before is not None else None,
                                  "present" if after is not None else None))
                 continue
-            for key in sorted(set(before) | set(after)):
-                if _canonical(before.get(key)) != _canonical(after.get(key)):
-                    out.append(Drift(kind, name, key, before.get(key), after.get(key)))
+            out += [Drift(kind, name, path, was, now) for path, was, now in _field_drift("", before, after)]
     return out
+
+
+def _field_drift(path: str, before: Any, after: Any) -> list[tuple[str, Any, Any]]:
+    """The innermost fields that differ: into mappings key by key (a label that changed is `labels[foo]`, not the
+    whole map) and into lists of the same length item by item (`gpus[3].mode`); anything else is one row."""
+    if _canonical(before) == _canonical(after):
+        return []
+    if isinstance(before, dict) and isinstance(after, dict):
+        return [row for key in sorted(set(before) | set(after))
+                for row in _field_drift(_member(path, key), before.get(key), after.get(key))]
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [row for i, (was, now) in enumerate(zip(before, after, strict=True))
+                for row in _field_drift(f"{path}[{i}]", was, now)]
+    return [(path, before, after)]
+
+
+def _member(path: str, key: str) -> str:
+    """`labels[nvidia.com/mig.config]` for a key a dot would misread, else `path.key`."""
+    if any(c in key for c in "./[] "):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
 
 
 def _canonical(value: Any) -> str:

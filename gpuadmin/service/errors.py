@@ -46,3 +46,16 @@ class NotConfirmed(GpuadminError):
     exit_code = ExitCode.INTERRUPTED
     label = "not applied"
 
+
+
+class TelemetryUnset(GpuadminError):
+    """No Prometheus is set for the state (exit 2: a setting is missing); the message says how to set one."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class TelemetryUnavailable(GpuadminError):
+    """Prometheus did not answer (down, a timeout, an error) and there are no readings to show (exit 3, as an
+    unreachable cluster)."""
+
+    exit_code = ExitCode.CONFLICT

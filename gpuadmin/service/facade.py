@@ -8,12 +8,14 @@ public method is a use case gated there before any lock is taken or anything is 
 from __future__ import annotations
 
 from gpuadmin.service.changes import ChangeUseCases
+from gpuadmin.service.cluster_live import ClusterLive
 from gpuadmin.service.cluster_sync import ClusterUseCases
 from gpuadmin.service.forms import FormQueries
 from gpuadmin.service.queries import Queries
+from gpuadmin.service.telemetry import TelemetryUseCases
 from gpuadmin.service.transfer import Transfer
 
 
-class Service(ChangeUseCases, Queries, FormQueries, Transfer, ClusterUseCases):
+class Service(ChangeUseCases, Queries, FormQueries, Transfer, ClusterLive, ClusterUseCases, TelemetryUseCases):
     """load, get, describe, plan, apply, undo, schedule, explain, watch, import, export, sync and diff with a live
-    cluster: see each use case."""
+    cluster and its watch, config and top (telemetry): see each use case."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpuadmin.engine import changes as ch
@@ -21,6 +22,19 @@ from gpuadmin.store import (
 class ApplyResult:
     plan: Plan
     revision: int
+    # on a state bound to a cluster: each change as carried out there (`gpuadmin.cluster.execute.Step`s)
+    steps: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """How `apply` treats a state bound to a live cluster: the kubeconfig that reaches it (None: $KUBECONFIG, else
+    ~/.kube/config; the context is the binding's), how long a step may wait (a PodDisruptionBudget, the
+    mig-manager), and `model_only`: change gpuadmin's state alone (a what-if), executing nothing."""
+
+    kubeconfig: Path | None = None
+    timeout_s: float = 300.0
+    model_only: bool = False
 
 
 @dataclass(frozen=True)

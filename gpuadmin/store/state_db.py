@@ -720,7 +720,8 @@ class Store:
     def _replace_all(self, inventory: Inventory, actor: Identity, command: str) -> None:
         with self._write() as conn:
             current = int(conn.execute("SELECT revision FROM meta WHERE id = 1").fetchone()[0])
-            for table in ("slots", "jobs", "nodes", "queues"):
+            # the replaced state's cluster binding goes with it: a state made from a file is bound to nothing
+            for table in ("slots", "jobs", "nodes", "queues", "cluster_binding", "cluster_versions"):
                 conn.execute(f"DELETE FROM {table}")
             _insert_inventory(conn, inventory)
             conn.execute(

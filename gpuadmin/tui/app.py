@@ -32,8 +32,10 @@ from textual.widgets import Input
 
 from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
+from gpuadmin.render.plan import step_lines
 from gpuadmin.render.text import safe, to_ascii
 from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
+from gpuadmin.tui.cluster_link import ClusterBatchArrived, ClusterLinkKeeper, ClusterStatusChanged
 from gpuadmin.tui.draft import DraftEdit, draft_items, draft_lines, draft_title
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.keys import KeyRow, is_global, refused_to
@@ -165,6 +167,7 @@ class GpuadminApp(App[int]):
         self._cycle: tuple[Plan, str] | None = None  # a finished scheduling cycle and its summary, for its review
         self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
         self._polling: Request[Any] | None = None  # the live watch's question, while it is out
+        self.cluster_link = ClusterLinkKeeper(self, self._state_moved)  # a state bound to a Kubernetes cluster
 
     def _starting_theme(self, asked: str | None, color: bool) -> str:
         """--theme wins; then NO_COLOR's high-contrast theme; then the one `:theme` last saved (settings.yaml);
@@ -208,6 +211,7 @@ class GpuadminApp(App[int]):
     # start ---------------------------------------------------------------------------------------
     def on_mount(self) -> None:
         self.service_worker.start()
+        self.cluster_link.start()
         self.set_keymap(self._keymap)
         self.switch_mode(self.start_view)
         if self.notice:
@@ -246,9 +250,24 @@ class GpuadminApp(App[int]):
     def _polled(self, moved: Moved | None) -> None:
         self._polling = None
         if moved is not None:
-            self.session.revision = moved.revision
-            for screen in list(self.live):
-                screen.state_moved(moved)
+            self._state_moved(moved)
+
+    def _state_moved(self, moved: Moved) -> None:
+        """The state is at a new revision (an apply elsewhere, a sync from the cluster): every view re-reads."""
+        self.session.revision = moved.revision
+        for screen in list(self.live):
+            screen.state_moved(moved)
+
+    # the watch of a state bound to a Kubernetes cluster (gpuadmin.tui.cluster_link) -----------------
+    def on_cluster_batch_arrived(self, message: ClusterBatchArrived) -> None:
+        self.cluster_link.batch_arrived(message)
+
+    def on_cluster_status_changed(self, message: ClusterStatusChanged) -> None:
+        self.cluster_link.status_changed(message)
+
+    def refresh_header(self) -> None:
+        if isinstance(self.screen, ViewScreen):
+            self.screen.update_header()
 
     # the service worker's answers, and the work a user waits for -------------------------------------
     def on_service_answer(self, answer: ServiceAnswer) -> None:
@@ -311,6 +330,7 @@ class GpuadminApp(App[int]):
         self.notify(error_lines(failed), title=failed.label or "", severity="error", markup=False)
 
     def on_unmount(self) -> None:
+        self.cluster_link.stop()
         self.service_worker.stop()
 
     # the gate --------------------------------------------------------------------------------------
@@ -494,8 +514,11 @@ class GpuadminApp(App[int]):
 
     def _state_opened(self, opened: OpenedState) -> None:
         """Show the new state: what belonged to the old one (a node's screen, a review, a scheduling cycle,
-        marks) is dropped, every view reads again, the header says where the console is now."""
+        marks) is dropped, every view reads again, the header says where the console is now; the watch of the
+        cluster the old state was bound to stops, the new one's starts."""
+        self.cluster_link.stop()
         self.session.rebind(opened)
+        self.cluster_link.start()
         self._cycle = None
         while len(self.screen_stack) > 1:  # down to the view the mode opened with
             self.pop_screen()
@@ -782,6 +805,14 @@ class GpuadminApp(App[int]):
         self._draft_changed()
         self.notify("draft discarded: nothing applied", markup=False)
 
+    def _say_applied(self, result: Any) -> None:
+        """`applied: revision N`; on a bound state, what was carried out on the cluster, step by step."""
+        if result.steps:
+            self.notify("\n".join([f"executed on the cluster: revision {result.revision}",
+                                   *(safe(line) for line in step_lines(result.steps))]), markup=False)
+        else:
+            self.notify(f"applied: revision {result.revision}", markup=False)
+
     def _review_plan(self, title: str, plan: Plan, intent: dict[str, Any] | None = None, *,
                      replan: Callable[[Service], Replanned] | None = None, note: str = "", summary: str = "",
                      marks: Marks | None = None, draft: list[DraftEdit] | None = None, dry_run: str = "") -> None:
@@ -810,7 +841,7 @@ class GpuadminApp(App[int]):
                 self.session.draft.remove(draft)
                 self._draft_changed()
             if result is not None:
-                self.notify(f"applied: revision {result.revision}", markup=False)
+                self._say_applied(result)
                 if marks is not None and marks.table.is_attached:
                     marks.table.clear_marks()
                 self._watch()

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuadmin.errors import GpuadminError
 from gpuadmin.render.text import safe_lines
-from gpuadmin.service import Moved, NotPermitted, Service, check_action, resolve_caller
+from gpuadmin.service import ClusterLink, Moved, NotPermitted, Service, check_action, resolve_caller
 from gpuadmin.tui.draft import Draft
+from gpuadmin.tui.widgets.header import LiveBadge
 
 if TYPE_CHECKING:
     from gpuadmin.tui.worker import Request, ServiceWorker
@@ -34,6 +35,9 @@ class Session:
         self.service = service
         self.revision = service.revision()
         self.cluster = service.state.cluster if service.store is None else service.store.cluster()
+        # the Kubernetes cluster a bound state follows, else None (a caller who may not read sees no state at all)
+        self.link = service.cluster_link() if self.may("read") else None
+        self.link_state = "connecting"  # its watch's state, as the last WatchStatus said (the header's badge)
         self.worker: ServiceWorker | None = None  # attached by the app, which owns the thread
         self.draft = Draft()  # the edits not yet applied: planned and applied together
 
@@ -53,7 +57,12 @@ class Session:
         self.service = opened.service
         self.revision = opened.revision
         self.cluster = opened.cluster
+        self.link = opened.link
+        self.link_state = "connecting"
         self.draft.clear()  # its changes were made for the state left behind
+
+    def live_badge(self) -> LiveBadge | None:
+        return LiveBadge(self.link_state, self.link.context) if self.link is not None else None
 
     @property
     def place(self) -> str:
@@ -111,6 +120,7 @@ class OpenedState:
     service: Service
     revision: int
     cluster: str
+    link: ClusterLink | None
 
 
 def open_state(current: Service, directory: str) -> OpenedState:
@@ -124,12 +134,12 @@ def open_state(current: Service, directory: str) -> OpenedState:
     try:
         opened.caller.require("read")
         assert opened.store is not None
-        revision, cluster = opened.revision(), opened.store.cluster()
+        revision, cluster, link = opened.revision(), opened.store.cluster(), opened.cluster_link()
     except BaseException:
         opened.close()
         raise
     current.close()
-    return OpenedState(opened, revision, cluster)
+    return OpenedState(opened, revision, cluster, link)
 
 
 def poll_moved(service: Service, revision: int) -> Moved | None:

@@ -320,13 +320,15 @@ def test_fraction_on_a_dynamically_shared_gpu_is_a_kai_fraction_pod() -> None:
     pods = {m["metadata"]["name"]: m for m in export_pods(jobs, [shared, plain])[1:]}
     for pod in pods.values():
         validate_any(pod)
-    assert pods["nb-a"]["metadata"]["annotations"] == {"gpu-fraction": "0.5"}
-    assert pods["nb-b"]["metadata"]["annotations"] == {"gpu-memory": "20480"}
+    assert pods["nb-a"]["metadata"]["annotations"] == {"gpu-fraction": "0.5", "gpuadmin/job": "nb-a",
+                                                       "gpuadmin/queue": "research"}
+    assert pods["nb-b"]["metadata"]["annotations"] == {"gpu-memory": "20480", "gpuadmin/job": "nb-b",
+                                                      "gpuadmin/queue": "research"}
     for name in ("nb-a", "nb-b"):
         assert pods[name]["spec"]["schedulerName"] == "kai-scheduler"
         assert "nvidia.com/gpu" not in pods[name]["spec"]["containers"][0]["resources"]["limits"]
     # a fraction on a time-sliced GPU stays a device-plugin replica
-    assert "annotations" not in pods["nb-c"]["metadata"]
+    assert "gpu-fraction" not in pods["nb-c"]["metadata"]["annotations"]
     assert pods["nb-c"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
 
 
@@ -416,6 +418,7 @@ def test_pods_carry_cpu_memory_selector_affinity_owner_and_submit_time() -> None
     ]
     assert pod["metadata"]["labels"]["gpuadmin/owner"] == "alice"
     assert pod["metadata"]["annotations"] == {
+        "gpuadmin/job": "sft-run", "gpuadmin/queue": "research",  # the exact names a sync reads back
         "gpuadmin/owner": "alice",
         "gpuadmin/submitted": "2026-12-03T10:15:00+00:00",
     }
@@ -423,7 +426,8 @@ def test_pods_carry_cpu_memory_selector_affinity_owner_and_submit_time() -> None
     assert notebook["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
     assert notebook["spec"]["containers"][0]["resources"]["requests"]["memory"] == "1536Mi"
     assert "gpuadmin/owner" not in notebook["metadata"]["labels"], "not a label value: the annotation only"
-    assert notebook["metadata"]["annotations"] == {"gpuadmin/owner": "CORP\\bob"}
+    assert notebook["metadata"]["annotations"] == {"gpuadmin/job": "nb", "gpuadmin/queue": "research",
+                                                   "gpuadmin/owner": "CORP\\bob"}
 
 
 def test_a_job_in_a_vm_is_pinned_to_the_vms_node_and_not_warned_about() -> None:

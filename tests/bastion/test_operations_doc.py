@@ -41,6 +41,7 @@ def _probes() -> list[tuple[str, str, list[Any], list[EntityDiff]]]:
         ("undo, redo (the plan they make is then checked like any apply)", "undo", [], []),
         ("schedule: apply one cycle's bindings and preemptions", "schedule", [SimpleNamespace(op="bind-job")], []),
         ("init, init --force", "init", [], []),
+        ("configure: `config set`, `config unset` (where the state reads telemetry from)", "configure", [], []),
     ]
     probes += [(f"apply `{op}`", "apply", [SimpleNamespace(op=op)], []) for op in sorted(OPS) if op != "restore"]
     restore = [SimpleNamespace(op="restore")]

@@ -83,6 +83,13 @@ def render() -> str:
         "figures, and the remedy. A table cuts a long MESSAGE or REMEDY to its width; `get jobs -o wide` piped,",
         "`-o json`, `explain JOB` and the console's describe (`d`) give them whole.",
         "",
+        "**Live telemetry** (gpus and slices, wide): UTIL is percent busy (DCGM_FI_DEV_GPU_UTIL; a MIG instance's",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE x 100), MEM the MiB of frame buffer in use, TEMP degrees C and POWER watts",
+        "(a MIG instance's TEMP and POWER are its GPU's: `-` on its row), read from the Prometheus the state is set",
+        "to (`gpuadmin config set metrics.prometheus URL`, [telemetry.md](telemetry.md)). A reading not known (no",
+        "Prometheus set, a stale or missing series, a NaN) is `-` in a table and `null` in JSON, never 0;",
+        "`gpuadmin top` lists the same figures with the reason in NOTE.",
+        "",
     ]
     for name, listing in LISTINGS.items():
         lines += _listing(name, listing)

@@ -29,11 +29,13 @@ import calendar
 import copy
 import itertools
 import json
+import sys
 import threading
 import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -45,6 +47,7 @@ Obj = dict[str, Any]
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
+MAX_LIST_SNAPSHOTS = 16
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,8 @@ KINDS = [
     Kind("", "v1", "configmaps", "ConfigMap", True),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     Kind("scheduling.run.ai", "v2", "queues", "Queue", False),
+    Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    Kind("batch", "v1", "jobs", "Job", True),
     Kind("scheduling.run.ai", "v2alpha2", "podgroups", "PodGroup", True),
     Kind("nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", False),
 ]
@@ -109,6 +114,13 @@ class ApiServerDouble:
     bookmark_interval_s: float = 0.5
     mig_configs: set[str] | None = None  # names a mig-parted config defines; None accepts any
     mig_failing_configs: set[str] = field(default_factory=set)
+    # (namespace, name) of the mig-parted ConfigMap the mig-manager reads, as the GPU Operator's
+    # migManager.config.name names it: where set, the configs it accepts are that ConfigMap's, read at each relabel
+    mig_configmap: tuple[str, str] | None = None
+    # how long the mig-manager takes to notice a relabel (it is a controller watching nodes, not part of the write):
+    # until then the node still carries the state label of the config before
+    mig_notice_s: float = 0.0
+    mig_finished: dict[str, str] = field(default_factory=dict)  # node → the config the mig-manager last finished
     deny: set[tuple[str, str]] = field(default_factory=set)  # (verb, resource[/subresource]) answered 403
     requests: list[tuple[str, str]] = field(default_factory=list)  # every (verb, resource[/subresource]) served
     # resources whose CRD is "not installed" (e.g. {"queues"}): 404 on every request, as a server without the CRD
@@ -120,19 +132,25 @@ class ApiServerDouble:
         self._rv = itertools.count(1)
         self._last_rv = 0
         self._compacted_rv = 0
+        self._snapshots: dict[str, tuple[int, list[Obj]]] = {}  # continue token's list → (its rv, its items)
         self._changed = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self._stopping = False
+        self._paused = False
 
     # --- life cycle ---------------------------------------------------------------------------------------------
 
-    def start(self) -> ApiServerDouble:
+    def start(self, port: int = 0) -> ApiServerDouble:
+        """Serve on `port` (0: a free one; `make demo-cluster` serves on a fixed one, so its kubeconfig stays valid).
+        A stopped double starts again with its objects and history, on the port it had if asked (`start(port)`): an
+        API server restarting, which its clients reconnect to."""
         double = self
 
         class Handler(RequestHandler):
             server_double = double
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._stopping = False
+        self._server = QuietServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="apiserver-double", daemon=True).start()
         return self
@@ -178,10 +196,24 @@ class ApiServerDouble:
         return copy.deepcopy(found) if found is not None else None
 
     def compact(self) -> None:
-        """Forget the event history, as etcd compaction does: a watch from an older resourceVersion gets 410 Gone."""
+        """Forget the event history, as etcd compaction does: a watch from an older resourceVersion gets 410 Gone,
+        and so does an open watch that had not yet been sent the events forgotten."""
         with self._changed:
             self._compacted_rv = self._last_rv
             self._events.clear()
+            self._snapshots.clear()  # a list's continue token expires with them
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Open watches are sent nothing while this lasts (writes are served): what a test writes in it, and a
+        compact(), reaches them together afterwards, as changes do that come faster than a client reads."""
+        self._paused = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._paused = False
+                self._changed.notify_all()
 
     def _write(self, kind: Kind, obj: Obj, event_type: str) -> Obj:
         meta = obj.setdefault("metadata", {})
@@ -208,12 +240,34 @@ class ApiServerDouble:
         previous = (before or {}).get("metadata", {}).get("labels", {}).get(MIG_CONFIG)
         if wanted is None or wanted == previous:
             return
-        self._set_mig_state(after["metadata"]["name"], wanted, "pending")
-        fails = wanted in self.mig_failing_configs or (self.mig_configs is not None and wanted not in self.mig_configs)
-        timer = threading.Timer(self.mig_delay_s, self._set_mig_state,
-                                (after["metadata"]["name"], wanted, "failed" if fails else "success"))
+        if self.mig_notice_s > 0:
+            self._later(self.mig_notice_s, self._mig_manager_works, after["metadata"]["name"], wanted)
+        else:
+            self._mig_manager_works(after["metadata"]["name"], wanted)
+
+    def _later(self, delay: float, call: Any, *args: Any) -> None:
+        timer = threading.Timer(delay, call, args)
         timer.daemon = True
         timer.start()
+
+    def _mig_manager_works(self, node_name: str, wanted: str) -> None:
+        self._set_mig_state(node_name, wanted, "pending")
+        with self._changed:  # reentrant: a relabel noticed at once is still inside its write
+            known = self._mig_configmap_configs() if self.mig_configmap is not None else self.mig_configs
+        fails = wanted in self.mig_failing_configs or (known is not None and wanted not in known)
+        self._later(self.mig_delay_s, self._set_mig_state, node_name, wanted, "failed" if fails else "success")
+
+    def _mig_configmap_configs(self) -> set[str]:
+        """The config names of the mig-parted ConfigMap (none where it is missing or not a mig-parted file)."""
+        assert self.mig_configmap is not None
+        namespace, name = self.mig_configmap
+        configmap = self._objects.get(("configmaps", namespace, name)) or {}
+        try:
+            loaded = yaml.safe_load((configmap.get("data") or {}).get("config.yaml") or "") or {}
+        except yaml.YAMLError:
+            return set()
+        configs = loaded.get("mig-configs") if isinstance(loaded, dict) else None
+        return set(configs) if isinstance(configs, dict) else set()
 
     def _set_mig_state(self, node_name: str, config: str, state: str) -> None:
         with self._changed:
@@ -224,6 +278,8 @@ class ApiServerDouble:
             node = copy.deepcopy(node)
             node["metadata"]["labels"][MIG_STATE] = state
             self._write(KINDS[0], node, "MODIFIED")
+            if state != "pending":
+                self.mig_finished[node_name] = config
 
     # --- requests -----------------------------------------------------------------------------------------------
 
@@ -234,21 +290,42 @@ class ApiServerDouble:
                                 f'cannot {verb} resource "{resource}" (denied by the double\'s RBAC deny-list)')
 
     def list_collection(self, kind: Kind, namespace: str, query: dict[str, str]) -> Obj:
+        """A page of the list. A `continue` token serves the rest of the list as of the first page's
+        resourceVersion, as the API server does from etcd's snapshot (and in time for 10,000 pods: the list is
+        selected and sorted once, not per page); after `compact()` the token has expired: 410."""
         with self._changed:
-            items = sorted((o for (p, ns, _n), o in self._objects.items()
-                            if p == kind.plural and namespace in ("", ns) and matches(o, query)),
-                           key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
-            rv = self._last_rv
-        start = int(decode_token(query["continue"])) if query.get("continue") else 0
-        limit = int(query.get("limit") or 0) or len(items)
-        page = items[start:start + limit]
-        meta: Obj = {"resourceVersion": str(rv)}
-        if start + limit < len(items):
-            meta["continue"] = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
-            meta["remainingItemCount"] = len(items) - start - limit
+            if query.get("continue"):
+                snapshot, start = self._continued(query["continue"])
+                rv, items = self._snapshots[snapshot]
+            else:
+                snapshot, start, rv = str(uuid.uuid4()), 0, self._last_rv
+                items = sorted((o for (p, ns, _n), o in self._objects.items()
+                                if p == kind.plural and namespace in ("", ns) and matches(o, query)),
+                               key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+            limit = int(query.get("limit") or 0) or len(items)
+            page = items[start:start + limit]
+            meta: Obj = {"resourceVersion": str(rv)}
+            if start + limit < len(items):
+                # stored objects are replaced on every write, never changed in place: the list is the snapshot
+                self._snapshots[snapshot] = (rv, items)
+                meta["continue"] = base64.urlsafe_b64encode(f"{snapshot}:{start + limit}".encode()).decode()
+                meta["remainingItemCount"] = len(items) - start - limit
+            else:
+                self._snapshots.pop(snapshot, None)
+            while len(self._snapshots) > MAX_LIST_SNAPSHOTS:  # lists abandoned half-way: the oldest goes
+                self._snapshots.pop(next(iter(self._snapshots)))
         # the items of a typed list carry no kind/apiVersion on the wire
         return {"kind": f"{kind.kind}List", "apiVersion": kind.api_version, "metadata": meta,
                 "items": [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page]}
+
+    def _continued(self, token: str) -> tuple[str, int]:
+        snapshot, _, offset = decode_token(token).partition(":")
+        if not offset.isdigit():
+            raise ApiError(400, "the continue token is not valid")
+        if snapshot not in self._snapshots:
+            raise ApiError(410, "The provided continue parameter is too old to display a consistent list result. "
+                                "You can start a new list without the continue parameter.")
+        return snapshot, int(offset)
 
     def watch(self, kind: Kind, namespace: str, query: dict[str, str]) -> Iterator[Obj]:
         since = int(query.get("resourceVersion") or 0) or self._last_rv
@@ -261,17 +338,29 @@ class ApiServerDouble:
         next_bookmark = time.monotonic() + self.bookmark_interval_s
         while not self._stopping and time.monotonic() < deadline:
             with self._changed:
-                fresh = [e for e in self._events if e.resource_version > since and e.kind == kind]
-                if not fresh:
+                if self._paused:
+                    self._changed.wait(timeout=0.1)
+                    continue
+                # events this watch had not been sent yet were compacted away: a real server closes a watcher that
+                # falls that far behind, and its client's watch again gets the 410; the client sees the same
+                expired = since < self._compacted_rv
+                seen = self._last_rv  # every event up to here is in `fresh` or not this watch's
+                fresh = [] if expired else [e for e in self._events if e.resource_version > since and e.kind == kind]
+                if not fresh and not expired:
                     self._changed.wait(timeout=min(self.bookmark_interval_s, 0.1))
+            if expired:
+                yield {"type": "ERROR", "object": status_object(
+                    410, "Expired", f"too old resource version: {since} ({self._compacted_rv})")}
+                return
             for event in fresh:
-                since = event.resource_version
                 if namespace in ("", event.obj["metadata"].get("namespace", "")) and matches(event.obj, query):
                     yield {"type": event.type, "object": event.obj}
+            since = max(since, seen)
             if bookmarks and time.monotonic() >= next_bookmark:
                 next_bookmark = time.monotonic() + self.bookmark_interval_s
+                # the version this watch has been sent everything up to: a client resuming from it misses nothing
                 yield {"type": "BOOKMARK", "object": {"kind": kind.kind, "apiVersion": kind.api_version,
-                                                      "metadata": {"resourceVersion": str(self._last_rv)}}}
+                                                      "metadata": {"resourceVersion": str(since)}}}
 
     def read(self, kind: Kind, namespace: str, name: str) -> Obj:
         found = self._objects.get((kind.plural, namespace, name))
@@ -578,6 +667,13 @@ def route(path: str) -> Route | Obj:
     raise ApiError(404, f"the server could not find the requested resource ({path})")
 
 
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a watch it stopped, a kept-alive connection it dropped) is no error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class RequestHandler(BaseHTTPRequestHandler):
     server_double: ApiServerDouble
     protocol_version = "HTTP/1.1"
@@ -601,6 +697,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         self._serve("DELETE")
 
     def _serve(self, method: str) -> None:
+        if self.server_double._stopping:  # a stopped server answers nothing, kept-alive connections included
+            self.close_connection = True
+            return
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query))
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -674,6 +773,7 @@ class RequestHandler(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = self.server_double._stopping
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 

@@ -92,6 +92,24 @@ def test_list_has_a_resource_version_selectors_and_pages(double: ApiServerDouble
     assert [p["metadata"]["name"] for p in rest["items"]] == ["train-2"]
 
 
+def test_a_continued_list_is_the_snapshot_of_its_first_page_until_compaction(double: ApiServerDouble) -> None:
+    for i in range(3):
+        double.create(objects.pod(f"p-{i}", node_name="gpu-a"))
+    _, first = call(double, "GET", "/api/v1/pods?limit=2")
+    token = first["metadata"]["continue"]
+    call(double, "DELETE", "/api/v1/namespaces/default/pods/p-2")
+    double.create(objects.pod("p-3", node_name="gpu-a"))
+    # as etcd serves a continued list: the objects as of the first page's resourceVersion
+    _, rest = call(double, "GET", f"/api/v1/pods?limit=2&continue={token}")
+    assert [p["metadata"]["name"] for p in rest["items"]] == ["p-2"]
+    assert rest["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    _, again = call(double, "GET", "/api/v1/pods?limit=2")
+    double.compact()
+    code, status = call(double, "GET", f"/api/v1/pods?limit=2&continue={again['metadata']['continue']}")
+    assert (code, status["reason"]) == (410, "Expired") and "too old" in status["message"]
+    assert call(double, "GET", "/api/v1/pods?limit=2&continue=bm90LWEtdG9rZW4=")[0] == 400
+
+
 def test_watch_streams_changes_after_the_resource_version_with_bookmarks(double: ApiServerDouble) -> None:
     _, listing = call(double, "GET", "/api/v1/nodes")
     since = listing["metadata"]["resourceVersion"]
@@ -246,3 +264,39 @@ def test_the_real_kubectl_reads_cordons_and_watches_the_double(double: ApiServer
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)
+
+
+def test_the_mig_manager_reads_its_configs_from_the_mig_parted_configmap() -> None:
+    with ApiServerDouble(mig_delay_s=0.05, mig_configmap=("gpu-operator", "custom-mig-parted")) as d:
+        d.create(objects.node("gpu-a"))
+        relabel = "application/merge-patch+json"
+        call(d, "PATCH", "/api/v1/nodes/gpu-a", {"metadata": {"labels": {MIG_CONFIG: "mine"}}}, relabel)
+        wait_for_label(d, "gpu-a", MIG_STATE, "failed")  # no such ConfigMap yet: no config named mine
+        configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "custom-mig-parted"},
+                     "data": {"config.yaml": "version: v1\nmig-configs:\n  yours: []\n  mine: []\n"}}
+        assert call(d, "POST", "/api/v1/namespaces/gpu-operator/configmaps", configmap)[0] == 201
+        call(d, "PATCH", "/api/v1/nodes/gpu-a", {"metadata": {"labels": {MIG_CONFIG: "yours"}}}, relabel)
+        wait_for_label(d, "gpu-a", MIG_STATE, "success")
+        assert d.mig_finished == {"gpu-a": "yours"}
+
+
+def test_a_slow_mig_manager_leaves_the_old_state_until_it_notices() -> None:
+    with ApiServerDouble(mig_delay_s=0.05, mig_notice_s=0.3) as d:
+        d.create(objects.node("gpu-a", labels={MIG_STATE: "success"}))
+        _, node = call(d, "PATCH", "/api/v1/nodes/gpu-a", {"metadata": {"labels": {MIG_CONFIG: "all-3g.40gb"}}},
+                       "application/merge-patch+json")
+        assert node["metadata"]["labels"][MIG_STATE] == "success"  # the config before's, not this one's
+        wait_for_label(d, "gpu-a", MIG_STATE, "pending")
+        wait_for_label(d, "gpu-a", MIG_STATE, "success")
+
+
+def test_pvcs_and_batch_jobs_are_served(double: ApiServerDouble) -> None:
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "shared"},
+             "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Ti"}}}}
+    assert call(double, "POST", "/api/v1/namespaces/gpuadmin/persistentvolumeclaims", claim)[0] == 201
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pretrain"},
+           "spec": {"completionMode": "Indexed", "completions": 2, "parallelism": 2, "template": {}}}
+    code, created = call(double, "POST", "/apis/batch/v1/namespaces/gpuadmin/jobs", job)
+    assert code == 201 and created["metadata"]["namespace"] == "gpuadmin"
+    assert call(double, "DELETE", "/apis/batch/v1/namespaces/gpuadmin/jobs/pretrain?propagationPolicy=Background")[
+        0] == 200

@@ -159,6 +159,13 @@ def test_diff_shows_drift_field_by_field_and_exits_1_as_kubectl_diff(
     assert code == 1 and "gpu-c" in out and "cordoned" in out
     with Store.open(state) as store:
         assert store.revision() == 0  # diff writes nothing
+    # a label is one row, named by its key (a key with dots and a slash in brackets), not the node's whole label map
+    labels = {"team": "vision", "topology.kubernetes.io/zone": "ad-1"}
+    change(double, "/api/v1/nodes/gpu-c", {"metadata": {"labels": labels}})
+    code, out, _ = cli(capsys, "--state", state, "diff", "--kubeconfig", kubeconfig, "-o", "json")
+    rows = {d["field"]: (d["state"], d["cluster"]) for d in json.loads(out)["drift"]}
+    assert rows == {"state": ("cordoned", "ready"), "labels.team": (None, "vision"),
+                    "labels[topology.kubernetes.io/zone]": (None, "ad-1")}
 
 
 def test_sync_brings_a_drifted_cluster_in_as_one_entry_and_a_second_sync_as_none(
@@ -199,10 +206,11 @@ def test_sync_brings_a_drifted_cluster_in_as_one_entry_and_a_second_sync_as_none
     # the entry reads like any other: described, and undone by a plan of restores
     code, out, _ = cli(capsys, "--state", state, "describe", "entry", str(synced["entry"]), "-o", "json")
     assert code == 0 and json.loads(out)["summary"]["origin"] == "cluster"
-    code, _, err = cli(capsys, "--state", state, "undo", "--yes")
+    code, _, err = cli(capsys, "--state", state, "undo", "--yes", "--kubeconfig", kubeconfig)
     assert code == ExitCode.OK, err
-    with Store.open(state) as store:
+    with Store.open(state) as store:  # on a bound state the undo is executed: gpu-c cordoned on the cluster again
         assert store.load().nodes["gpu-c"].state == "cordoned" and store.revision() == 2
+    assert double.get("nodes", "gpu-c")["spec"].get("unschedulable") is True
 
 
 def test_a_sync_keeps_the_slots_the_state_gave_a_running_job(capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -279,7 +287,7 @@ def test_repair_of_a_down_node_clears_its_down_reason(capsys: pytest.CaptureFixt
     init(capsys, state, kubeconfig)
     changes = tmp_path / "repair.yaml"
     changes.write_text("changes: [{op: repair-node, node: gpu-b, note: kubelet restarted}]\n")
-    code, _, err = cli(capsys, "--state", state, "apply", "-f", changes, "--yes")
+    code, _, err = cli(capsys, "--state", state, "apply", "-f", changes, "--yes", "--kubeconfig", kubeconfig)
     assert code == ExitCode.OK, err
     with Store.open(state) as store:
         node = store.load().nodes["gpu-b"]
@@ -333,3 +341,21 @@ def test_cluster_options_without_from_cluster_are_refused(capsys: pytest.Capture
     code, _, err = cli(capsys, "--state", tmp_path / "state", "init", "--from", sample, "--context", "oke")
     assert code == ExitCode.BAD_INPUT and "go with --from-cluster" in err
     assert not (tmp_path / "state" / "state.db").exists()
+
+
+def test_fractions_sharing_a_gpu_keep_their_slots_from_sync_to_sync(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    """Two running pods of half a GPU each share one GPU in the state; a later diff or sync must not read the
+    second one's kept slot as taken by the first (it did: a kept fraction claimed its whole GPU) and move it."""
+    for name in ("half-0", "half-1"):
+        pod = objects.pod(name, namespace="team-a", node_name="gpu-a", labels={"kai.scheduler/queue": "team-a"},
+                          scheduler="kai-scheduler")
+        pod["spec"]["containers"][0]["resources"] = {}
+        pod["metadata"]["annotations"] = {"gpu-fraction": "0.5"}
+        double.create(pod)
+    state = tmp_path / "state"
+    init(capsys, state, kubeconfig)
+    with Store.open(state) as store:
+        jobs = store.load().jobs
+    assert jobs["team-a/half-0"].placement == jobs["team-a/half-1"].placement  # one GPU, half each
+    assert cli(capsys, "--state", state, "diff", "--kubeconfig", kubeconfig)[0] == ExitCode.OK

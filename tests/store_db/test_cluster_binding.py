@@ -101,3 +101,13 @@ def test_a_sync_entry_says_it_came_from_the_cluster() -> None:
     entry = JournalEntry.new("gpuadmin sync", 0, origin="cluster", actor=ME)
     assert entry.origin == "cluster"
     assert JournalEntry.new("gpuadmin sync", 0, actor=ME).origin != "cluster"
+
+
+def test_a_state_replaced_from_a_file_is_bound_to_nothing(tmp_path: Path) -> None:
+    state_dir = _state(tmp_path)
+    with Store.open(state_dir) as store:
+        store.bind(BINDING)
+        store.set_cluster_versions({("node", "n1"): "42"})
+    Store.create(state_dir, base_inventory(), force=True, actor=ME).close()
+    with Store.open(state_dir) as store:
+        assert store.binding() is None and store.cluster_versions() == {}

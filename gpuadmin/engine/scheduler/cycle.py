@@ -53,6 +53,14 @@ if TYPE_CHECKING:
 
 Outcome = Literal["bound", "no-fit", "over-limit", "nonpreemptible-over-quota", "unknown-queue", "preempted", "refused",
                   "other-scheduler"]
+GPUADMIN_SCHEDULER = "gpuadmin"  # the schedulerName of the pods gpuadmin binds on a live cluster
+
+
+def binds_itself(job: Job) -> bool:
+    """Whether gpuadmin is the job's scheduler: a job of an inventory or submitted through gpuadmin (no scheduler
+    named), or a pod whose schedulerName is `gpuadmin`. Another scheduler's job (KAI's, the default scheduler's) is
+    planned like any other, so that explain says whether it fits and why not, but never bound."""
+    return job.scheduler is None or job.scheduler == GPUADMIN_SCHEDULER
 PENDING = ("pending", "preempted")
 MAX_PREEMPTORS = 16  # preemptors tried per cycle (KAI bounds its reclaim/preempt queue depth alike)
 
@@ -574,8 +582,7 @@ class Cycle:
             if job is None:
                 break
             self.order.append(job.name)
-            # Another scheduler's pod (KAI, default-scheduler) is a fact gpuadmin reads and explains, never binds.
-            self.outcome[job.name] = "other-scheduler" if job.other_scheduler else self.try_bind(job)
+            self.outcome[job.name] = self.try_bind(job)
             order.advance(job.queue)
         t2 = time.perf_counter()
         tried = 0
@@ -583,9 +590,9 @@ class Cycle:
         for name in list(self.order):
             if tried >= self.max_preemptors:
                 break
-            if self.outcome.get(name) != "no-fit":
-                continue
             job = self.state.jobs[name]
+            if self.outcome.get(name) != "no-fit" or not binds_itself(job):
+                continue  # gpuadmin never evicts on behalf of another scheduler's job: explain names the remedy
             if self.failed and self.shapes[name] not in self.failed and self.try_bind(job) == "bound":
                 continue
             key = (self.shapes[name], job.queue, job.priority)
@@ -629,6 +636,7 @@ class Cycle:
         return self.verdict_book.of(self.shapes[name], self.needs.get(name, NO_NEEDS))
 
     def _plan(self) -> SchedulePlan:
+        self._drop_other_schedulers()
         changes = self._changes()
         result = plan(self.state, changes)
         for _ in range(len(self.binds) + 1):
@@ -651,6 +659,14 @@ class Cycle:
             self,
         )
 
+    def _drop_other_schedulers(self) -> None:
+        """Another scheduler's jobs take part in the cycle (they hold the room that scheduler would give them) but
+        are not bound by gpuadmin: their binds, and the evictions made for them, are dropped."""
+        for name in [n for n in self.binds if not binds_itself(self.state.jobs[n])]:
+            self.binds.pop(name)
+            self.outcome[name] = "other-scheduler"
+        self._forget_victims_of_dropped()
+
     def _drop_refused(self, violations: list[Violation]) -> None:
         drop: set[str] = set()
         for v in violations:
@@ -667,6 +683,9 @@ class Cycle:
             self.binds.pop(name, None)
             self.outcome[name] = "refused"
             self.refused[name] = [v for v in violations if name in v.target or name in v.message]
+        self._forget_victims_of_dropped()
+
+    def _forget_victims_of_dropped(self) -> None:
         beneficiaries = set(self.binds)
         for victim, beneficiary in list(self.victims.items()):
             if beneficiary not in beneficiaries:

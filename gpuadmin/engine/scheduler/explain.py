@@ -157,8 +157,6 @@ class Explainer:
                 victims=victims,
             )
         finding = self._finding(job, remedies)
-        if job.other_scheduler:
-            finding = _other_scheduler(job.other_scheduler, finding)
         qpos, cpos, ahead = self._positions.get(name, (None, None, []))
         ahead_count = (qpos - 1) if qpos is not None else 0
         named: tuple[str, ...] = tuple(finding.details.get("victims", ()))
@@ -185,7 +183,9 @@ class Explainer:
         )
 
     # ---------------------------------------------------------------------------------------------- findings
-    def _finding(self, job: Job, remedies: bool) -> _Finding:
+    def _settled_finding(self, job: Job) -> _Finding | None:
+        """What the cycle's outcome alone says of a job: its queue does not exist, another scheduler places it,
+        or the rules refused its placement; None when its capacity and queue must be looked at."""
         cycle = self.cycle
         outcome = cycle.outcome.get(job.name)
         if outcome == "unknown-queue" or job.queue not in cycle.books:
@@ -196,10 +196,24 @@ class Explainer:
                 "submit the job to an existing queue, or add the queue",
                 "add-queue",
             )
+        if outcome == "other-scheduler":
+            return _Finding(
+                "other-scheduler",
+                f"scheduled by {job.scheduler}, not gpuadmin: it fits now ({cycle.verdict(job.name).summary}), and "
+                f"gpuadmin reads it, explains it and never binds it; {job.scheduler} places it",
+                {"scheduler": job.scheduler},
+            )
         if outcome == "refused":
             violations = cycle.refused.get(job.name, [])
             text = "; ".join(f"{v.rule}: {v.message}" for v in violations) or "a rule refused its placement"
             return _Finding("refused", f"refused by the rules: {text}", {"rules": sorted({v.rule for v in violations})})
+        return None
+
+    def _finding(self, job: Job, remedies: bool) -> _Finding:
+        cycle = self.cycle
+        settled = self._settled_finding(job)
+        if settled is not None:
+            return settled
         shape = cycle.shapes[job.name]
         never = self._never_fits(shape)
         if never is not None:
@@ -700,11 +714,3 @@ def _remedy_fails(state: ClusterState, job_name: str, changes: tuple[dict[str, A
     if job_name not in after.bound:
         return "the job still does not fit after it"
     return None
-
-
-def _other_scheduler(scheduler: str, fit: _Finding) -> _Finding:
-    """A pending pod of another scheduler: gpuadmin never binds it, and still says why it cannot fit (the
-    finding of its own filters, with their remedy) so that the operator knows what would let its scheduler place it."""
-    message = f"scheduled by {scheduler}: gpuadmin explains, never binds; {fit.message}"
-    details = {**fit.details, "scheduler": scheduler, "fit_reason": fit.reason}
-    return _Finding("other-scheduler", message, details, fit.remedy, fit.remedy_kind, fit.changes)

@@ -79,7 +79,8 @@ class ViewScreen(Screen[None]):
         self.query_one(HeaderBar).show(cluster=session.cluster, revision=session.revision, role=session.role,
                                        readonly=session.readonly, persisted=session.persisted,
                                        crumbs=crumbs or [self.crumb()], where=session.place,
-                                       marked=self.marked_count(), draft=session.draft.size)
+                                       marked=self.marked_count(), draft=session.draft.size,
+                                       live=session.live_badge())
 
     def marked_count(self) -> int:
         """How many rows are marked in this view (for the header)."""

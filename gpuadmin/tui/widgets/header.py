@@ -1,7 +1,10 @@
-"""The header: cluster, which state (its directory, or the inventory in memory), revision, role, a READ-ONLY
+"""The header: cluster, the live badge of a state bound to a Kubernetes cluster (`LIVE`, `RECONNECTING`, ...,
+and its kubeconfig context), which state (its directory, or the inventory in memory), revision, role, a READ-ONLY
 badge, how many rows are marked, the draft's size (`DRAFT N`), and where you are (breadcrumbs)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.widgets import Static
@@ -9,6 +12,17 @@ from textual.widgets import Static
 from gpuadmin.render.text import safe
 
 WHERE_MIN = 16  # the state's name is never cut to less than this
+# the cluster watch's state, as the badge words it (a word each, so it reads without colour)
+LIVE_BADGES = {"connecting": "CONNECTING", "live": "LIVE", "reconnecting": "RECONNECTING", "down": "CLUSTER DOWN",
+               "unwatched": "NOT WATCHED"}  # unwatched: a viewer's console, which may not sync
+
+
+@dataclass(frozen=True)
+class LiveBadge:
+    """A bound state's link: the watch's state (`gpuadmin.cluster.watch.WatchState`) and the context's name."""
+
+    state: str
+    context: str
 
 
 def _tail(text: str, width: int) -> str:
@@ -20,14 +34,20 @@ class HeaderBar(Static):
     """One line; every part is a word, so it reads the same without colour."""
 
     def show(self, *, cluster: str, revision: int, role: str, readonly: bool, persisted: bool,
-             crumbs: list[str], where: str = "", marked: int = 0, draft: int = 0) -> None:
+             crumbs: list[str], where: str = "", marked: int = 0, draft: int = 0,
+             live: LiveBadge | None = None) -> None:
         """`where` names the state, so consoles on several states tell apart; shortened from the left (the
         end of a path is what tells states apart) to leave the rest of the line its room. `marked`: how many
         rows bulk actions would act on, shown or not, so the count is never out of sight. `draft`: how many changes
-        the draft holds (made, not applied yet: `b` reviews them)."""
+        the draft holds (made, not applied yet: `b` reviews them). `live`: the link of a state bound to a cluster."""
         line = Text()
         line.append(" gpuadmin ", style="reverse bold")
         line.append(f" {safe(cluster)}", style="bold")
+        if live is not None:
+            line.append("  ")
+            line.append(f" {LIVE_BADGES.get(live.state, live.state.upper())} ",
+                        style="reverse bold" if live.state == "live" else "reverse")
+            line.append(f" ctx {safe(live.context)}")
         rest = Text()
         rest.append(f"  rev {revision}")
         rest.append(f"  role {role}")

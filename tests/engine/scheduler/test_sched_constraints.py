@@ -304,3 +304,19 @@ def test_unknown_queue() -> None:
     state = cluster([node("n1", 1)], [job("x", "nowhere", gpus=1)])
     result = schedule(state)
     assert result.bound == [] and result.explanations["x"].reason == "unknown-queue"
+
+
+def test_another_schedulers_job_is_planned_and_explained_but_never_bound() -> None:
+    """Issue 22 item 5: a pod of KAI's (schedulerName kai-scheduler) is a fact gpuadmin reads and explains; gpuadmin
+    binds only its own jobs and pods whose schedulerName is gpuadmin. The foreign job still holds the room its
+    scheduler would give it in the cycle, and one that cannot fit says why, as any job does."""
+    kai = {**job("kai-fits", gpus=2), "scheduler": "kai-scheduler"}
+    ours = {**job("ours", gpus=2), "scheduler": "gpuadmin"}
+    plain = job("plain", gpus=2)
+    too_big = {**job("kai-too-big", gpus=16), "scheduler": "kai-scheduler"}
+    result = schedule(cluster([node("n1", 8)], [kai, ours, plain, too_big], [queue("q", 8, 8)]))
+    assert sorted(result.bound) == ["ours", "plain"]
+    assert not any(getattr(c, "name", None) == "kai-fits" for c in result.changes)
+    fits = result.explanations["kai-fits"]
+    assert fits.reason == "other-scheduler" and "kai-scheduler" in fits.message and "never binds" in fits.message
+    assert result.explanations["kai-too-big"].reason == "unsatisfiable"  # why it cannot fit, as for any job

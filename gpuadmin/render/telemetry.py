@@ -1,0 +1,85 @@
+"""Telemetry as listing cells: pure functions from a device's readings (`gpuadmin.model.telemetry`) to row values.
+
+`get gpus -o wide` and `get slices -o wide` add UTIL (percent busy), MEM (MiB of frame buffer in use), TEMP (°C)
+and POWER (W); `gpuadmin top` lists every GPU and MIG instance with them, the worst first. A reading that is not
+there is None (`-` in a table, `null` in JSON), never 0: its reason is in top's NOTE and in `-o json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from gpuadmin.model.telemetry import DeviceTelemetry, Reading
+from gpuadmin.render.columns import Column, Kind, number, text
+from gpuadmin.render.rows import NO_TELEMETRY, Listing, Row
+
+
+def _rounded(reading: Reading, digits: int) -> float | None:
+    return round(reading.value, digits) if reading.value is not None else None
+
+
+def _whole(reading: Reading) -> int | None:
+    return round(reading.value) if reading.value is not None else None
+
+
+def telemetry_cells(device: DeviceTelemetry | None) -> Row:
+    """UTIL, MEM, TEMP, POWER of a device (None each where it has no reading, or no device was read)."""
+    if device is None:
+        return dict(NO_TELEMETRY)
+    return {"UTIL": _rounded(device.util, 1), "MEM": _whole(device.fb_used_mib), "TEMP": _whole(device.temp_c),
+            "POWER": _rounded(device.power_w, 1)}
+
+
+def _first_missing(device: DeviceTelemetry) -> str:
+    """Why the first of the shown readings is missing (what a `-` in the row means), or "-"."""
+    for reading in (device.util, device.fb_used_mib, device.temp_c, device.power_w):
+        if reading.value is None and reading.reason:
+            return reading.reason
+    return "-"
+
+
+def top_row(name: str, model: str, holders: str, device: DeviceTelemetry) -> Row:
+    """A row of `gpuadmin top`: the device, who holds it (gpuadmin's state), its readings and errors."""
+    total = (device.fb_used_mib.value + device.fb_free_mib.value
+             if device.fb_used_mib.value is not None and device.fb_free_mib.value is not None else None)
+    return {
+        "NAME": name, "MODEL": model, "HOLDERS": holders, **telemetry_cells(device),
+        "MEM_PCT": round(100 * (device.fb_used_mib.value or 0) / total, 1) if total else None,
+        "XID": _whole(device.xid), "DBE": _whole(device.ecc_dbe_volatile),
+        "REMAPPED": _whole(device.remapped_rows_uncorrectable),
+        "PODS": ",".join(device.pods) or "-", "NOTE": _first_missing(device),
+        "ERRORS": device.errors,
+    }
+
+
+TopOrder = Literal["errors", "util", "temp", "power", "mem"]
+_ORDER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "errors": ("ERRORS", "UTIL", "TEMP"),  # the default: most erroring, then busiest, then hottest
+    "util": ("UTIL", "TEMP", "ERRORS"),
+    "temp": ("TEMP", "UTIL", "ERRORS"),
+    "power": ("POWER", "UTIL", "TEMP"),
+    "mem": ("MEM", "UTIL", "TEMP"),
+}
+
+
+def top_order(rows: Iterable[Row], by: TopOrder = "errors") -> list[Row]:
+    """Worst first: by `by`'s columns, highest first; an unknown reading after every known one; then by name."""
+    keys = _ORDER_COLUMNS[by]
+
+    def key(row: Row) -> tuple[object, ...]:
+        values = [row.get(k) for k in keys]
+        return (*((v is None, -(v or 0)) for v in values), TOP.column("NAME").sort_key(row["NAME"]))
+
+    return sorted(rows, key=key)
+
+
+TOP = Listing("device", (
+    Column("NAME", Kind.PLACEMENT), text("MODEL", priority=-1), text("HOLDERS", priority=3),
+    number("UTIL", float | None, priority=6), number("MEM", int | None, priority=5),
+    number("MEM_PCT", float | None, priority=2), number("TEMP", int | None, priority=5),
+    number("POWER", float | None, priority=4), number("XID", int | None, priority=4),
+    number("DBE", int | None, priority=4), number("REMAPPED", int | None, priority=1),
+    text("NOTE", priority=0),
+    text("PODS", wide=True), number("ERRORS", float, hidden=True),
+), None)

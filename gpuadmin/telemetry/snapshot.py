@@ -1,0 +1,316 @@
+"""The join: the DCGM exporter's series, one answer per metric for the whole cluster, onto gpuadmin's GPUs and
+MIG instances.
+
+A GPU is found by its node label (`Hostname` by default) and `gpu` (its index, exactly as gpuadmin writes it:
+`"0"`, never `"00"`). A MIG instance's series (`GPU_I_ID`, `GPU_I_PROFILE`) is found on that GPU by its pod
+first (a job holding one of the GPU's instances of that profile, named as the pod or as gpuadmin names the
+job's pod), else by its profile where the GPU has exactly one instance of it; otherwise it is not placed (the
+driver's GPU-instance id is not a placement start gpuadmin could read), and the snapshot's notes say how many.
+A series naming a node or GPU gpuadmin does not know is counted, never guessed onto another.
+
+Every GPU and MIG instance of the state has every reading in the snapshot: a value, or None with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from gpuadmin.adapters._common import dns_name
+from gpuadmin.engine.state import View
+from gpuadmin.model.telemetry import READING_FIELDS, DeviceTelemetry, Reading, SourceStatus
+from gpuadmin.telemetry.dcgm import ANCHOR, DEFAULT_NODE_LABEL, METRICS, Metric
+from gpuadmin.telemetry.prometheus import Sample, Series
+
+GpuKey = tuple[str, int]  # node, index
+InstanceKey = tuple[str, int, int]  # node, index, MIG start
+MAX_NOTES = 8  # examples of unplaced series a snapshot keeps (a count says the rest)
+
+
+@dataclass(frozen=True, slots=True)
+class MigTarget:
+    start: int
+    profile: str
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What the join places series on, made once per state revision: the GPUs by the exporter's keys, the MIG
+    instances by GPU, and which instance each job's pod holds."""
+
+    gpus: dict[tuple[str, str], GpuKey]  # (node name, str(index)) -> the GPU
+    instances: dict[GpuKey, tuple[MigTarget, ...]]  # a MIG-mode GPU's instances with a start
+    pod_instances: dict[tuple[GpuKey, str], int]  # (GPU, pod name) -> the start of the instance its job holds
+
+    @staticmethod
+    def from_view(view: View) -> Targets:
+        gpus: dict[tuple[str, str], GpuKey] = {}
+        instances: dict[GpuKey, tuple[MigTarget, ...]] = {}
+        for node in view.nodes():
+            for gpu in node.gpus:
+                gpus[(node.name, str(gpu.index))] = (node.name, gpu.index)
+                if gpu.mode == "mig":
+                    instances[(node.name, gpu.index)] = tuple(
+                        MigTarget(i.start, i.profile) for i in gpu.mig or () if i.start is not None)
+        pod_instances: dict[tuple[GpuKey, str], int] = {}
+        for job in view.jobs():
+            for slot in job.placement:
+                if slot.mig_start is not None:
+                    for pod in {job.name, dns_name(job.name)}:
+                        pod_instances[((slot.node, slot.gpu), pod)] = slot.mig_start
+        return Targets(gpus, instances, pod_instances)
+
+
+@dataclass(frozen=True)
+class TelemetrySnapshot:
+    """Every GPU's and MIG instance's readings at `at` (Unix time), and how the source answered."""
+
+    status: SourceStatus
+    at: float
+    gpus: dict[GpuKey, DeviceTelemetry] = field(default_factory=dict)
+    instances: dict[InstanceKey, DeviceTelemetry] = field(default_factory=dict)
+
+    def gpu(self, node: str, index: int) -> DeviceTelemetry | None:
+        return self.gpus.get((node, index))
+
+    def instance(self, node: str, index: int, start: int) -> DeviceTelemetry | None:
+        return self.instances.get((node, index, start))
+
+    def devices(self) -> Iterable[DeviceTelemetry]:
+        yield from self.gpus.values()
+        yield from self.instances.values()
+
+
+@dataclass
+class _Device:
+    readings: dict[str, Reading] = field(default_factory=dict)
+    pods: set[str] = field(default_factory=set)
+    uuid: str | None = None
+    gi_id: str | None = None
+    profile: str | None = None
+
+    def label(self, labels: Mapping[str, str]) -> None:
+        """The pods and UUID the anchor series (frame buffer: every device has it) names."""
+        if labels.get("pod"):
+            self.pods.add(f"{labels.get('namespace', '')}/{labels['pod']}")
+        self.uuid = self.uuid or labels.get("UUID")
+
+
+@dataclass
+class _Join:
+    targets: Targets
+    node_label: str
+    gpus: dict[GpuKey, _Device] = field(default_factory=dict)
+    instances: dict[InstanceKey, _Device] = field(default_factory=dict)
+    unplaced: Counter[str] = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+    ambiguous: set[tuple[GpuKey, str]] = field(default_factory=set)  # (GPU, profile) with unplaced series
+    # (GPU, GI id, profile, pod) -> the instance's start, or why there is none: one decision per MIG series
+    _resolved: dict[tuple[GpuKey, str, str, str], int | str] = field(default_factory=dict)
+
+    def miss(self, why: str, labels: Mapping[str, str]) -> None:
+        self.unplaced[why] += 1
+        if len(self.examples) < MAX_NOTES:
+            shown = ", ".join(f"{k}={v!r}" for k, v in sorted(labels.items())[:8])
+            self.examples.append(f"{why}: {{{shown[:300]}}}")
+
+    def add_all(self, metric: Metric, samples: Iterable[Sample]) -> bool:
+        """Place one metric's answer; True where it had any series. The loop is the refresh's work for 8,192
+        GPUs (~100,000 samples): lookups bound to locals, a value in range read without a call."""
+        gpus, index, node_label = self.gpus, self.targets.gpus, self.node_label
+        field_name, low, high, scale = metric.field, metric.low, metric.high, metric.scale
+        gpu_level, instance_level, whole_gpu = "gpu" in metric.levels, "instance" in metric.levels, metric.whole_gpu
+        anchor = metric.name == ANCHOR
+        answered = False
+        for sample in samples:
+            answered = True
+            labels = sample.labels
+            gpu = index.get((labels.get(node_label, ""), labels.get("gpu", "")))
+            if gpu is None:
+                self.miss(f"no GPU {node_label}/gpu of the state", labels)
+                continue
+            value = sample.value
+            if value is None:
+                reading = Reading(None, f"{metric.name}: {sample.reason}")
+            elif low <= value <= high:  # every DCGM blank is above every range: read without a check
+                reading = Reading(value * scale if scale != 1.0 else value, None)
+            else:
+                reading = Reading(*metric.check(value))
+            gi_id = labels.get("GPU_I_ID")
+            if not gi_id:
+                if gpu_level:
+                    device = gpus.get(gpu)
+                    if device is None:
+                        device = gpus[gpu] = _Device()
+                    device.readings.setdefault(field_name, reading)  # a device twice (a pod label each): its first
+                    if anchor:
+                        device.label(labels)
+                continue
+            if whole_gpu:  # the board's figure, repeated on each instance's series
+                gpus.setdefault(gpu, _Device()).readings.setdefault(field_name, reading)
+            if instance_level:
+                self._add_instance(gpu, gi_id, labels, field_name, reading, anchor)
+        return answered
+
+    def _add_instance(self, gpu: GpuKey, gi_id: str, labels: Mapping[str, str], field_name: str, reading: Reading,
+                      anchor: bool) -> None:
+        start = self._instance(gpu, gi_id, labels)
+        if isinstance(start, str):
+            self.miss(start, labels)
+            return
+        device = self.instances.setdefault((*gpu, start), _Device())
+        device.gi_id, device.profile = gi_id, labels.get("GPU_I_PROFILE")
+        device.readings.setdefault(field_name, reading)
+        if anchor:
+            device.label(labels)
+
+    def _instance(self, gpu: GpuKey, gi_id: str, labels: Mapping[str, str]) -> int | str:
+        profile, pod = labels.get("GPU_I_PROFILE", ""), labels.get("pod", "")
+        key = (gpu, gi_id, profile, pod)
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolved[key] = self._place_instance(gpu, profile, pod)
+        return found
+
+    def _place_instance(self, gpu: GpuKey, profile: str, pod: str) -> int | str:
+        targets = self.targets.instances.get(gpu)
+        if targets is None:
+            return "a MIG instance's series on a GPU gpuadmin does not hold in MIG mode"
+        same = [t.start for t in targets if t.profile == profile]
+        held = self.targets.pod_instances.get((gpu, pod)) if pod else None
+        if held is not None and held in same:
+            return held
+        if len(same) == 1:
+            return same[0]
+        if not same:
+            return "a MIG profile the GPU has no instance of in the state"
+        self.ambiguous.add((gpu, profile))
+        return ("several instances of its profile on that GPU, and no pod of a job holding one: which one is "
+                "not known")
+
+
+def join(samples: Mapping[str, Iterable[Sample]], targets: Targets, *, node_label: str = DEFAULT_NODE_LABEL,
+         absent: Mapping[str, str] | None = None) -> tuple[dict[GpuKey, DeviceTelemetry],
+                                                           dict[InstanceKey, DeviceTelemetry], tuple[str, ...]]:
+    """The readings of every GPU and MIG instance of `targets` from `samples` (metric name -> its answer).
+
+    `absent`: why a device's reading is missing where the metric answered for others (per device name:
+    "stale since ..."); a metric with no series at all says so for every device. Returns the GPUs, the
+    instances and the notes (counts of series not placed, with a few examples, labels shown as `repr`)."""
+    work = _Join(targets, node_label)
+    answered: set[str] = set()
+    for metric in METRICS:
+        answer = samples.get(metric.name)
+        if answer is not None and work.add_all(metric, answer):
+            answered.add(metric.name)
+    missing = {m.field: _missing(m, answered) for m in METRICS}
+    for m in METRICS:  # the util of a GPU is GPU_UTIL's reason, an instance's GR_ENGINE_ACTIVE's
+        if m.field == "util":
+            missing["util" if "gpu" in m.levels else "util@instance"] = _missing(m, answered)
+    absent = dict(absent or {})
+    gpus = {key: _device(key[0], key[1], None, work.gpus.get(key), missing, absent)
+            for key in targets.gpus.values()}
+    instances: dict[InstanceKey, DeviceTelemetry] = {}
+    for (node, index), found in targets.instances.items():
+        for t in found:
+            if ((node, index), t.profile) in work.ambiguous:
+                absent.setdefault(f"{node}/{index}/mig@{t.start}",
+                                  f"not placed: several {t.profile} instances on this GPU, and the exporter's series "
+                                  "of one no job holds cannot tell which (GPU_I_ID is the driver's, not a start)")
+            instances[(node, index, t.start)] = _device(node, index, t, work.instances.get((node, index, t.start)),
+                                                        missing, absent)
+    notes = tuple(f"{n} series not placed: {why}" for why, n in work.unplaced.most_common()) + tuple(work.examples)
+    return gpus, instances, notes
+
+
+def _missing(metric: Metric, answered: set[str]) -> Reading:
+    if metric.name in answered:
+        return Reading(None, f"no {metric.name} series for it")
+    hint = "" if metric.default else " (off in dcgm-exporter's default counters: enable it in its counters file)"
+    return Reading(None, f"no {metric.name} series in Prometheus{hint}")
+
+
+_WHOLE_GPU = {m.field for m in METRICS if m.whole_gpu}
+_SEE_THE_GPU = Reading(None, "a figure of the whole GPU: see the GPU")
+
+
+def _device(node: str, index: int, target: MigTarget | None, found: _Device | None, missing: Mapping[str, Reading],
+            absent: Mapping[str, str]) -> DeviceTelemetry:
+    name = f"{node}/{index}" + (f"/mig@{target.start}" if target is not None else "")
+    stale = absent.get(name) or (absent.get(f"{node}/{index}") if target is not None else None)
+    if found is not None and target is not None and name in absent:
+        stale = None  # placed after all (some of its series named its pod)
+    got = found.readings if found is not None else {}
+    readings: dict[str, Reading] = {}
+    for field_name in READING_FIELDS:
+        reading = got.get(field_name)
+        if reading is None:
+            if target is not None and field_name in _WHOLE_GPU:
+                reading = _SEE_THE_GPU
+            elif stale is not None:
+                reading = Reading(None, stale)
+            else:
+                reading = missing["util@instance" if target is not None and field_name == "util" else field_name]
+        readings[field_name] = reading
+    return DeviceTelemetry(
+        node, index, target.start if target is not None else None, target.profile if target is not None else None,
+        found.uuid if found is not None else None, found.gi_id if found is not None else None,
+        tuple(sorted(found.pods)) if found is not None else (), **readings)
+
+
+DeviceKey = GpuKey | InstanceKey
+
+
+def join_history(metric: Metric, series: Iterable[Series], targets: Targets, *,
+                 node_label: str = DEFAULT_NODE_LABEL) -> dict[DeviceKey, tuple[tuple[float, float | None], ...]]:
+    """A range query's series of `metric` placed on the state's GPUs (`(node, index)`) and MIG instances
+    (`(node, index, start)`) by the same rules as the instant join; each point's value checked and scaled as a
+    reading's (None where it is not one). A series the join cannot place is left out."""
+    work = _Join(targets, node_label)
+    out: dict[DeviceKey, tuple[tuple[float, float | None], ...]] = {}
+    for one in series:
+        labels = one.labels
+        gpu = targets.gpus.get((labels.get(node_label, ""), labels.get("gpu", "")))
+        if gpu is None:
+            continue
+        gi_id = labels.get("GPU_I_ID")
+        key: DeviceKey
+        if not gi_id:
+            if "gpu" not in metric.levels:
+                continue
+            key = gpu
+        else:
+            start = work._instance(gpu, gi_id, labels)
+            if isinstance(start, str) or "instance" not in metric.levels:
+                continue
+            key = (*gpu, start)
+        if key not in out:
+            out[key] = tuple((at, metric.check(v)[0] if v is not None else None) for at, v in one.points)
+    return out
+
+
+def stale_reasons(last_seen: Iterable[Sample], targets: Targets, now: float, fresh: set[GpuKey], *,
+                  node_label: str = DEFAULT_NODE_LABEL) -> dict[str, str]:
+    """Why a device that had samples in the window has none now: "stale: last sample at ... (12m ago)", by
+    device name (`node/0`; a MIG instance's series counts for its GPU), for GPUs not in `fresh`. From
+    `last_seen_query`'s answer."""
+    out: dict[str, str] = {}
+    for sample in last_seen:
+        gpu = targets.gpus.get((sample.labels.get(node_label, ""), sample.labels.get("gpu", "")))
+        if gpu is None or gpu in fresh or sample.value is None or not 0 <= sample.value <= now + 86400:
+            continue  # a time no sample can have (a hostile answer) says nothing
+        ago = max(0.0, now - sample.value)
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(sample.value))
+        name = f"{gpu[0]}/{gpu[1]}"
+        if name not in out:
+            out[name] = f"stale: last sample at {when} ({_ago(ago)} ago)"
+    return out
+
+
+def _ago(seconds: float) -> str:
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"

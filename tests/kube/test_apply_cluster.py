@@ -1,0 +1,136 @@
+"""`apply` on a state bound to a cluster executes, through the control plane only (issue 22 item 4): the journal
+says executed / partial / failed with the steps, never "applied" for what only gpuadmin's state holds; 403 is exit
+4, a 409 on a node changed since the sync exit 3; `--model-only` executes nothing. Against the API server double,
+with the cluster of tests/kube/test_cluster_sync.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuadmin.errors import ExitCode
+from gpuadmin.store import Store
+from tests.kube.apiserver_double import ApiServerDouble
+from tests.kube.test_cluster_sync import change, cli, double, init, kubeconfig
+
+__all__ = ["double", "kubeconfig"]  # the fixtures, shared with the sync tests
+
+
+def bound(capsys: pytest.CaptureFixture[str], tmp_path: Path, kubeconfig: Path) -> Path:
+    state = tmp_path / "state"
+    assert init(capsys, state, kubeconfig)[0] == ExitCode.OK
+    return state
+
+
+def unschedulable(double: ApiServerDouble, node: str) -> bool:
+    obj = double.get("nodes", node)
+    assert obj is not None
+    return bool(obj.get("spec", {}).get("unschedulable"))
+
+
+def last_entry(state: Path) -> tuple[str, int | None, list[dict[str, object]] | None, str]:
+    with Store.open(state) as store:
+        entry = store.journal()[-1]
+    return entry.outcome, entry.revision, entry.execution, entry.message
+
+
+def test_a_cordon_is_executed_on_the_cluster_and_journaled_with_its_steps(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    state = bound(capsys, tmp_path, kubeconfig)
+    code, _, err = cli(capsys, "--state", state, "cordon", "gpu-a", "--yes", "--kubeconfig", kubeconfig)
+    assert code == ExitCode.OK, err
+    assert unschedulable(double, "gpu-a")
+    outcome, revision, steps, _ = last_entry(state)
+    assert (outcome, revision) == ("executed", 1)
+    assert steps is not None and steps[0]["status"] == "executed" and "PATCH nodes/gpu-a" in steps[0]["calls"]
+    assert "executed on the cluster, revision 1" in err and "PATCH nodes/gpu-a" in err
+    with Store.open(state) as store:
+        assert store.load().nodes["gpu-a"].state == "cordoned"
+    code, out, _ = cli(capsys, "--state", state, "describe", "entry", "2")  # the steps, as describe shows them
+    assert code == ExitCode.OK and "Outcome:        executed" in out and "step: executed cordon node gpu-a" in out
+    # the cluster's new resourceVersion was kept: the next change on that node is not taken for a stale plan
+    assert cli(capsys, "--state", state, "uncordon", "gpu-a", "--yes", "--kubeconfig", kubeconfig)[0] == ExitCode.OK
+    assert not unschedulable(double, "gpu-a")
+
+
+def test_model_only_executes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble,
+                                     kubeconfig: Path) -> None:
+    state = bound(capsys, tmp_path, kubeconfig)
+    served = len(double.requests)
+    code, _, err = cli(capsys, "--state", state, "cordon", "gpu-a", "--yes", "--model-only")
+    assert code == ExitCode.OK, err
+    assert not unschedulable(double, "gpu-a") and len(double.requests) == served  # not even a connection
+    outcome, revision, steps, message = last_entry(state)
+    assert (outcome, revision, steps) == ("applied", 1, None) and "model only" in message
+
+
+def test_a_403_fails_the_change_with_exit_4_and_changes_nothing(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    state = bound(capsys, tmp_path, kubeconfig)
+    double.deny.add(("patch", "nodes"))
+    code, _, err = cli(capsys, "--state", state, "cordon", "gpu-a", "--yes", "--kubeconfig", kubeconfig)
+    assert code == ExitCode.NOT_PERMITTED and "forbidden" in err.lower()
+    outcome, revision, steps, _ = last_entry(state)
+    assert (outcome, revision) == ("failed", None) and steps is not None and steps[0]["status"] == "failed"
+    with Store.open(state) as store:
+        assert store.revision() == 0 and store.load().nodes["gpu-a"].state == "ready"
+
+
+def test_a_node_changed_since_the_sync_is_a_stale_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       double: ApiServerDouble, kubeconfig: Path) -> None:
+    state = bound(capsys, tmp_path, kubeconfig)
+    change(double, "/api/v1/nodes/gpu-a", {"metadata": {"labels": {"team": "vision"}}})  # someone else, meanwhile
+    code, _, err = cli(capsys, "--state", state, "cordon", "gpu-a", "--yes", "--kubeconfig", kubeconfig)
+    assert code == ExitCode.CONFLICT and "sync" in err
+    assert not unschedulable(double, "gpu-a") and last_entry(state)[0] == "failed"
+    assert cli(capsys, "--state", state, "sync", "--kubeconfig", kubeconfig)[0] == ExitCode.OK
+    assert cli(capsys, "--state", state, "cordon", "gpu-a", "--yes", "--kubeconfig", kubeconfig)[0] == ExitCode.OK
+    assert unschedulable(double, "gpu-a")
+
+
+def test_a_plan_that_fails_half_way_is_partial_and_a_rerun_completes_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    state = bound(capsys, tmp_path, kubeconfig)
+    changes = tmp_path / "changes.yaml"
+    changes.write_text("changes:\n  - {op: cordon, node: gpu-a}\n  - {op: set-quota, queue: team-a, quota: {gpus: 8}}\n"
+                       "  - {op: cordon, node: mig-a}\n")
+    double.deny.add(("patch", "queues"))
+    code, _, err = cli(capsys, "--state", state, "apply", "-f", changes, "--yes", "--kubeconfig", kubeconfig)
+    assert code == ExitCode.NOT_PERMITTED, err
+    outcome, revision, steps, _ = last_entry(state)
+    assert (outcome, revision) == ("partial", 1) and steps is not None
+    assert [s["status"] for s in steps] == ["executed", "failed", "not-run"]
+    with Store.open(state) as store:  # the state holds exactly what the cluster holds: the first change
+        loaded = store.load()
+        assert loaded.nodes["gpu-a"].state == "cordoned" and loaded.nodes["mig-a"].state == "ready"
+        assert loaded.queues["team-a"].quota.gpus == 16
+    assert unschedulable(double, "gpu-a") and not unschedulable(double, "mig-a")
+    double.deny.clear()
+    code, _, err = cli(capsys, "--state", state, "apply", "-f", changes, "--yes", "--kubeconfig", kubeconfig)
+    assert code == ExitCode.OK, err
+    assert unschedulable(double, "mig-a") and last_entry(state)[0] == "executed"
+    queue = double.get("queues", "team-a")
+    assert queue is not None and queue["spec"]["resources"]["gpu"]["quota"] == 8
+
+
+def test_an_unreachable_cluster_is_exit_3_with_the_state_unchanged(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    state = bound(capsys, tmp_path, kubeconfig)
+    double.stop()
+    code, _, err = cli(capsys, "--state", state, "cordon", "gpu-a", "--yes", "--kubeconfig", kubeconfig)
+    assert code == ExitCode.CONFLICT and "unreachable" in err
+    with Store.open(state) as store:
+        assert store.revision() == 0 and store.journal()[-1].outcome == "failed"
+
+
+def test_a_real_process_reports_a_refusal_without_a_traceback(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    state = bound(capsys, tmp_path, kubeconfig)
+    double.deny.add(("patch", "nodes"))
+    done = subprocess.run([sys.executable, "-m", "gpuadmin.cli.main", "--state", str(state), "cordon", "gpu-a",
+                           "--yes", "--kubeconfig", str(kubeconfig)], capture_output=True, text=True, check=False)
+    assert done.returncode == ExitCode.NOT_PERMITTED and "Traceback" not in done.stderr
+    assert "double-token-never-checked" not in done.stderr + done.stdout
