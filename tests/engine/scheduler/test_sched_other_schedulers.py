@@ -44,3 +44,17 @@ def test_a_gang_binds_all_or_none() -> None:
     # only one of the gang's two nodes has room: none of it is bound
     half = cluster([node("n1"), node("n2", n=4)], [_of("gpuadmin", name="ns/pg", gpus=8, nodes=2)])
     assert binds(run(half)) == {}
+
+
+def test_room_an_eviction_for_another_schedulers_pod_would_free_is_not_handed_to_gpuadmins_jobs() -> None:
+    # Were gpuadmin to preempt low for the KAI pod and then drop that eviction with the KAI pod's bind, the cycle
+    # would think low's GPUs free and bind `ours` on top of low (the rules refused it: placement.slot-free). Now
+    # `ours` preempts low itself, as its priority allows, and binds.
+    state = cluster([node("n1")], [
+        job("low", gpus=8, priority=0, placement=[{"node": "n1", "gpu": i} for i in range(8)]),
+        _of("kai-scheduler", name="ns/big", gpus=4, priority=10),
+        job("ours", gpus=4, priority=5),
+    ])
+    result = run(state)
+    assert list(binds(result)) == ["ours"]
+    assert result.preempted == ["low"]
