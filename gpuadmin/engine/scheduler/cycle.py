@@ -590,9 +590,9 @@ class Cycle:
         for name in list(self.order):
             if tried >= self.max_preemptors:
                 break
-            if self.outcome.get(name) != "no-fit":
-                continue
             job = self.state.jobs[name]
+            if self.outcome.get(name) != "no-fit" or not binds_itself(job):
+                continue  # gpuadmin never evicts on behalf of another scheduler's job: explain names the remedy
             if self.failed and self.shapes[name] not in self.failed and self.try_bind(job) == "bound":
                 continue
             key = (self.shapes[name], job.queue, job.priority)
