@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,14 +34,19 @@ EXIT_CODES = ("exit codes: 0 applied (or nothing to apply); 1 refused by a rule;
               "(full, read-only); 130 not confirmed")
 
 
-def show(plan: Plan, fmt: str) -> None:
+def show(plan: Plan, fmt: str, steps: Sequence[Any] = ()) -> None:
+    """The plan as `fmt`; with the `steps` a bound cluster carried out, a document gains `execution` (text shows
+    them after the apply, on stderr)."""
     from gpuadmin.cli import output
     from gpuadmin.render.plan import plan_text
 
+    data = plan.to_json() if fmt in ("json", "yaml") else {}
+    if steps:
+        data["execution"] = [step.as_journal() for step in steps]
     if fmt == "json":
-        output.as_json(plan.to_json())
+        output.as_json(data)
     elif fmt == "yaml":
-        output.as_yaml(plan.to_json())
+        output.as_yaml(data)
     else:
         from gpuadmin.cli import style
 
@@ -88,10 +94,21 @@ def ask_confirmation(plan: Plan, yes: bool) -> bool | str:
 
 def submit(service: Service, plan: Plan, *, yes: bool, fmt: str, verb: str = "applied",
            expected_hash: str | None = None, intent: dict[str, Any] | None = None) -> int:
-    """Show, confirm and submit a plan: what `apply`, `undo`, `redo` and `import --apply` share."""
-    show(plan, fmt)
-    result = service.submit(plan, confirmed=ask_confirmation(plan, yes), expected_hash=expected_hash,
-                            intent=intent)
+    """Show, confirm and submit a plan: what `apply`, `undo`, `redo` and `import --apply` share. With `-o json` or
+    `-o yaml` and --yes (nobody reads the plan before the answer), the document is written once the plan is applied,
+    so that it holds the steps executed on a bound cluster (`execution`)."""
+    after = fmt in ("json", "yaml") and yes
+    if not after:
+        show(plan, fmt)
+    try:
+        result = service.submit(plan, confirmed=ask_confirmation(plan, yes), expected_hash=expected_hash,
+                                intent=intent)
+    except Exception:
+        if after:  # refused, stale or failed on the cluster: the plan is still what the document says
+            show(plan, fmt)
+        raise
+    if after:
+        show(plan, fmt, result.steps if result is not None else ())
     if result is None:
         sys.stderr.write("gpuadmin: nothing to apply\n")
     elif result.steps:

@@ -18,6 +18,12 @@ class ClusterError(GpuadminError):
 
     exit_code = ExitCode.CONFLICT
     label = "cluster"
+    # set by `execute` when the failure stopped a plan: each step of that plan as carried out (`Step.line()`), so
+    # that the operator reads what the cluster now holds beside the error, on stderr and in the console alike
+    steps: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        return [*super().lines(), *(f"gpuadmin:   {step}" for step in self.steps)]
 
 
 class ClusterUnreachable(ClusterError):

@@ -87,6 +87,11 @@ class Step:
         return {"op": self.op, "target": self.target, "status": self.status, "calls": list(self.calls),
                 "message": self.message}
 
+    def line(self) -> str:
+        """The step in one line, as a failed plan's error lists it (render.plan.step_lines's format)."""
+        return (f"{self.status:<10} {self.op} {self.target}" + (f"  {', '.join(self.calls)}" if self.calls else "")
+                + (f"  ({self.message})" if self.message else ""))
+
 
 @dataclass(frozen=True)
 class Execution:
@@ -157,6 +162,8 @@ def execute(conn: Connection, changes: Sequence[Any], before: View, after: View,
         run.steps.append(_step(run, executor, change, Context(
             api=Api(conn.client), before=before, after=after, versions=known, settings=settings,
             deadline=time.monotonic() + timeout, sleep=sleep)))
+    if run.error is not None:
+        run.error.steps = tuple(step.line() for step in run.steps)
     return Execution(tuple(run.steps), _outcome(run), run.error, known)
 
 

@@ -21,11 +21,27 @@ FORMAT_VERSION = 2  # 2: jobs REASON is the code (the words are MESSAGE); USED, 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 # the listings whose items carry their whole object as `spec` (`Service.get(specs=True)`)
-_SPECS: dict[str, type[BaseModel]] = {"nodes": Node, "jobs": Job, "queues": Queue}
-
-
 class _Output(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a field the model does not name is a change of the format
+
+
+class JournalStep(_Output):
+    """One change of an entry as executed on the bound cluster (the store's `JournalEntry.execution`)."""
+
+    op: str
+    target: str
+    status: str
+    calls: list[str]
+    message: str
+
+
+class JournalExecution(_Output):
+    """What an entry executed on the cluster; absent for an entry that executed nothing."""
+
+    execution: list[JournalStep]
+
+
+_SPECS: dict[str, type[BaseModel]] = {"nodes": Node, "jobs": Job, "queues": Queue, "journal": JournalExecution}
 
 
 def _camel(kind: str) -> str:

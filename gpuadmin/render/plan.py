@@ -205,5 +205,4 @@ def step_lines(steps: Sequence[Any]) -> list[str]:
     """Each step of a plan as carried out on a bound cluster (gpuadmin.cluster.execute.Step, duck-typed), one line
     each, as the CLI and the console show them: `executed   cordon node gpu-1  PATCH nodes/gpu-1  (node cordoned)`.
     The text holds the API server's words: the front end escapes it (`safe`) before it reaches a terminal."""
-    return [f"{step.status:<10} {step.op} {step.target}" + (f"  {', '.join(step.calls)}" if step.calls else "")
-            + (f"  ({step.message})" if step.message else "") for step in steps]
+    return [step.line() for step in steps]

@@ -59,9 +59,12 @@ class Queries(ServiceCore):
         listing = JOURNAL if kind == "journal" else LISTINGS.get(kind)
         if listing is None:
             raise InputError([Diagnostic(f"unknown listing {kind!r}; known: {', '.join([*LISTINGS, 'journal'])}")])
+        executions: dict[int | None, list[dict[str, Any]]] = {}  # a journal entry's steps on the cluster, by its ID
         if kind == "journal":
             revision = self.revision()
-            rows = [journal_row(e) for e in self.journal()]
+            entries = self.journal()
+            rows = [journal_row(e) for e in entries]
+            executions = {e.id: e.execution for e in entries if e.execution}
             view = None
         else:
             view = View(self._holding_state()) if kind in _NODE_LISTINGS else self.view()
@@ -90,6 +93,9 @@ class Queries(ServiceCore):
             lookup = tables.get(kind)
 
             def spec_of(row: Row) -> Any:
+                if view is None:  # a journal entry: the steps a change executed on the cluster made
+                    steps = executions.get(row["ID"])
+                    return {"execution": steps} if steps else None
                 entity = lookup(row["NAME"]) if lookup is not None else None
                 return entity.model_dump(mode="json", exclude_none=True) if entity is not None else None
 

@@ -5,6 +5,7 @@ with the cluster of tests/kube/test_cluster_sync.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,10 @@ def test_a_cordon_is_executed_on_the_cluster_and_journaled_with_its_steps(
         assert store.load().nodes["gpu-a"].state == "cordoned"
     code, out, _ = cli(capsys, "--state", state, "describe", "entry", "2")  # the steps, as describe shows them
     assert code == ExitCode.OK and "Outcome:        executed" in out and "step: executed cordon node gpu-a" in out
+    code, out, _ = cli(capsys, "--state", state, "get", "journal", "-o", "json")  # and as get journal -o json does
+    items = {item["id"]: item for item in json.loads(out)["items"]}
+    assert code == ExitCode.OK and items[2]["outcome"] == "executed"
+    assert items[2]["spec"]["execution"][0]["status"] == "executed" and "spec" not in items[1]
     # the cluster's new resourceVersion was kept: the next change on that node is not taken for a stale plan
     assert cli(capsys, "--state", state, "uncordon", "gpu-a", "--yes", "--kubeconfig", kubeconfig)[0] == ExitCode.OK
     assert not unschedulable(double, "gpu-a")
@@ -73,8 +78,13 @@ def test_a_403_fails_the_change_with_exit_4_and_changes_nothing(
     double.deny.add(("patch", "nodes"))
     code, _, err = cli(capsys, "--state", state, "cordon", "gpu-a", "--yes", "--kubeconfig", kubeconfig)
     assert code == ExitCode.NOT_PERMITTED and "forbidden" in err.lower()
+    assert "gpuadmin:   failed     cordon node gpu-a  GET nodes/gpu-a, PATCH nodes/gpu-a" in err  # its step
     outcome, revision, steps, _ = last_entry(state)
     assert (outcome, revision) == ("failed", None) and steps is not None and steps[0]["status"] == "failed"
+    code, out, _ = cli(capsys, "--state", state, "get", "journal", "-o", "json")
+    failed = json.loads(out)["items"][-1]
+    assert code == ExitCode.OK and failed["outcome"] == "failed"
+    assert failed["spec"]["execution"][0]["status"] == "failed"
     with Store.open(state) as store:
         assert store.revision() == 0 and store.load().nodes["gpu-a"].state == "ready"
 
@@ -103,6 +113,7 @@ def test_a_plan_that_fails_half_way_is_partial_and_a_rerun_completes_it(
     outcome, revision, steps, _ = last_entry(state)
     assert (outcome, revision) == ("partial", 1) and steps is not None
     assert [s["status"] for s in steps] == ["executed", "failed", "not-run"]
+    assert "executed   cordon node gpu-a" in err and "not-run    cordon node mig-a" in err
     with Store.open(state) as store:  # the state holds exactly what the cluster holds: the first change
         loaded = store.load()
         assert loaded.nodes["gpu-a"].state == "cordoned" and loaded.nodes["mig-a"].state == "ready"
@@ -134,3 +145,22 @@ def test_a_real_process_reports_a_refusal_without_a_traceback(
                            "--yes", "--kubeconfig", str(kubeconfig)], capture_output=True, text=True, check=False)
     assert done.returncode == ExitCode.NOT_PERMITTED and "Traceback" not in done.stderr
     assert "double-token-never-checked" not in done.stderr + done.stdout
+
+
+def test_json_output_holds_the_executed_steps(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                              double: ApiServerDouble, kubeconfig: Path) -> None:
+    state = bound(capsys, tmp_path, kubeconfig)
+    code, out, err = cli(capsys, "--state", state, "cordon", "gpu-a", "--yes", "-o", "json", "--kubeconfig",
+                         kubeconfig)
+    assert code == ExitCode.OK, err
+    document = json.loads(out)  # one document: the plan, and what the cluster did with it
+    assert document["changes"] == [{"op": "cordon", "node": "gpu-a"}]
+    assert [(s["op"], s["status"], s["calls"]) for s in document["execution"]] == [
+        ("cordon", "executed", ["GET nodes/gpu-a", "PATCH nodes/gpu-a"])]
+    code, out, _ = cli(capsys, "--state", state, "get", "journal", "-o", "json")
+    entry = json.loads(out)["items"][-1]
+    assert code == ExitCode.OK and entry["outcome"] == "executed"
+    assert entry["spec"]["execution"] == document["execution"]
+    assert cli(capsys, "--state", state, "uncordon", "gpu-a", "--yes", "--model-only", "-o", "json")[0] == 0
+    assert "spec" not in json.loads(cli(capsys, "--state", state, "get", "journal", "-o", "json")[1])["items"][-1]
+    assert unschedulable(double, "gpu-a")  # the model-only uncordon left the cluster as it was
