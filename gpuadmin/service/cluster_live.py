@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuadmin.cluster.connect import Connection
 from gpuadmin.cluster.watch import Batch, ClusterWatch, HttpTransport, WatchStatus
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.cluster_sync import ClusterUseCases
@@ -30,9 +31,10 @@ class ClusterLink:
 class ClusterFeed:
     """A running watch of the bound cluster; `stop()` ends its threads (at once: its streams are shut down)."""
 
-    def __init__(self, watch: ClusterWatch, link: ClusterLink) -> None:
+    def __init__(self, watch: ClusterWatch, link: ClusterLink, connection: Connection) -> None:
         self._watch = watch
         self.link = link
+        self.connection = connection  # the watch's own, reused by each sync of its batches (no reconnect per batch)
 
     @property
     def status(self) -> WatchStatus:
@@ -64,15 +66,16 @@ class ClusterLive(ClusterUseCases):
             return None
         connection = connect_bound(binding, kubeconfig)
         watch = ClusterWatch(HttpTransport.of_client(connection.client), on_batch, on_status).start()
-        return ClusterFeed(watch, ClusterLink(binding.context, binding.server))
+        return ClusterFeed(watch, ClusterLink(binding.context, binding.server), connection)
 
-    def sync_watched(self) -> Moved | None:
+    def sync_watched(self, feed: ClusterFeed | None = None) -> Moved | None:
         """Bring the cluster's truth in after the watch reported changes: the sync's own use case (`sync`: one
         journal entry, origin `cluster`, none when the state already matches; it needs the role an apply needs,
         and says so). The watch says when; the sync reads the cluster itself, so what the watch does not follow
-        (PodGroups, the GPU Operator's ConfigMaps) comes in too. What moved, for the views to re-read, or None."""
+        (PodGroups, the GPU Operator's ConfigMaps) comes in too. Through `feed`'s connection when given: the watch's,
+        so a batch does not reconnect. What moved, for the views to re-read, or None."""
         before = self.revision()
-        self.sync()
+        self.sync(connection=feed.connection if feed is not None else None)
         if self.store is None:
             return None
         revision, touched = self.store.changed_since(before)

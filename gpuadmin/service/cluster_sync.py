@@ -155,14 +155,16 @@ class ClusterUseCases(ServiceCore):
         read = read_from(connect_bound(binding, kubeconfig), settings, dict(state.jobs))
         return ClusterDiff(binding, _drift(state, _target(state, read.inventory)), read.findings)
 
-    def sync(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None) -> SyncResult:
+    def sync(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None,
+             connection: Connection | None = None) -> SyncResult:
         """Bring the cluster's truth into the state: one journal entry (origin `cluster`) of the restores from the
         state to the cluster, and the resourceVersions read, in one commit; none when nothing differs. Needs an
         operator (it writes the state); what it writes is the cluster's, not the caller's choice, so the ops'
-        admin gate does not apply."""
+        admin gate does not apply. `connection`: one already open to the bound cluster (the console's watch's), so a
+        sync per batch does not reconnect (on OKE, run the exec plugin) every time."""
         self.caller.require("apply")
         store, binding = self._bound()
-        read = read_from(connect_bound(binding, kubeconfig), settings, dict(self.state.jobs))
+        read = read_from(connection or connect_bound(binding, kubeconfig), settings, dict(self.state.jobs))
         try:
             with store.write_lock(self.caller.identity, self.command, timeout=self.lock_wait):
                 return self._commit_sync(store, read)

@@ -2,7 +2,8 @@
 
 The watch runs on its own threads (`Service.watch_cluster`, started on the service worker: connecting may run the
 kubeconfig's exec plugin). What it reports reaches the UI thread as messages; each batch of changes goes back to
-the service worker as one sync (`Service.sync_watched`: one journal entry, origin `cluster`) and the views
+the service worker as one sync through the watch's own connection (`Service.sync_watched`: one journal entry,
+origin `cluster`; no reconnect, no exec plugin, per batch) and the views
 re-read what it moved, as after any apply — the row changes within a second of the event (the watch's 150 ms
 window, the sync, the view's read). While a sync runs, the batches that arrive make one more sync after it: a
 burst of events never queues a sync per event behind the worker. The badge in the header says the watch's state (`LIVE`,
@@ -118,9 +119,9 @@ class ClusterLinkKeeper:
         self._sync()
 
     def _sync(self) -> None:
-        generation = self._generation
+        generation, feed = self._generation, self._feed
         self._syncing = self._app.session.ask(Request(
-            "syncing from the cluster", lambda service: service.sync_watched(),
+            "syncing from the cluster", lambda service: service.sync_watched(feed),
             lambda moved: self._synced(generation, moved), failed=lambda error: self._sync_failed(generation, error),
             cancellable=False))
 

@@ -12,6 +12,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -171,3 +172,30 @@ async def test_a_cordon_applied_in_the_console_is_executed_on_the_cluster(double
     assert node is not None and node["spec"].get("unschedulable") is True
     with Store.open(bound_state) as store:
         assert any(e.outcome == "executed" for e in store.journal())
+
+
+async def test_the_consoles_syncs_use_the_watchs_connection(double: ApiServerDouble, bound_state: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch is synced through the connection the watch opened: connecting again per batch would re-read the
+    kubeconfig and, on OKE, run its exec plugin every time."""
+    import gpuadmin.service.cluster_sync as cluster_sync
+
+    reconnects: list[str] = []
+    connect_bound = cluster_sync.connect_bound
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reconnects.append("sync")
+        return connect_bound(*args, **kwargs)
+
+    monkeypatch.setattr(cluster_sync, "connect_bound", counted)
+    app = make_app(Service(state_dir=bound_state), view="nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await within(lambda: " LIVE " in header(app), limit=5)
+        await settle(pilot)
+        cordon(double, "gpu-a")
+        await within(lambda: state_of(app, "gpu-a") == "cordoned", limit=WITHIN_S)
+        cordon(double, "gpu-b")
+        await within(lambda: state_of(app, "gpu-b") == "cordoned", limit=WITHIN_S)
+        assert not errors(app)
+    assert reconnects == []
