@@ -108,6 +108,10 @@ class ClusterPod:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
+    # a decoded object's fields are plain dicts: `type(...) is dict` answers them without the ABC's
+    # isinstance check (~150,000 calls a 10,000-pod sync); any other Mapping still passes the general test
+    if type(value) is dict:
+        return value
     return value if isinstance(value, Mapping) else {}
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -230,3 +231,21 @@ def test_the_cluster_facts_are_left_out_of_a_dump_while_unset() -> None:
 def test_a_down_reason_belongs_to_a_down_node() -> None:
     with pytest.raises(ValidationError, match="only allowed with state: down"):
         Node(name="gpu-a", platform="baremetal", down_reason="KubeletNotReady")
+
+
+def _read_only(value: Any) -> Any:
+    """`value` with every dict made a read-only Mapping that is not a dict (as another client's decoder could give)."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: _read_only(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_read_only(v) for v in value]
+    return value
+
+
+def test_pods_read_the_same_through_the_plain_dict_fast_path_and_the_general_mapping_path() -> None:
+    """`_mapping` answers plain dicts (what JSON decodes to) before the Mapping ABC's check: the same objects as
+    read-only Mappings that are not dicts take the general path and must translate equal."""
+    fraction = copy.deepcopy(KAI_FRACTION_POD)
+    fraction["metadata"]["labels"] = "not a mapping"  # hostile: read as no labels on both paths
+    for pod in (KAI_FRACTION_POD, fraction):
+        assert cluster_pod(_read_only(pod)) == cluster_pod(pod)
