@@ -80,7 +80,7 @@ class ViewScreen(Screen[None]):
                                        readonly=session.readonly, persisted=session.persisted,
                                        crumbs=crumbs or [self.crumb()], where=session.place,
                                        marked=self.marked_count(), draft=session.draft.size,
-                                       live=session.live_badge())
+                                       live=session.live_badge(), metrics=self.gpuadmin.metrics.notice())
 
     def marked_count(self) -> int:
         """How many rows are marked in this view (for the header)."""
