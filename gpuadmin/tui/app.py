@@ -44,7 +44,7 @@ from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.form import FormScreen, FormSpec, Items
 from gpuadmin.tui.screens.help import HelpScreen
-from gpuadmin.tui.screens.listing import ListingScreen
+from gpuadmin.tui.screens.listing import TELEMETRY_THINGS, ListingScreen
 from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.node import NodeScreen
 from gpuadmin.tui.screens.overview import Drill, OverviewBody, OverviewScreen
@@ -170,7 +170,7 @@ class GpuadminApp(App[int]):
         self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
         self._polling: Request[Any] | None = None  # the live watch's question, while it is out
         self.cluster_link = ClusterLinkKeeper(self, self._state_moved)  # a state bound to a Kubernetes cluster
-        self.metrics = MetricsPoller(self.session, self.refresh_header, metrics_seconds)  # live telemetry
+        self.metrics = MetricsPoller(self.session, self.refresh_header, self._telemetry_refreshed, metrics_seconds)
 
     def _starting_theme(self, asked: str | None, color: bool) -> str:
         """--theme wins; then NO_COLOR's high-contrast theme; then the one `:theme` last saved (settings.yaml);
@@ -269,6 +269,12 @@ class GpuadminApp(App[int]):
 
     def on_cluster_status_changed(self, message: ClusterStatusChanged) -> None:
         self.cluster_link.status_changed(message)
+
+    def _telemetry_refreshed(self) -> None:
+        """New readings (gpuadmin.tui.metrics_poll): the views showing them re-read, the others when shown."""
+        for screen in list(self.live):
+            if isinstance(screen, ListingScreen) and screen.kind in TELEMETRY_THINGS:
+                screen.readings_moved()
 
     def refresh_header(self) -> None:
         if isinstance(self.screen, ViewScreen):

@@ -54,9 +54,11 @@ def metrics_notice(status: SourceStatus | None, now: float) -> str:
 class MetricsPoller:
     """Asks the service worker for a telemetry refresh every `seconds`, one at a time, and keeps the answer."""
 
-    def __init__(self, session: Session, changed: Callable[[], None], seconds: float = METRICS_SECONDS) -> None:
+    def __init__(self, session: Session, changed: Callable[[], None], refreshed: Callable[[], None],
+                 seconds: float = METRICS_SECONDS) -> None:
         self._session = session
         self._changed = changed  # the app's: the header says the new status
+        self._refreshed = refreshed  # the app's: the views showing readings re-read them (no query: the last)
         self.seconds = check_metrics_seconds(seconds)
         self.status: SourceStatus | None = None  # the last refresh's (None before the first answer)
         self._out: Request[Any] | None = None
@@ -72,6 +74,8 @@ class MetricsPoller:
         self._out = None
         if status is None:
             return
+        if status.state != "unset":  # new readings, or the held ones under a new status
+            self._refreshed()
         # while not live, every answer re-says the header: its "retry in N s" counts down
         if status != self.status or status.state not in ("ok", "unset"):
             self.status = status

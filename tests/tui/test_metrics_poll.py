@@ -16,7 +16,7 @@ from tests.cli.clikit import gpuadmin, state_from
 from tests.telemetry import promserver
 from tests.telemetry.conftest import FAULTS, needs_prometheus
 from tests.telemetry.scenario import devices
-from tests.tui.tuikit import header, make_app, press, settle
+from tests.tui.tuikit import grid, header, make_app, press, settle
 
 SIZE = (120, 36)
 
@@ -59,6 +59,13 @@ async def test_a_killed_prometheus_is_said_in_the_header(tmp_path: Path) -> None
             assert status is not None and status.state == "ok", status
             assert status.queries >= 12  # one query per metric for the whole cluster
             assert "metrics:" not in header(app)
+            await press(pilot, "ctrl+w")  # wide: UTIL, MEM, TEMP, POWER
+            await settle(pilot)
+            rows = {(r["NODE"], r["GPU"]): r for r in grid(app).rows}
+            busy = rows[("gpu-h100-01", 0)]
+            assert isinstance(busy["UTIL"], float) and isinstance(busy["TEMP"], int), busy
+            stale = rows[FAULTS.stale_gpu]
+            assert stale["UTIL"] is None and stale["TEMP"] is None, stale  # `-`, never 0
             server.kill()
             await _until(lambda: "metrics: down since" in header(app), 20)
             assert "retry in" in header(app)

@@ -118,6 +118,10 @@ class ViewScreen(Screen[None]):
 
     def state_moved(self, _moved: Moved) -> None:
         """Another console or a script applied: reload if shown, else on the next resume."""
+        self.readings_moved()
+
+    def readings_moved(self) -> None:
+        """What this view shows changed (the state, or telemetry's readings): reload if shown, else on resume."""
         if self.is_current:
             self.update_header()
             self.load()
