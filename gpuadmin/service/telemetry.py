@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuadmin.engine.state import View
@@ -129,6 +129,13 @@ class TelemetryUseCases(ServiceCore):
             return TelemetrySnapshot(SourceStatus("unset", message=str(unset)), time.time())
         return source.refresh(self._telemetry_targets())
 
+    def _last_telemetry(self) -> TelemetrySnapshot:
+        """The last refresh's snapshot, as `telemetry` held it while backing off; status `unset` before any."""
+        source = self._telemetry[2] if self._telemetry is not None else None
+        if source is None or source.last is None:
+            return TelemetrySnapshot(SourceStatus("unset", message=HOW_TO_SET), time.time())
+        return replace(source.last, status=source.status)
+
     @use_case("read")
     def utilisation_history(self, *, seconds: float = 3600, step: float = 60) -> dict[Any, Any]:
         """Every GPU's (`(node, index)`) and MIG instance's (`(node, index, start)`) utilisation in % over the
@@ -154,10 +161,11 @@ class TelemetryUseCases(ServiceCore):
         return self._targets[1]
 
     @use_case("read")
-    def telemetry_rows(self, kind: str, rows: list[Row]) -> SourceStatus:
+    def telemetry_rows(self, kind: str, rows: list[Row], *, refresh: bool = True) -> SourceStatus:
         """Fill the telemetry columns of `get gpus|slices` rows in place (None where not known, or where no
-        Prometheus is set); the source's status, for the front end to say why they are empty."""
-        snapshot = self.telemetry()
+        Prometheus is set); the source's status, for the front end to say why they are empty. `refresh=False`
+        asks Prometheus nothing: the last refresh's readings (the console's views, which its poll refreshes)."""
+        snapshot = self.telemetry() if refresh else self._last_telemetry()
         if snapshot.status.state == "unset" or not (snapshot.gpus or snapshot.instances):
             return snapshot.status
         for row in rows:

@@ -39,11 +39,12 @@ from gpuadmin.tui.cluster_link import ClusterBatchArrived, ClusterLinkKeeper, Cl
 from gpuadmin.tui.draft import DraftEdit, draft_items, draft_lines, draft_title
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
 from gpuadmin.tui.keys import KeyRow, is_global, refused_to
+from gpuadmin.tui.metrics_poll import METRICS_SECONDS, MetricsPoller
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.form import FormScreen, FormSpec, Items
 from gpuadmin.tui.screens.help import HelpScreen
-from gpuadmin.tui.screens.listing import ListingScreen
+from gpuadmin.tui.screens.listing import TELEMETRY_THINGS, ListingScreen
 from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.node import NodeScreen
 from gpuadmin.tui.screens.overview import Drill, OverviewBody, OverviewScreen
@@ -144,7 +145,8 @@ class GpuadminApp(App[int]):
     ]
 
     def __init__(self, service: Service, *, theme: str | None = None, view: str = "overview",
-                 notice: str | None = None, color: bool = True, ascii_only: bool = False) -> None:
+                 notice: str | None = None, color: bool = True, ascii_only: bool = False,
+                 metrics_seconds: float = METRICS_SECONDS) -> None:
         super().__init__()
         # a terminal whose locale is not UTF-8 (LANG=C) or `--ascii`: ASCII borders (app.tcss, `App.-ascii`), key
         # names, and every other character the console writes as ASCII of the same width (`to_ascii`)
@@ -168,6 +170,7 @@ class GpuadminApp(App[int]):
         self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
         self._polling: Request[Any] | None = None  # the live watch's question, while it is out
         self.cluster_link = ClusterLinkKeeper(self, self._state_moved)  # a state bound to a Kubernetes cluster
+        self.metrics = MetricsPoller(self.session, self.refresh_header, self._telemetry_refreshed, metrics_seconds)
 
     def _starting_theme(self, asked: str | None, color: bool) -> str:
         """--theme wins; then NO_COLOR's high-contrast theme; then the one `:theme` last saved (settings.yaml);
@@ -217,6 +220,8 @@ class GpuadminApp(App[int]):
         if self.notice:
             self.notify(self.notice, title="gpuadmin", timeout=12, markup=False)
         self.set_interval(WATCH_SECONDS, self._watch)
+        self.metrics.tick()
+        self.set_interval(self.metrics.seconds, self.metrics.tick)
 
     @classmethod
     def binding_owners(cls) -> tuple[type[Any], ...]:
@@ -265,6 +270,12 @@ class GpuadminApp(App[int]):
     def on_cluster_status_changed(self, message: ClusterStatusChanged) -> None:
         self.cluster_link.status_changed(message)
 
+    def _telemetry_refreshed(self) -> None:
+        """New readings (gpuadmin.tui.metrics_poll): the views showing them re-read, the others when shown."""
+        for screen in list(self.live):
+            if isinstance(screen, ListingScreen) and screen.kind in TELEMETRY_THINGS:
+                screen.readings_moved()
+
     def refresh_header(self) -> None:
         if isinstance(self.screen, ViewScreen):
             self.screen.update_header()
@@ -284,6 +295,8 @@ class GpuadminApp(App[int]):
             raise answer.crash
         if request is self._polling and not wanted:  # never cancelled; a closed app drops it anyway
             self._polling = None
+        if not wanted:
+            self.metrics.dropped(request)
         if not wanted:
             return
         if answer.error is not None:

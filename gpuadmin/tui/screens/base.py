@@ -80,7 +80,7 @@ class ViewScreen(Screen[None]):
                                        readonly=session.readonly, persisted=session.persisted,
                                        crumbs=crumbs or [self.crumb()], where=session.place,
                                        marked=self.marked_count(), draft=session.draft.size,
-                                       live=session.live_badge())
+                                       live=session.live_badge(), metrics=self.gpuadmin.metrics.notice())
 
     def marked_count(self) -> int:
         """How many rows are marked in this view (for the header)."""
@@ -118,6 +118,10 @@ class ViewScreen(Screen[None]):
 
     def state_moved(self, _moved: Moved) -> None:
         """Another console or a script applied: reload if shown, else on the next resume."""
+        self.readings_moved()
+
+    def readings_moved(self) -> None:
+        """What this view shows changed (the state, or telemetry's readings): reload if shown, else on resume."""
         if self.is_current:
             self.update_header()
             self.load()

@@ -50,6 +50,7 @@ def console_columns(kind: str, *, wide: bool = False) -> list[Column]:
 
 
 NODE_THINGS = {"nodes", "gpus", "slices"}
+TELEMETRY_THINGS = {"gpus", "slices"}  # listings with UTIL, MEM, TEMP, POWER (wide columns)
 BAR = 16
 
 
@@ -111,6 +112,8 @@ class ListingScreen(ViewScreen):
     def _listing(self, service: Service, *, reasons: bool) -> Listing:
         labels = service.labels_by_node() if self.kind in NODE_THINGS else {}
         table = service.get(self.kind, reasons=reasons)
+        if self.kind in TELEMETRY_THINGS:  # the last poll's readings (gpuadmin.tui.metrics_poll): no query here
+            service.telemetry_rows(self.kind, table.rows, refresh=False)
         return Listing(table, console_rows(self.kind, table.rows), labels, reasons)
 
     def show(self, data: Listing) -> None:

@@ -35,11 +35,12 @@ class HeaderBar(Static):
 
     def show(self, *, cluster: str, revision: int, role: str, readonly: bool, persisted: bool,
              crumbs: list[str], where: str = "", marked: int = 0, draft: int = 0,
-             live: LiveBadge | None = None) -> None:
+             live: LiveBadge | None = None, metrics: str = "") -> None:
         """`where` names the state, so consoles on several states tell apart; shortened from the left (the
         end of a path is what tells states apart) to leave the rest of the line its room. `marked`: how many
         rows bulk actions would act on, shown or not, so the count is never out of sight. `draft`: how many changes
-        the draft holds (made, not applied yet: `b` reviews them). `live`: the link of a state bound to a cluster."""
+        the draft holds (made, not applied yet: `b` reviews them). `live`: the link of a state bound to a cluster.
+        `metrics`: the telemetry notice while Prometheus is slow or down (`gpuadmin.tui.metrics_poll`)."""
         line = Text()
         line.append(" gpuadmin ", style="reverse bold")
         line.append(f" {safe(cluster)}", style="bold")
@@ -61,6 +62,8 @@ class HeaderBar(Static):
             rest.append("  (in memory)")
         if marked:
             rest.append(f"  {marked} marked", style="bold")
+        if metrics:
+            rest.append(f"  {metrics}", style="bold")
         rest.append("  " + " > ".join(safe(c) for c in crumbs), style="bold")
         if where:
             room = (self.size.width or 80) - line.cell_len - rest.cell_len - 2
