@@ -69,6 +69,8 @@ EXECUTORS: dict[str, Executor | NotExecuted] = {
     "remove-node": NotExecuted("gpuadmin forgets the node; deleting a Node object is the cluster's own "
                                "decommissioning, not gpuadmin's"),
     "restore": exec_workloads.restore,
+    "set-gpu-health": NotExecuted("a GPU's health fence is gpuadmin's own: its scheduler and rules keep new work off "
+                                  "the GPU; nothing on the node changes (cordon or drain it to move pods)"),
 }
 
 
