@@ -15,11 +15,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gpuadmin.errors import ExitCode, GpuadminError
 
+_T = TypeVar("_T")  # what one item of a query's answer reads as: a sample, or a series
 MAX_BODY_BYTES = 128 * 1024 * 1024  # 8,192 GPUs' series of one metric are ~3 MB; a body past this is refused
 DEFAULT_TIMEOUT = 5.0
 MAX_URL_LENGTH = 2048
@@ -131,35 +133,25 @@ class PrometheusClient:
         """An instant query (`/api/v1/query`): a vector of samples."""
         params = {"query": promql, **({"time": f"{at:.3f}"} if at is not None else {})}
         started = time.perf_counter()
-        data = self._post("/api/v1/query", params)
-        if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
-            raise PrometheusUnavailable(f"{self.url}: the answer to {promql!r} is not an instant vector")
-        samples: list[Sample] = []
-        malformed = 0
-        for item in data["result"]:
-            sample = self._sample(item)
-            if sample is None:
-                malformed += 1
-            else:
-                samples.append(sample)
+        samples, malformed = self._results("/api/v1/query", params, "vector", "an instant vector", self._sample)
         return QueryResult(tuple(samples), time.perf_counter() - started, malformed)
 
     def query_range(self, promql: str, start: float, end: float, step: float) -> RangeResult:
         """A range query (`/api/v1/query_range`): each series' points from `start` to `end` every `step` s."""
         params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
         started = time.perf_counter()
-        data = self._post("/api/v1/query_range", params)
-        if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
-            raise PrometheusUnavailable(f"{self.url}: the answer to {promql!r} is not a range matrix")
-        series: list[Series] = []
-        malformed = 0
-        for item in data["result"]:
-            one = self._series(item)
-            if one is None:
-                malformed += 1
-            else:
-                series.append(one)
+        series, malformed = self._results("/api/v1/query_range", params, "matrix", "a range matrix", self._series)
         return RangeResult(tuple(series), time.perf_counter() - started, malformed)
+
+    def _results(self, path: str, params: dict[str, str], result_type: str, what: str,
+                 read: Callable[[Any], _T | None]) -> tuple[list[_T], int]:
+        """The answer's items read by `read`, and how many of them did not read (malformed, counted, never zero)."""
+        data = self._post(path, params)
+        if data.get("resultType") != result_type or not isinstance(data.get("result"), list):
+            raise PrometheusUnavailable(f"{self.url}: the answer to {params['query']!r} is not {what}")
+        items = [read(item) for item in data["result"]]
+        good = [item for item in items if item is not None]
+        return good, len(items) - len(good)
 
     @staticmethod
     def _sample(item: Any) -> Sample | None:
