@@ -90,7 +90,8 @@ class NoVerb:
 @dataclass(frozen=True)
 class Runs:
     """What enforcing the op on a target means: the lines `engine.commands` renders into the plan (`commands`),
-    printed for an operator to run — gpuadmin executes none of them — or a change of gpuadmin's own state that
+    printed for an operator to run on a state of files (on a state bound to a Kubernetes cluster, the executors of
+    gpuadmin/cluster/execute.py carry the op out instead) — or a change of gpuadmin's own state that
     something else reads (`state`)."""
 
     kind: Literal["commands", "state"]
