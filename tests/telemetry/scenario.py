@@ -81,7 +81,8 @@ def _gpu(node: str, index: int, held: dict[tuple[str, int, int | None], str], id
     job = held.get((node, index, None))
     seed = _seed(node, index)
     if (node, index) in idle:
-        util: Callable[[float], float] = lambda t: round((t / 60) % 2, 1)  # noqa: E731  # 0-2 %: holding, not working
+        # 0-1.9 %: holding, not working; floored, as rounding would reach 2.0 at some phases of the clock
+        util: Callable[[float], float] = lambda t: math.floor((t / 60) % 2 * 10) / 10  # noqa: E731
         used = 1200.0
     elif job is not None:
         util, used = _wave(seed, 55, 99), 40000.0 + seed % 30000
