@@ -67,10 +67,6 @@ class Delta:
     dropped_versions: set[VersionKey] = field(default_factory=set)  # and those to forget
     findings: list[Finding] = field(default_factory=list)  # of the objects translated again
 
-    @property
-    def empty(self) -> bool:
-        return not (self.nodes or self.jobs or self.queues or self.versions or self.dropped_versions)
-
 
 def group_key(pod: ClusterPod) -> str:
     """The pods `cluster_inventory` may make one job of share this: their PodGroup, else the job gpuadmin submitted

@@ -61,7 +61,8 @@ class ClusterChanges(ClusterUseCases):
         versions = ClusterVersionChanges(delta.versions, delta.dropped_versions)
         changes = _restores(state, target, scope)
         if not changes:
-            store.update_cluster_versions(versions)
+            if delta.versions or delta.dropped_versions:
+                store.update_cluster_versions(versions)
             mirror.revision = current
             return SyncResult(binding, current, None, [], findings, [])
         synced = plan(state, changes)
