@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from gpuadmin.cluster.mirror import ClusterMirror
 from gpuadmin.cluster.read import ReadSettings
 from gpuadmin.cluster.watch import WATCHED, Watched
 from gpuadmin.engine.planner import dump
-from gpuadmin.service import Service, init_from_cluster
+from gpuadmin.service import ClusterFeed, Service, init_from_cluster
 from gpuadmin.service.cluster_sync import read_from
 from gpuadmin.service.errors import Stale
 from gpuadmin.store import Store
@@ -304,3 +305,55 @@ def test_only_the_changed_objects_versions_are_written(double: ApiServerDouble, 
                      ("node", "gpu-a"): node["metadata"]["resourceVersion"]}
     # the job goes, and the queue only it named (no KAI Queue defines `default`)
     assert sorted(result.changed) == [("job", "default/solo", "remove"), ("queue", "default", "remove")]
+
+
+def caught_up(feed: ClusterFeed, double: ApiServerDouble) -> None:
+    """Wait until the watch's cache is the cluster (a fresh list of every kind)."""
+    deadline = time.monotonic() + 10
+    while feed.listings() is None or {kind: {k: o["metadata"]["resourceVersion"] for k, o in objs.items()}
+                                      for kind, objs in feed.objects().items()} != \
+            {kind: {k: o["metadata"]["resourceVersion"] for k, o in objs.items()}
+             for kind, objs in cache_of(double).items()}:
+        assert time.monotonic() < deadline, "the watch never caught up"
+        time.sleep(0.02)
+
+
+def last_sync(state: Path) -> str:
+    with Store.open(state) as store:
+        return [e.message for e in store.journal() if e.origin == "cluster"][-1]
+
+
+def test_the_console_feed_syncs_in_full_first_then_the_changes_then_in_full_after_another_writer(
+        double: ApiServerDouble, tmp_path: Path) -> None:
+    """`sync_watched` with the watch's feed: a full sync makes the mirror, the next brings in the changes alone,
+    and once another writer moved the state (here `gpuadmin sync`) a full sync again — each leaving the state what a
+    full sync at the same points leaves (where a pod lands depends on which syncs saw it come)."""
+    kubeconfig, fast, full, _ = start(double, tmp_path)
+    service, reference = Service(state_dir=fast), Service(state_dir=full)
+    feed = service.watch_cluster(lambda _batch: None, lambda _status: None, kubeconfig)
+    assert feed is not None
+    try:
+        caught_up(feed, double)
+        double.create(objects.pod("first", node_name="gpu-a"))
+        caught_up(feed, double)
+        service.sync_watched(feed)
+        reference.sync(kubeconfig=kubeconfig)
+        assert last_sync(fast).startswith("sync from cluster") and feed.mirror is not None
+        double.create(objects.pod("second", node_name="gpu-a"))
+        caught_up(feed, double)
+        moved = service.sync_watched(feed)
+        reference.sync(kubeconfig=kubeconfig)
+        assert last_sync(fast).startswith("sync of the changes watched") and moved is not None
+        assert ("job", "default/second") in moved.touched
+        assert model_of(fast) == model_of(full)
+        request(double, "PATCH", "/api/v1/nodes/gpu-b", {"spec": {"unschedulable": True}})
+        Service(state_dir=fast).sync(kubeconfig=kubeconfig)  # another writer
+        reference.sync(kubeconfig=kubeconfig)
+        request(double, "DELETE", "/api/v1/namespaces/default/pods/first")
+        caught_up(feed, double)
+        service.sync_watched(feed)
+        reference.sync(kubeconfig=kubeconfig)
+        assert last_sync(fast).startswith("sync from cluster")
+    finally:
+        feed.stop()
+    assert model_of(fast) == model_of(full)
