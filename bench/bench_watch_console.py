@@ -3,8 +3,9 @@
 The double (in this process) serves --nodes nodes and --pods one-GPU pods; the state is made by
 `init --from-cluster`; a console runs headless (Textual's pilot) on its nodes view. Timed: from a cordon's
 response on the double to the console's row saying `cordoned` — the watch's batch window, the sync on the service
-worker (which reads the cluster again: the sync of `gpuadmin sync`), the view's re-read — against the baseline of
-the same sync run alone (`gpuadmin sync`'s use case, no console), in the same run. Medians over --runs cordons.
+worker (after the console's first, full, sync: only what changed, from the watch's cache — `sync_changes`), the
+view's re-read — against the baseline of a full sync run alone (`gpuadmin sync`'s use case, no console: what the
+console ran for every batch before it synced the changes alone), in the same run. Medians over --runs cordons.
 
     .venv/bin/python -m bench.bench_watch_console [--nodes 1024 --pods 10000] [--runs 3]
 """

@@ -12,8 +12,9 @@ from gpuadmin.service import Service
 # Judged by what their plan does (its ops' roles and its diff), inside, before the lock.
 JUDGE_THEIR_PLAN = {"apply", "submit"}
 # Judged inside too: a sync writes the cluster's truth, with the role an apply needs (service/cluster_sync.py;
-# sync_watched is the console's sync after its watch saw changes, service/cluster_live.py).
-JUDGED_INSIDE = {"sync", "sync_watched"}
+# sync_watched is the console's sync after its watch saw changes, service/cluster_live.py, and sync_changes its
+# incremental one, service/cluster_changes.py).
+JUDGED_INSIDE = {"sync", "sync_watched", "sync_changes"}
 # Not use cases: creating a state (it resolves its own caller and gates `init`), parsing change items (pure),
 # the revision number a live view polls, and closing the state this service opened.
 NOT_USE_CASES = {"init", "build_changes", "revision", "refresh", "close"}

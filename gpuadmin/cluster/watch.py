@@ -1,4 +1,5 @@
-"""List + watch of the cluster's nodes, pods and KAI queues: a cache of the objects, and their changes in batches.
+"""List + watch of the cluster's nodes, pods, KAI queues and PodGroups: a cache of the objects, and their changes
+in batches.
 
 The protocol is the one every Kubernetes controller follows (client-go's reflector): list a collection, note the
 list's `resourceVersion`, then watch from it (`?watch=1&resourceVersion=RV&allowWatchBookmarks=true`), moving the
@@ -65,7 +66,9 @@ class Watched:
 NODES = Watched("node", "/api/v1/nodes", namespaced=False)
 PODS = Watched("pod", "/api/v1/pods", namespaced=True)
 QUEUES = Watched("queue", "/apis/scheduling.run.ai/v2/queues", namespaced=False)  # KAI's Queue (cluster-scoped)
-WATCHED = (NODES, PODS, QUEUES)
+# KAI's PodGroup: a gang's queue is its PodGroup's, so the console's incremental sync places gangs as `sync` does
+PODGROUPS = Watched("podgroup", "/apis/scheduling.run.ai/v2alpha2/podgroups", namespaced=True)
+WATCHED = (NODES, PODS, QUEUES, PODGROUPS)
 
 
 def object_key(watched: Watched, obj: Mapping[str, Any]) -> str | None:
@@ -296,6 +299,7 @@ class CollectionWatcher:
         self._lock = threading.Lock()
         self.resource_version: str | None = None  # None: list (again) before watching
         self.lists = 0  # the first, then one after each 410
+        self.absent = False  # the server does not serve the collection (404): its cache is rightly empty
 
     def objects(self) -> dict[str, Obj]:
         with self._lock:
@@ -336,6 +340,7 @@ class CollectionWatcher:
         if not isinstance(version, str) or not version:
             raise WatchFailure(f"{self.watched.kind}s: list: the list has no resourceVersion")
         self.lists += 1
+        self.absent = False
         self._replace(items)
         self.resource_version = version
         self._backoff.reset()
@@ -345,6 +350,7 @@ class CollectionWatcher:
         a look again after the longest backoff, in case it is installed meanwhile."""
         self._replace([])
         self.resource_version = None
+        self.absent = True
         self._report(self.watched, WatchStatus("live", f"{self.watched.kind}s: not served by this cluster"))
         self._stopping.wait(self._backoff.cap_s)
 
@@ -438,8 +444,9 @@ class Coalescer:
 
 @dataclass
 class ClusterWatch:
-    """Nodes, pods and KAI queues listed and watched, each on a thread; batches to `on_batch`, the overall state
-    to `on_status` (both called on the watch's threads). `start()`, then `stop()` (or use it as a context)."""
+    """Nodes, pods, KAI queues and PodGroups listed and watched, each on a thread; batches to `on_batch`, the
+    overall state to `on_status` (both called on the watch's threads). `start()`, then `stop()` (or use it as a
+    context)."""
 
     transport: Transport
     on_batch: Callable[[Batch], None]
@@ -492,6 +499,15 @@ class ClusterWatch:
         """The cached objects of one kind, by NAME or NAMESPACE/NAME (a copy of the mapping; objects are shared)."""
         return self.watchers[kind].objects()
 
+    def listings(self) -> int | None:
+        """How many lists the collections have made in all (a relist after a 410 adds one), or None while one has
+        not been listed yet (its cache is not the cluster's). A collection the server does not serve counts as
+        listed: its empty cache is the truth. A change of the count means the caches were replaced wholesale."""
+        watchers = list(self.watchers.values())
+        if any(w.lists == 0 and not w.absent for w in watchers):
+            return None
+        return sum(w.lists for w in watchers)
+
     def _report(self, watched: Watched, status: WatchStatus) -> None:
         with self._status_lock:
             self._states[watched.kind] = status
@@ -503,6 +519,6 @@ class ClusterWatch:
             self.on_status(overall)
 
 
-__all__ = ["NODES", "PODS", "QUEUES", "WATCHED", "Backoff", "Batch", "Change", "ClusterWatch", "CollectionWatcher",
-           "Gone", "HttpTransport", "Transport", "WatchFailure", "WatchState", "WatchStatus", "Watched",
-           "object_key", "resource_version"]
+__all__ = ["NODES", "PODGROUPS", "PODS", "QUEUES", "WATCHED", "Backoff", "Batch", "Change", "ClusterWatch",
+           "CollectionWatcher", "Gone", "HttpTransport", "Transport", "WatchFailure", "WatchState", "WatchStatus",
+           "Watched", "object_key", "resource_version"]

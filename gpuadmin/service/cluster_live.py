@@ -5,6 +5,11 @@ server) and starts the cluster watch (`gpuadmin.cluster.watch`: list + watch of 
 own threads). Its callbacks run on those threads, never on the caller's: the console posts each to its UI thread
 and hands every batch back to its service worker, which calls `sync_watched` — one sync, journaled as one entry
 with origin `cluster`, so a view re-reads the state the way it does after any apply.
+
+The first sync of a feed is a full one (`sync`: it lists the cluster, PodGroups and the GPU Operator's ConfigMaps
+too) and keeps what it translated (a `ClusterMirror`); each later one brings in only what changed between that and
+the watch's cache (`sync_changes`), until the watch lists a collection again (a `410 Gone`, a CRD installed) or
+another writer moves the state: then a full sync again.
 """
 
 from __future__ import annotations
@@ -12,11 +17,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpuadmin.cluster.connect import Connection
+from gpuadmin.cluster.mirror import ClusterMirror
+from gpuadmin.cluster.read import ReadSettings
 from gpuadmin.cluster.watch import Batch, ClusterWatch, HttpTransport, WatchStatus
 from gpuadmin.service.caller import use_case
-from gpuadmin.service.cluster_sync import ClusterUseCases
+from gpuadmin.service.cluster_changes import ClusterChanges
+from gpuadmin.service.cluster_sync import read_from
+from gpuadmin.service.errors import Stale
 from gpuadmin.service.results import Moved
 
 
@@ -35,6 +45,14 @@ class ClusterFeed:
         self._watch = watch
         self.link = link
         self.connection = connection  # the watch's own, reused by each sync of its batches (no reconnect per batch)
+        self.mirror: ClusterMirror | None = None  # what the last sync brought in; None: the next sync is a full one
+
+    def listings(self) -> int | None:
+        return self._watch.listings()
+
+    def objects(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """The watch's cache: every watched kind's objects, by NAME or NAMESPACE/NAME."""
+        return {kind: self._watch.objects(kind) for kind in self._watch.watchers}
 
     @property
     def status(self) -> WatchStatus:
@@ -44,7 +62,7 @@ class ClusterFeed:
         self._watch.stop(timeout_s=2.0)
 
 
-class ClusterLive(ClusterUseCases):
+class ClusterLive(ClusterChanges):
     """The watch of a bound state's cluster, and the sync of what it reports (beside `sync` and `cluster_diff`)."""
 
     @use_case("read")
@@ -69,17 +87,40 @@ class ClusterLive(ClusterUseCases):
         return ClusterFeed(watch, ClusterLink(binding.context, binding.server), connection)
 
     def sync_watched(self, feed: ClusterFeed | None = None) -> Moved | None:
-        """Bring the cluster's truth in after the watch reported changes: the sync's own use case (`sync`: one
-        journal entry, origin `cluster`, none when the state already matches; it needs the role an apply needs,
-        and says so). The watch says when; the sync reads the cluster itself, so what the watch does not follow
-        (PodGroups, the GPU Operator's ConfigMaps) comes in too. Through `feed`'s connection when given: the watch's,
-        so a batch does not reconnect. What moved, for the views to re-read, or None."""
+        """Bring the cluster's truth in after the watch reported changes: one journal entry, origin `cluster`, none
+        when the state already matches; it needs the role an apply needs, and says so. With `feed`: only what
+        changed in its watch's cache since the feed's last sync (`sync_changes`), else — the feed's first sync,
+        after the watch listed again, after another writer moved the state — a full sync through the watch's
+        connection (no reconnect per batch) that the next ones follow. Without: `sync`. What moved, for the views
+        to re-read, or None."""
         before = self.revision()
-        self.sync(connection=feed.connection if feed is not None else None)
+        if feed is None:
+            self.sync()
+        else:
+            self._sync_feed(feed)
         if self.store is None:
             return None
         revision, touched = self.store.changed_since(before)
         return Moved(revision, touched) if revision != before else None
+
+    def _sync_feed(self, feed: ClusterFeed) -> None:
+        listings, mirror = feed.listings(), feed.mirror
+        feed.mirror = None  # given back only by a sync that went through
+        if mirror is not None and listings == mirror.listings:
+            try:
+                self.sync_changes(feed.objects(), mirror)
+            except Stale:
+                pass  # another writer moved the state since: in full, below
+            else:
+                feed.mirror = mirror
+                return
+        self.caller.require("apply")
+        store, _ = self._bound()
+        settings = ReadSettings()
+        read = read_from(feed.connection, settings, dict(self.state.jobs))
+        result = self._locked(store, lambda: self._commit_sync(store, read))
+        if listings is not None:  # every collection listed: the cache can be followed from here
+            feed.mirror = ClusterMirror.of_snapshot(read.snapshot, settings, listings, result.revision)
 
 
 __all__ = ["ClusterFeed", "ClusterLink", "ClusterLive"]

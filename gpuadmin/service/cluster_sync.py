@@ -11,6 +11,7 @@ owner, submission time, preemptibility, isolation, selectors) is kept from the s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -165,9 +166,13 @@ class ClusterUseCases(ServiceCore):
         self.caller.require("apply")
         store, binding = self._bound()
         read = read_from(connection or connect_bound(binding, kubeconfig), settings, dict(self.state.jobs))
+        return self._locked(store, lambda: self._commit_sync(store, read))
+
+    def _locked(self, store: Store, write: Callable[[], _R]) -> _R:
+        """`write` under the state's write lock, waited for as an apply waits (`Conflict` when it stays held)."""
         try:
             with store.write_lock(self.caller.identity, self.command, timeout=self.lock_wait):
-                return self._commit_sync(store, read)
+                return write()
         except LockHeld as held:
             raise Conflict(f"{held} (waited {self.lock_wait:g} s for it)") from held
 
@@ -201,6 +206,7 @@ class ClusterUseCases(ServiceCore):
 
 Entities = dict[str, dict[str, BaseModel]]
 _M = TypeVar("_M", bound=BaseModel)
+_R = TypeVar("_R")
 
 
 def _target(state: ClusterState, cluster: Inventory) -> Entities:
@@ -231,14 +237,18 @@ def _current(state: ClusterState) -> Entities:
     return {"queue": dict(state.queues), "node": dict(state.nodes), "job": dict(state.jobs)}
 
 
-def _restores(state: ClusterState, target: Entities) -> list[ch.Change]:
+def _restores(state: ClusterState, target: Entities,
+              scope: Mapping[str, Collection[str]] | None = None) -> list[ch.Change]:
     """The restores that make the state the target: jobs removed first (they free slots and queues), then queues,
-    nodes and jobs put in, then nodes and queues removed."""
+    nodes and jobs put in, then nodes and queues removed. `scope`: the names of each kind the target speaks for
+    (an incremental sync's, `cluster_changes`); the state's others stay as they are."""
     current = _current(state)
     puts: dict[str, list[ch.Change]] = {"queue": [], "node": [], "job": []}
     removes: dict[str, list[ch.Change]] = {"queue": [], "node": [], "job": []}
     for kind in ("queue", "node", "job"):
         have, want = current[kind], target[kind]
+        if scope is not None:
+            have = {name: have[name] for name in scope[kind] if name in have}
         for name in sorted(want):
             if name not in have or dump(have[name]) != dump(want[name]):
                 puts[kind].append(ch.Restore.model_validate({"op": "restore", "kind": kind, "name": name,

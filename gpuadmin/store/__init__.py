@@ -37,10 +37,11 @@ from gpuadmin.store.errors import (
     StoreError,
 )
 from gpuadmin.store.identity import Identity, login_identity, origin
-from gpuadmin.store.state_db import ClusterBinding, JournalEntry, Store, default_state_dir
+from gpuadmin.store.state_db import ClusterBinding, ClusterVersionChanges, JournalEntry, Store, default_state_dir
 
 __all__ += [
     "ClusterBinding",
+    "ClusterVersionChanges",
     "Identity",
     "JournalEntry",
     "LockHeld",

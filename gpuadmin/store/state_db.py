@@ -20,7 +20,7 @@ import stat
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -188,6 +188,15 @@ class ClusterBinding:
     kind: ClusterKind
     context: str
     server: str
+
+
+@dataclass(frozen=True)
+class ClusterVersionChanges:
+    """Some objects' resourceVersions: those to store (new or moved) and those to forget (deleted, or no longer
+    read), by (kind, name) as `Store.cluster_versions` keys them; the others stay as stored."""
+
+    stored: Mapping[tuple[str, str], str]
+    forgotten: Collection[tuple[str, str]]
 
 
 @dataclass
@@ -408,6 +417,12 @@ class Store:
         with self._write() as conn:
             _replace_cluster_versions(conn, versions)
 
+    def update_cluster_versions(self, changes: ClusterVersionChanges) -> None:
+        """Store and forget some objects' resourceVersions, without a revision: what an incremental sync read of the
+        objects that changed, where nothing gpuadmin models moved (`commit` takes them with a change)."""
+        with self._write() as conn:
+            _update_cluster_versions(conn, changes)
+
     def lineage(self) -> str:
         """A random id fixed when the state was created: a plan made on another state never applies here."""
         with self._db() as conn:
@@ -600,14 +615,15 @@ class Store:
         return _write_lock(self.state_dir, actor, command, timeout=timeout)
 
     def commit(self, base_revision: int, view: View, entry: JournalEntry,
-               cluster_versions: Mapping[tuple[str, str], str] | None = None) -> int:
+               cluster_versions: Mapping[tuple[str, str], str] | ClusterVersionChanges | None = None) -> int:
         """Write a view's edits as the next revision, atomically; return the new revision.
 
         Raises `StaleRevision` (and writes nothing) if the state is no longer at `base_revision`; the
         caller journals that attempt with `record`. Fills in `entry`'s id, at, revision, outcome
         ("applied" unless the entry says executed or partial), base_revision, and its diff if it had none
         (computed from the rows replaced). `cluster_versions`: on a bound state, the resourceVersions the cluster
-        now has, replacing those stored, in the same transaction.
+        now has, replacing those stored, in the same transaction; or, as `ClusterVersionChanges`, those of the
+        objects that changed (an incremental sync), the others kept.
         """
         if entry.outcome not in CHANGED_STATE:
             entry.outcome = "applied"
@@ -633,7 +649,9 @@ class Store:
             new = current + 1
             entry.base_revision = base_revision
             entry.revision = new
-            if cluster_versions is not None:
+            if isinstance(cluster_versions, ClusterVersionChanges):
+                _update_cluster_versions(conn, cluster_versions)
+            elif cluster_versions is not None:
                 _replace_cluster_versions(conn, cluster_versions)
             if entry.diff is None:
                 entry.diff = diff
@@ -1001,6 +1019,13 @@ def _entry_from_row(row: Sequence[Any]) -> JournalEntry:
         id=int(id_),
         execution=None if execution is None else json.loads(execution),
     )
+
+
+def _update_cluster_versions(conn: sqlite3.Connection, changes: ClusterVersionChanges) -> None:
+    conn.executemany("DELETE FROM cluster_versions WHERE kind = ? AND name = ?",
+                     [*changes.forgotten, *changes.stored])
+    conn.executemany("INSERT INTO cluster_versions (kind, name, resource_version) VALUES (?, ?, ?)",
+                     [(kind, name, version) for (kind, name), version in changes.stored.items()])
 
 
 def _replace_cluster_versions(conn: sqlite3.Connection, versions: Mapping[tuple[str, str], str]) -> None:

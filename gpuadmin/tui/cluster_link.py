@@ -3,11 +3,12 @@
 The watch runs on its own threads (`Service.watch_cluster`, started on the service worker: connecting may run the
 kubeconfig's exec plugin). What it reports reaches the UI thread as messages; each batch of changes goes back to
 the service worker as one sync through the watch's own connection (`Service.sync_watched`: one journal entry,
-origin `cluster`; no reconnect, no exec plugin, per batch) and the views
-re-read what it moved, as after any apply — the row changes within a second of the event (the watch's 150 ms
-window, the sync, the view's read). While a sync runs, the batches that arrive make one more sync after it: a
-burst of events never queues a sync per event behind the worker. The badge in the header says the watch's state (`LIVE`,
-`RECONNECTING`, `CLUSTER DOWN`, with the context's name); going down is said once, with why.
+origin `cluster`; no reconnect, no exec plugin, per batch; after the feed's first, full, sync only what changed,
+from the watch's cache) and the views re-read what it moved, as after any apply — the row changes within a second
+of the event (the watch's 150 ms window, the sync, the view's read). While a sync runs, the batches that arrive
+make one more sync after it: a burst of events never queues a sync per event behind the worker. The badge in the
+header says the watch's state (`LIVE`, `RECONNECTING`, `CLUSTER DOWN`, with the context's name); going down is
+said once, with why.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from gpuadmin.cluster.connect import connect
 from gpuadmin.cluster.watch import (
     BATCH_WINDOW_S,
     NODES,
+    PODGROUPS,
     PODS,
     QUEUES,
     WATCHED,
@@ -292,7 +293,7 @@ def test_the_cache_and_the_batches_equal_a_fresh_list(double: ApiServerDouble, t
         eventually(lambda: all({k: without_type(o) for (kind, k), o in consumer.objects.items() if kind == w.kind}
                                == fresh_list(double, w) for w in WATCHED), what="the batches add up to a fresh list")
         assert watch.watchers["node"].lists >= 2  # the compactions did force relists
-    assert {w.kind for w in WATCHED} == {NODES.kind, PODS.kind, QUEUES.kind}
+    assert {w.kind for w in WATCHED} == {NODES.kind, PODS.kind, QUEUES.kind, PODGROUPS.kind}
 
 
 def test_an_object_without_a_usable_name_is_left_out_not_fatal(double: ApiServerDouble, tmp_path: Path) -> None:

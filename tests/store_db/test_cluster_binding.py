@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuadmin.engine.state import View
-from gpuadmin.store import ClusterBinding, Identity, JournalEntry, Store, state_db
+from gpuadmin.store import ClusterBinding, ClusterVersionChanges, Identity, JournalEntry, Store, state_db
 
 from .scenario import base_inventory
 
@@ -83,6 +83,22 @@ def test_an_executed_change_keeps_its_steps_and_the_cluster_versions(tmp_path: P
         assert (last.outcome, last.execution, last.revision) == ("executed", steps, revision)
         assert store.cluster_versions() == {("node", "n1"): "42", ("pod", "a/b"): "7"}
         assert store.last_applied() == last  # an executed change is applied as far as undo and describe go
+
+
+def test_version_changes_store_and_forget_only_theirs_with_or_without_a_change(tmp_path: Path) -> None:
+    """An incremental sync's resourceVersions: the changed objects' stored or forgotten, every other kept; with a
+    change, in its commit (the entry and the versions together)."""
+    with Store.open(_state(tmp_path)) as store:
+        store.set_cluster_versions({("node", "n1"): "1", ("node", "n2"): "2", ("pod", "a/b"): "3"})
+        store.update_cluster_versions(ClusterVersionChanges({("node", "n1"): "10", ("queue", "q"): "11"},
+                                                            {("pod", "a/b"), ("pod", "never/stored")}))
+        assert store.cluster_versions() == {("node", "n1"): "10", ("node", "n2"): "2", ("queue", "q"): "11"}
+        base = store.revision()
+        entry = JournalEntry.new("gpuadmin sync", base, actor=ME, origin="cluster")
+        store.commit(base, View(store.load()), entry,
+                     cluster_versions=ClusterVersionChanges({("pod", "a/c"): "12"}, {("node", "n2")}))
+        assert store.cluster_versions() == {("node", "n1"): "10", ("queue", "q"): "11", ("pod", "a/c"): "12"}
+        assert store.revision() == base + 1
 
 
 def test_a_failed_execution_is_recorded_without_a_revision(tmp_path: Path) -> None:

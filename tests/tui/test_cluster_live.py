@@ -199,3 +199,34 @@ async def test_the_consoles_syncs_use_the_watchs_connection(double: ApiServerDou
         await within(lambda: state_of(app, "gpu-b") == "cordoned", limit=WITHIN_S)
         assert not errors(app)
     assert reconnects == []
+
+
+async def test_the_console_brings_in_what_changed_and_syncs_in_full_after_a_relist(double: ApiServerDouble,
+                                                                                   bound_state: Path) -> None:
+    """Once the console has synced in full, a batch brings in only what changed (`sync_changes`, from the watch's
+    cache: no list); when the watch lists again (a compaction: 410 Gone), the next sync is a full one again."""
+    app = make_app(Service(state_dir=bound_state), view="nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await within(lambda: " LIVE " in header(app), limit=5)
+        await settle(pilot)
+        cordon(double, "gpu-a")  # the full sync the feed starts with, or already an incremental one
+        await within(lambda: state_of(app, "gpu-a") == "cordoned", limit=WITHIN_S)
+        await settle(pilot)
+        listed = len(double.requests)
+        cordon(double, "gpu-b")
+        await within(lambda: state_of(app, "gpu-b") == "cordoned", limit=WITHIN_S)
+        await settle(pilot)
+        assert [r for r in double.requests[listed:] if r[0] == "list"] == []  # the watch's cache, not a list
+        with double.paused():  # the watch is sent nothing of this, then the history is compacted away: 410
+            uncordon = urllib.request.Request(f"{double.url}/api/v1/nodes/gpu-a", method="PATCH",
+                                              data=json.dumps({"spec": {"unschedulable": None}}).encode(),
+                                              headers={"Content-Type": "application/merge-patch+json"})
+            with urllib.request.urlopen(uncordon, timeout=5):
+                pass
+            double.compact()
+        await within(lambda: state_of(app, "gpu-a") == "ready", limit=5)
+        assert not errors(app)
+    syncs = [e.message for e in Service(state_dir=bound_state).journal() if e.origin == "cluster"]
+    assert syncs[-2].startswith("sync of the changes watched on cluster double")  # gpu-b: the changes alone
+    assert syncs[-1].startswith("sync from cluster double")  # after the relist: in full
