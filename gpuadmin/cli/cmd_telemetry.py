@@ -13,7 +13,7 @@ from gpuadmin.render.text import safe
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
-    from gpuadmin.service import SourceStatus
+    from gpuadmin.service import HealthFinding, SourceStatus
 
 TOP_EXAMPLES = (
     "examples:\n  gpuadmin config set metrics.prometheus http://prometheus.monitoring:9090\n  gpuadmin top\n"
@@ -76,7 +76,9 @@ def _top(args: argparse.Namespace, ctx: Context) -> int:
     if args.output == "json":
         from gpuadmin.render.output_models import FORMAT_VERSION
 
-        head = {"format_version": FORMAT_VERSION, "kind": "top", "source": _source(status), "at": result.snapshot.at}
+        head = {"format_version": FORMAT_VERSION, "kind": "top", "source": _source(status), "at": result.snapshot.at,
+                "alerts": [a.to_json() for a in result.snapshot.alerts],
+                "health": [f.to_json() for f in result.health]}
         output.json_list(head, "items", ({k.lower(): v for k, v in row.items()} for row in result.rows))
         return ExitCode.OK
     from gpuadmin.cli import style
@@ -85,7 +87,23 @@ def _top(args: argparse.Namespace, ctx: Context) -> int:
     style.configure(ctx.color)
     columns = [TOP.column(name) for name in (TOP.columns + (TOP.wide if args.output == "wide" else ()))]
     output.table(result.rows[: args.limit] if args.limit else result.rows, columns, width=style.terminal_width())
+    write_health_hints(result.health, ctx)
+    unplaced = [a for a in result.snapshot.alerts if a.placed is None]
+    if unplaced:
+        sys.stderr.write(safe(f"gpuadmin: {len(unplaced)} firing alert(s) about a GPU the state does not have: "
+                              + ", ".join(f"{a.short} on {a.node or '?'}/{a.gpu_label or a.uuid or '?'}"
+                                          for a in unplaced[:5])) + "\n")
     return ExitCode.OK
+
+
+def write_health_hints(flagged: list[HealthFinding], ctx: Context) -> None:
+    """One line on stderr per flagged GPU: why (the XID's meaning, NVIDIA's action) and the command that
+    fences it, to review and run as printed (with this command's `--state`, where one was given)."""
+    options = ("--state", str(ctx.state_dir)) if ctx.state_dir is not None else ()
+    for finding in flagged:
+        sys.stderr.write(safe(f"gpuadmin: {finding.node}/{finding.gpu} flagged: {finding.reason} (NVIDIA's action: "
+                              f"{finding.action}); to keep new work off it: {finding.fence_command(options)}")
+                         + "\n")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -20,13 +20,15 @@ from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.model.places import parse_place
 from gpuadmin.model.telemetry import SourceStatus
 from gpuadmin.render.rows import LISTINGS, Row
-from gpuadmin.render.telemetry import TopOrder, telemetry_cells, top_order, top_row
+from gpuadmin.render.telemetry import TopOrder, alerts_cell, health_cell, telemetry_cells, top_order, top_row
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.core import ServiceCore
 from gpuadmin.service.errors import TelemetryUnavailable, TelemetryUnset
 from gpuadmin.store.settings import read_settings, write_settings
 from gpuadmin.telemetry import PrometheusClient, PrometheusSource, Targets, TelemetrySnapshot, check_url
+from gpuadmin.telemetry.alerts import worst_first
 from gpuadmin.telemetry.dcgm import DEFAULT_NODE_LABEL
+from gpuadmin.telemetry.xid import Finding, findings, reading_of
 
 PROMETHEUS = "metrics.prometheus"
 NODE_LABEL = "metrics.node-label"
@@ -59,6 +61,18 @@ SETTINGS: dict[str, Setting] = {
 class TopResult:
     snapshot: TelemetrySnapshot
     rows: list[Row]
+    health: list[Finding]  # the GPUs the readings flag (not fenced yet), each with its fence command
+
+
+def health_findings(snapshot: TelemetrySnapshot, view: View) -> list[Finding]:
+    """The GPUs a snapshot's XID and double-bit ECC readings flag, in the snapshot's order, leaving out those
+    fenced already (set-gpu-health): what to fence. DCGM's XID and volatile ECC figures last until the driver
+    reloads, so a GPU stays flagged while they say so and it is not fenced."""
+    return findings((reading_of(d) for d in snapshot.gpus.values()), fenced=_fenced(view))
+
+
+def _fenced(view: View) -> frozenset[tuple[str, int]]:
+    return frozenset((node.name, gpu.index) for node in view.nodes() for gpu in node.gpus if gpu.unhealthy)
 
 
 class TelemetryUseCases(ServiceCore):
@@ -168,9 +182,32 @@ class TelemetryUseCases(ServiceCore):
         snapshot = self.telemetry() if refresh else self._last_telemetry()
         if snapshot.status.state == "unset" or not (snapshot.gpus or snapshot.instances):
             return snapshot.status
+        flagged = {(f.node, f.gpu): f for f in health_findings(snapshot, View(self._holding_state()))}
         for row in rows:
-            row.update(telemetry_cells(_device_of(snapshot, kind, row)))
+            device = _device_of(snapshot, kind, row)
+            row.update(telemetry_cells(device))
+            if kind == "gpus":  # HEALTH: fenced (the state's) stays; else what the readings say
+                key = (row["NODE"], row["GPU"])
+                finding = flagged.get(key)
+                row["HEALTH"] = health_cell(row["HEALTH"] == "fenced", finding.reason if finding else None, device)
+                row["ALERTS"] = alerts_cell(a.short for a in snapshot.alerts_on(*key))
         return snapshot.status
+
+    @use_case("read")
+    def health(self, *, refresh: bool = True) -> list[Finding]:
+        """The GPUs the telemetry's XID and double-bit ECC readings flag and that are not fenced yet, each with
+        the set-gpu-health command that fences it; `refresh=False` asks Prometheus nothing (the last readings)."""
+        snapshot = self.telemetry() if refresh else self._last_telemetry()
+        return health_findings(snapshot, View(self._holding_state()))
+
+    @use_case("read")
+    def alerts_summary(self) -> dict[str, Any]:
+        """The last refresh's firing alerts about GPUs (asks Prometheus nothing: the console's overview): how
+        many, how many are on a GPU of the state, and the worst (`Alert.to_json`, None where none fires)."""
+        snapshot = self._last_telemetry()
+        alerts = worst_first(snapshot.alerts)
+        return {"count": len(alerts), "placed": sum(a.placed is not None for a in alerts),
+                "worst": alerts[0].to_json() if alerts else None, "state": snapshot.status.state}
 
     @use_case("read")
     def top(self, order: TopOrder = "errors") -> TopResult:
@@ -185,17 +222,22 @@ class TelemetryUseCases(ServiceCore):
         view = View(self._holding_state())
         gpus = {(r["NODE"], r["GPU"]): r for r in _rows(view, "gpus")}
         slices = {r["NAME"]: r for r in _rows(view, "slices")}
+        flagged = health_findings(snapshot, view)
+        by_gpu = {(f.node, f.gpu): f for f in flagged}
         rows: list[Row] = []
         for (node, index), device in snapshot.gpus.items():
             gpu_row = gpus.get((node, index))
             if gpu_row is not None:
-                rows.append(top_row(f"{node}/{index}", gpu_row["MODEL"], gpu_row["HOLDERS"], device))
+                finding = by_gpu.get((node, index))
+                health = health_cell(gpu_row["HEALTH"] == "fenced", finding.reason if finding else None, device)
+                rows.append(top_row(f"{node}/{index}", gpu_row["MODEL"], gpu_row["HOLDERS"], device,
+                                    (a.short for a in snapshot.alerts_on(node, index)), health))
         for (node, index, _start), device in snapshot.instances.items():
             name = f"{node}/{index}/{device.profile}@{device.mig_start}"
             slice_row = slices.get(name)
             if slice_row is not None:
                 rows.append(top_row(name, slice_row["MODEL"], slice_row["HOLDERS"], device))
-        return TopResult(snapshot, top_order(rows, order))
+        return TopResult(snapshot, top_order(rows, order), flagged)
 
 
 def _rows(view: View, kind: str) -> list[Row]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from gpuadmin.adapters._common import dns_name
 from gpuadmin.engine.state import View
 from gpuadmin.model.telemetry import READING_FIELDS, DeviceTelemetry, Reading, SourceStatus
+from gpuadmin.telemetry.alerts import Alert, by_gpu
 from gpuadmin.telemetry.dcgm import ANCHOR, DEFAULT_NODE_LABEL, METRICS, Metric
 from gpuadmin.telemetry.prometheus import Sample, Series
 
@@ -65,15 +66,27 @@ class Targets:
 
 @dataclass(frozen=True)
 class TelemetrySnapshot:
-    """Every GPU's and MIG instance's readings at `at` (Unix time), and how the source answered."""
+    """Every GPU's and MIG instance's readings at `at` (Unix time), Prometheus's firing alerts about GPUs
+    (worst first; `gpu_alerts` those placed, by GPU), and how the source answered."""
 
     status: SourceStatus
     at: float
     gpus: dict[GpuKey, DeviceTelemetry] = field(default_factory=dict)
     instances: dict[InstanceKey, DeviceTelemetry] = field(default_factory=dict)
+    alerts: tuple[Alert, ...] = ()
+    gpu_alerts: dict[GpuKey, tuple[Alert, ...]] = field(default_factory=dict)
+
+    @staticmethod
+    def with_alerts(status: SourceStatus, at: float, gpus: dict[GpuKey, DeviceTelemetry],
+                    instances: dict[InstanceKey, DeviceTelemetry], alerts: tuple[Alert, ...]) -> TelemetrySnapshot:
+        return TelemetrySnapshot(status, at, gpus, instances, alerts, by_gpu(alerts))
 
     def gpu(self, node: str, index: int) -> DeviceTelemetry | None:
         return self.gpus.get((node, index))
+
+    def alerts_on(self, node: str, index: int) -> tuple[Alert, ...]:
+        """The firing alerts placed on a GPU, worst first (a MIG instance's are its GPU's)."""
+        return self.gpu_alerts.get((node, index), ())
 
     def instance(self, node: str, index: int, start: int) -> DeviceTelemetry | None:
         return self.instances.get((node, index, start))
