@@ -105,3 +105,24 @@ TOP = Listing("device", (
     text("NOTE", priority=0),
     text("PODS", wide=True), number("ERRORS", float, hidden=True),
 ), None)
+
+
+# `gpuadmin idle`: one row per idle holder (`Idle.to_json`, upper-cased), then GPU-hours held idle per queue
+IDLE = Listing("idle", (
+    text("KIND", priority=3), Column("NAME", Kind.PLACEMENT), text("QUEUE", priority=4), text("NODE", priority=2),
+    number("SLICES", priority=3), number("IDLE_MIN", float, priority=5), number("PEAK_UTIL", float, priority=4),
+    number("GPU_HOURS", float, priority=5), text("REMEDY", priority=1),
+), None)
+WASTED = Listing("queue-idle", (text("QUEUE"), number("GPU_HOURS", float)), None)
+
+
+def idle_row(item: dict[str, object]) -> Row:
+    """A row of `gpuadmin idle` from an idle holder's JSON: REMEDY is its first change as `op name`."""
+    remedy = item["remedy"]
+    first = remedy[0] if isinstance(remedy, list) and remedy and isinstance(remedy[0], dict) else {}
+    target = first.get("name") or first.get("vm") or ""
+    slices = item["slices"]
+    return {"KIND": item["kind"], "NAME": item["name"], "QUEUE": item["queue"] or "-", "NODE": item["node"],
+            "SLICES": len(slices) if isinstance(slices, list) else 0, "IDLE_MIN": item["idle_minutes"],
+            "PEAK_UTIL": item["peak_util"], "GPU_HOURS": item["gpu_hours"],
+            "REMEDY": f"{first.get('op', '-')} {target}".strip()}
