@@ -95,14 +95,15 @@ def overview_page(data: dict[str, Any], width: int, selected: int = -1) -> _Page
 
 def _alerts(page: _Page, alerts: dict[str, Any] | None) -> None:
     """Prometheus's firing alerts about GPUs (the last telemetry refresh): how many, and the worst, which
-    opens its node; nothing where no Prometheus is set. Names and labels are the alert's: plain text."""
+    opens its node (the GPUs view marks each GPU with one: `!`); nothing where no Prometheus is set. Names and
+    labels are the alert's: plain text, escaped."""
     if alerts is None or alerts["state"] == "unset":
         return
     page.append("\nGPU alerts      ", style="bold")
     if not alerts["count"]:
         page.append(" none firing\n")
         return
-    page.count(" ", f"{alerts['count']} firing", Drill("gpus", "alerts"))
+    page.append(f" {alerts['count']} firing")
     worst = alerts["worst"]
     where = (f"{worst['node']}/{worst['gpu']}" if worst["placed"]
              else f"{worst['node'] or '?'}/{worst['gpu_label'] or worst['uuid'] or '?'}, not a GPU of the state")
