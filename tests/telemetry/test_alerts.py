@@ -218,3 +218,41 @@ def test_make_demo_metrics_fires_the_xid_gpus_alerts(state: Path) -> None:
     finally:
         os.killpg(demo.pid, 2)
         demo.communicate(timeout=30)
+
+
+def _reference(samples: list[Sample], gpus: dict[tuple[str, str], tuple[str, int]],
+               uuids: dict[str, tuple[str, int]]) -> list[tuple[object, ...]]:
+    """Written alert by alert: each firing one's GPU by Hostname/gpu, else by UUID; one per distinct labels;
+    worst severity first (critical, error, warning, info, other, none), then by name and labels."""
+    rank = {"critical": 0, "error": 1, "warning": 2, "info": 3}
+    found: dict[tuple[str, ...], tuple[object, ...]] = {}
+    for sample in samples:
+        if sample.labels.get("alertstate") != "firing":
+            continue
+        labels = [sample.labels.get(k, "")[:200] for k in ("alertname", "severity", "Hostname", "gpu", "UUID")]
+        name, severity, node, gpu, uuid = labels
+        placed = gpus.get((node, gpu)) if gpu else None
+        placed = placed or (uuids.get(uuid) if uuid else None)
+        found.setdefault(tuple(labels), (name, severity, node, gpu, uuid, placed))
+    return sorted(found.values(), key=lambda a: (rank.get(str(a[1]), 4 if a[1] else 5), *map(str, a[:1]),
+                                                  *map(str, a[2:5])))
+
+
+def test_the_alert_join_matches_a_reference_on_generated_answers() -> None:
+    import random
+
+    rng = random.Random(23)
+    gpus = {(f"n{i}", str(g)): (f"n{i}", g) for i in range(3) for g in range(2)}
+    uuids = {f"U{i}{g}": (f"n{i}", g) for i in range(3) for g in range(2)}
+    pick = rng.choice
+    for _ in range(300):
+        samples = []
+        for _ in range(rng.randint(0, 12)):
+            labels = {"alertname": pick(["A", "B", "\x1b[1m", "z" * 300]),
+                      "alertstate": pick(["firing", "firing", "pending"]),
+                      "severity": pick(["critical", "warning", "info", "page", ""]),
+                      "Hostname": pick(["n0", "n1", "n2", "ghost", ""]), "gpu": pick(["0", "1", "7", "", "00"]),
+                      "UUID": pick(["U00", "U21", "Ux", ""])}
+            samples.append(Sample({k: v for k, v in labels.items() if v or rng.random() < 0.5}, 1.0, None))
+        alerts, _ = join_alerts(samples, gpus, uuids, node_label="Hostname")
+        assert [tuple(a) for a in alerts] == _reference(samples, gpus, uuids)
