@@ -1,5 +1,5 @@
-"""The telemetry source: one refresh asks Prometheus one query per metric for the whole cluster, joins the
-answers to the state, and backs off while Prometheus is slow or down.
+"""The telemetry source: one refresh asks Prometheus one query per metric for the whole cluster and one for the
+firing alerts about GPUs, joins the answers to the state, and backs off while Prometheus is slow or down.
 
 States (`SourceStatus.state`): `ok`; `slow` — it answered, but the refresh took over `slow_after` seconds;
 `down` — a query failed (refused, timed out, an HTTP error, an answer that is not Prometheus's), `since` the
