@@ -42,7 +42,7 @@ from gpuadmin.telemetry.idle import (
     idle_holdings,
     wasted_per_queue,
 )
-from gpuadmin.telemetry.xid import Finding, findings, reading_of
+from gpuadmin.telemetry.xid import Finding
 
 PROMETHEUS = "metrics.prometheus"
 NODE_LABEL = "metrics.node-label"
@@ -179,7 +179,8 @@ def health_findings(snapshot: TelemetrySnapshot, view: View) -> list[Finding]:
     """The GPUs a snapshot's XID and double-bit ECC readings flag, in the snapshot's order, leaving out those
     fenced already (set-gpu-health): what to fence. DCGM's XID and volatile ECC figures last until the driver
     reloads, so a GPU stays flagged while they say so and it is not fenced."""
-    return findings((reading_of(d) for d in snapshot.gpus.values()), fenced=_fenced(view))
+    fenced = _fenced(view)
+    return [f for f in snapshot.health if (f.node, f.gpu) not in fenced]
 
 
 def _fenced(view: View) -> frozenset[tuple[str, int]]:

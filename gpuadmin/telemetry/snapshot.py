@@ -24,6 +24,7 @@ from gpuadmin.model.telemetry import READING_FIELDS, DeviceTelemetry, Reading, S
 from gpuadmin.telemetry.alerts import Alert, by_gpu
 from gpuadmin.telemetry.dcgm import ANCHOR, DEFAULT_NODE_LABEL, METRICS, Metric
 from gpuadmin.telemetry.prometheus import Sample, Series
+from gpuadmin.telemetry.xid import Finding, findings, reading_of
 
 GpuKey = tuple[str, int]  # node, index
 InstanceKey = tuple[str, int, int]  # node, index, MIG start
@@ -67,7 +68,8 @@ class Targets:
 @dataclass(frozen=True)
 class TelemetrySnapshot:
     """Every GPU's and MIG instance's readings at `at` (Unix time), Prometheus's firing alerts about GPUs
-    (worst first; `gpu_alerts` those placed, by GPU), and how the source answered."""
+    (worst first; `gpu_alerts` those placed, by GPU), the GPUs their XID/ECC readings flag (`health`), and how
+    the source answered."""
 
     status: SourceStatus
     at: float
@@ -75,11 +77,14 @@ class TelemetrySnapshot:
     instances: dict[InstanceKey, DeviceTelemetry] = field(default_factory=dict)
     alerts: tuple[Alert, ...] = ()
     gpu_alerts: dict[GpuKey, tuple[Alert, ...]] = field(default_factory=dict)
+    health: tuple[Finding, ...] = ()  # the GPUs whose XID/DBE readings flag them, fenced or not (the state says)
 
     @staticmethod
-    def with_alerts(status: SourceStatus, at: float, gpus: dict[GpuKey, DeviceTelemetry],
-                    instances: dict[InstanceKey, DeviceTelemetry], alerts: tuple[Alert, ...]) -> TelemetrySnapshot:
-        return TelemetrySnapshot(status, at, gpus, instances, alerts, by_gpu(alerts))
+    def judged(status: SourceStatus, at: float, gpus: dict[GpuKey, DeviceTelemetry],
+               instances: dict[InstanceKey, DeviceTelemetry], alerts: tuple[Alert, ...]) -> TelemetrySnapshot:
+        """A snapshot with its alerts by GPU and its health findings (each GPU's XID and volatile DBE readings)."""
+        return TelemetrySnapshot(status, at, gpus, instances, alerts, by_gpu(alerts),
+                                 tuple(findings(reading_of(d) for d in gpus.values())))
 
     def gpu(self, node: str, index: int) -> DeviceTelemetry | None:
         return self.gpus.get((node, index))

@@ -64,7 +64,7 @@ class PrometheusSource:
             retry_at=now + self._backoff() if slow else None,
             message=f"the queries took {seconds:.1f}s (over {self.slow_after:g}s): polling backs off" if slow else "",
             seconds=seconds, queries=queries + (1 if "last-seen" in answers else 0), notes=alert_notes + notes)
-        self.last = TelemetrySnapshot.with_alerts(self.status, now, gpus, instances, alerts)
+        self.last = TelemetrySnapshot.judged(self.status, now, gpus, instances, alerts)
         return self.last
 
     def _ask(self) -> tuple[dict[str, tuple[Sample, ...]], int]:

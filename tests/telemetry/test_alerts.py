@@ -69,6 +69,9 @@ def test_firing_alerts_are_placed_on_the_gpu_they_name(alerting: promserver.Prom
     # one rule's alert per series (the GPU's, each MIG instance's, each pod's) counts once per GPU
     assert len({(a.name, a.placed) for a in snap.alerts}) == len(snap.alerts)
     assert snap.alerts_on("gpu-h100-05", 2) == ()
+    # and its readings flag it, in the snapshot: XID 79's meaning from the catalog
+    assert [(f.node, f.gpu, f.reason) for f in snap.health] == [
+        ("gpu-h100-05", 3, "XID 79: GPU has fallen off the bus")]
     # one query for the alerts, beside one per metric and the one last-seen query the stale GPU asks
     assert snap.status.queries == len(METRICS) + 2
 
