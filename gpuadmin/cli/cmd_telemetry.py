@@ -201,7 +201,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     idle = sub.add_parser("idle", help="slices held by a job or VM and used under N%% for M minutes, with the "
                                        "GPU-hours held idle per queue",
-                          description="Running jobs and VMs whose every slice has been under --below %% busy "
+                          description="Running jobs and VMs whose every slice has been under --below % busy "
                                       "(default: the idle.below setting, else 5) for --for or more (default: "
                                       "idle.for, else 30m), from the utilisation history in the Prometheus set "
                                       "with `config set metrics.prometheus`. A slice without samples is not known "
