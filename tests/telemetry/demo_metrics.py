@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  gpuadmin --state /tmp/gpa init --from {args.inventory}   # if there is no state yet\n"
             f"  gpuadmin --state /tmp/gpa config set metrics.prometheus {server.url}\n"
             "  gpuadmin --state /tmp/gpa top\n"
-            "  gpuadmin --state /tmp/gpa get gpus -o wide\n"
+            "  gpuadmin --state /tmp/gpa get gpus -o wide      # HEALTH, ALERTS (its rules fire on gpu-h100-05/3)\n"
+            "  gpuadmin --state /tmp/gpa idle\n"
             "Ctrl-C stops it. (The series run for an hour from now; after that Prometheus calls them stale.)\n")
         sys.stdout.flush()
         while not stop.wait(0.5):
