@@ -71,14 +71,19 @@ def _names_only(kind: str, ctx: Context) -> bool:
     return True
 
 
-def _telemetry(kind: str, rows: list[Row], ctx: Context) -> None:
+def _telemetry(kind: str, rows: list[Row], ctx: Context, *, hints: bool) -> None:
     """The telemetry columns where a Prometheus is set; while it is slow or down, a line on stderr (the
-    columns then show the last readings this process has, or `-`)."""
-    from gpuadmin.cli.cmd_telemetry import status_line
+    columns then show the last readings this process has, or `-`). `hints`: a line on stderr per GPU its
+    readings flag, with the command that fences it (a table's reader; JSON and YAML carry HEALTH)."""
+    from gpuadmin.cli.cmd_telemetry import status_line, write_health_hints
 
-    status = ctx.service().telemetry_rows(kind, rows)
+    service = ctx.service()  # one service: `health` reads the refresh `telemetry_rows` made
+    status = service.telemetry_rows(kind, rows)
     if status.state in ("slow", "down"):
         sys.stderr.write(safe(status_line(status)) + "\n")
+    if hints and kind == "gpus":
+        shown = {(row["NODE"], row["GPU"]) for row in rows}
+        write_health_hints([f for f in service.health(refresh=False) if (f.node, f.gpu) in shown], ctx)
 
 
 def _get(args: argparse.Namespace, ctx: Context) -> int:
@@ -93,7 +98,7 @@ def _get(args: argparse.Namespace, ctx: Context) -> int:
                               specs=fmt in ("json", "yaml"))
     kind = table.listing.kind
     if args.kind in ("gpus", "slices") and fmt in ("wide", "json", "yaml"):
-        _telemetry(args.kind, table.rows, ctx)
+        _telemetry(args.kind, table.rows, ctx, hints=fmt == "wide")
     if fmt in ("table", "wide"):
         from gpuadmin.cli import style
 

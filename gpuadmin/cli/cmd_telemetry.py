@@ -13,7 +13,8 @@ from gpuadmin.render.text import safe
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
-    from gpuadmin.service import SourceStatus
+    from gpuadmin.service import HealthFinding, SourceStatus
+    from gpuadmin.service.telemetry import IdleResult
 
 TOP_EXAMPLES = (
     "examples:\n  gpuadmin config set metrics.prometheus http://prometheus.monitoring:9090\n  gpuadmin top\n"
@@ -76,7 +77,9 @@ def _top(args: argparse.Namespace, ctx: Context) -> int:
     if args.output == "json":
         from gpuadmin.render.output_models import FORMAT_VERSION
 
-        head = {"format_version": FORMAT_VERSION, "kind": "top", "source": _source(status), "at": result.snapshot.at}
+        head = {"format_version": FORMAT_VERSION, "kind": "top", "source": _source(status), "at": result.snapshot.at,
+                "alerts": [a.to_json() for a in result.snapshot.alerts],
+                "health": [f.to_json() for f in result.health]}
         output.json_list(head, "items", ({k.lower(): v for k, v in row.items()} for row in result.rows))
         return ExitCode.OK
     from gpuadmin.cli import style
@@ -85,7 +88,82 @@ def _top(args: argparse.Namespace, ctx: Context) -> int:
     style.configure(ctx.color)
     columns = [TOP.column(name) for name in (TOP.columns + (TOP.wide if args.output == "wide" else ()))]
     output.table(result.rows[: args.limit] if args.limit else result.rows, columns, width=style.terminal_width())
+    write_health_hints(result.health, ctx)
+    unplaced = [a for a in result.snapshot.alerts if a.placed is None]
+    if unplaced:
+        sys.stderr.write(safe(f"gpuadmin: {len(unplaced)} firing alert(s) about a GPU the state does not have: "
+                              + ", ".join(f"{a.short} on {a.node or '?'}/{a.gpu_label or a.uuid or '?'}"
+                                          for a in unplaced[:5])) + "\n")
     return ExitCode.OK
+
+
+def write_health_hints(flagged: list[HealthFinding], ctx: Context) -> None:
+    """One line on stderr per flagged GPU: why (the XID's meaning, NVIDIA's action) and the command that
+    fences it, to review and run as printed (with this command's `--state`, where one was given)."""
+    options = ("--state", str(ctx.state_dir)) if ctx.state_dir is not None else ()
+    for finding in flagged:
+        sys.stderr.write(safe(f"gpuadmin: {finding.node}/{finding.gpu} flagged: {finding.reason} (NVIDIA's action: "
+                              f"{finding.action}); to keep new work off it: {finding.fence_command(options)}")
+                         + "\n")
+
+
+IDLE_EXAMPLES = (
+    "examples:\n  gpuadmin idle\n  gpuadmin idle --for 2h --below 10\n  gpuadmin idle -o json\n"
+    "  gpuadmin config set idle.for 1h    # the default for --for (idle.below for --below)\n\n"
+    "exit codes: 0 done (none idle included); 2 no Prometheus is set (the message says how to set one), or bad "
+    "usage (a duration, a percentage); 3 Prometheus did not answer (down, a timeout, an error); 4 not permitted")
+
+
+def _duration(text: str) -> float:
+    from gpuadmin.service.telemetry import parse_minutes
+
+    try:
+        return parse_minutes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _percent(text: str) -> float:
+    from gpuadmin.service.telemetry import parse_percent
+
+    try:
+        return parse_percent(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _idle(args: argparse.Namespace, ctx: Context) -> int:
+    result = ctx.service().idle(for_minutes=args.for_minutes, below=args.below)
+    write_idle(result, args.output)
+    return ExitCode.OK
+
+
+def write_idle(result: IdleResult, fmt: str) -> None:
+    """`gpuadmin idle`'s output: JSON (the figures as computed), or the idle holders' table and the GPU-hours
+    held idle per queue."""
+    from gpuadmin.cli import output
+
+    items = [i.to_json() for i in result.idle]
+    if fmt == "json":
+        from gpuadmin.render.output_models import FORMAT_VERSION
+
+        output.as_json({"format_version": FORMAT_VERSION, "kind": "idle", "below": result.below,
+                        "for_minutes": result.for_minutes, "window_minutes": result.window_minutes, "at": result.at,
+                        "wasted_gpu_hours_per_queue": {q: round(h, 3) for q, h in result.wasted.items()},
+                        "items": items})
+        return
+    from gpuadmin.cli import style
+    from gpuadmin.render.telemetry import IDLE, WASTED, idle_row
+
+    sys.stdout.write(f"Held under {result.below:g}% busy for {result.for_minutes:g} minutes or more "
+                     f"(history: the last {result.window_minutes:g} minutes):\n")
+    if not items:
+        sys.stdout.write("  none\n")
+        return
+    output.table([idle_row(i) for i in items], [IDLE.column(c) for c in IDLE.columns], width=style.terminal_width())
+    sys.stdout.write("\nGPU-hours held idle, per queue (VMs under -):\n")
+    output.table([{"QUEUE": q, "GPU_HOURS": round(h, 3)} for q, h in result.wasted.items()],
+                 [WASTED.column(c) for c in WASTED.columns], width=style.terminal_width())
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -120,3 +198,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     top.add_argument("--sort", choices=("errors", "util", "temp", "power", "mem"), default="errors")
     top.add_argument("-n", "--limit", type=int, default=None, metavar="N", help="the first N rows (table)")
     top.set_defaults(func=_top)
+
+    idle = sub.add_parser("idle", help="slices held by a job or VM and used under N%% for M minutes, with the "
+                                       "GPU-hours held idle per queue",
+                          description="Running jobs and VMs whose every slice has been under --below % busy "
+                                      "(default: the idle.below setting, else 5) for --for or more (default: "
+                                      "idle.for, else 30m), from the utilisation history in the Prometheus set "
+                                      "with `config set metrics.prometheus`. A slice without samples is not known "
+                                      "to be idle, never counted as such. Each holder's REMEDY is the change to "
+                                      "review (preempt-job, cancel-job, detach-vm); nothing is applied.",
+                          epilog=IDLE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    idle.add_argument("--for", dest="for_minutes", type=_duration, default=None, metavar="DURATION",
+                      help="how long (30m, 2h, 90s; 1m to 24h)")
+    idle.add_argument("--below", type=_percent, default=None, metavar="PERCENT", help="the utilisation threshold")
+    idle.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    idle.set_defaults(func=_idle)

@@ -16,7 +16,7 @@ from gpuadmin.model import Gpu, Job, Node, Queue
 from gpuadmin.render.overview import dynamic_share
 from gpuadmin.render.plan import field_changes
 from gpuadmin.render.rows import (
-    NO_TELEMETRY,
+    LIVE_GPU_KEYS,
     age_text,
     describe_request,
     gpu_row,
@@ -53,8 +53,9 @@ def model_facts(model: GpuModel) -> dict[str, Any]:
 
 
 def _state_of_gpu(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:
-    """A GPU's row without the live telemetry columns: a description is of the state (`top` has the readings)."""
-    return {k.lower(): v for k, v in gpu_row(view, node, gpu).items() if k not in NO_TELEMETRY}
+    """A GPU's row without the live telemetry columns: a description is of the state (`top` has the readings;
+    the spec has the fence, `health`)."""
+    return {k.lower(): v for k, v in gpu_row(view, node, gpu).items() if k not in LIVE_GPU_KEYS}
 
 
 def describe_gpu(view: View, node: Node, gpu: Gpu) -> dict[str, Any]:

@@ -102,6 +102,8 @@ def _layout(gpu: Gpu, shared: DynamicShare | None = None) -> str:
 # Live telemetry (issue 23), wide-only: None here; the service fills them from the Prometheus snapshot where a
 # Prometheus is set (gpuadmin.render.telemetry.telemetry_cells), so a listing without one shows `-`, never 0
 NO_TELEMETRY: Row = {"UTIL": None, "MEM": None, "TEMP": None, "POWER": None}
+# A GPU's row's columns that telemetry fills (HEALTH: `fenced` is the state's, the rest the readings')
+LIVE_GPU_KEYS = frozenset({*NO_TELEMETRY, "HEALTH", "ALERTS"})
 
 
 def _telemetry_columns() -> tuple[Column, ...]:
@@ -120,6 +122,8 @@ def gpu_row(view: View, node: Node, gpu: Gpu) -> Row:
         "USE": gpu_use(view, node, gpu), "HOLDERS": ",".join(holders) or "-", "NAME": f"{node.name}/{gpu.index}",
         "MEMORY_MIB": model.memory_mib if model else (gpu.not_in_catalog.memory_mib if gpu.not_in_catalog else None),
         "NODE_STATE": node.state, **NO_TELEMETRY,
+        # fenced is the state's; the rest (flagged by XID/ECC readings, ok) and ALERTS come with telemetry
+        "HEALTH": "fenced" if gpu.unhealthy else None, "ALERTS": None,
     }
 
 
@@ -361,6 +365,7 @@ LISTINGS: dict[str, Listing] = {
         _NODE_NAME, number("GPU", priority=6), text("MODEL", priority=-1), text("MODE", priority=4),
         text("LAYOUT", priority=1), text("USE", priority=5), text("HOLDERS", priority=3),
         number("MEMORY_MIB", int | None, wide=True), text("NODE_STATE", wide=True), *_telemetry_columns(),
+        text("HEALTH", wide=True, json_type=str | None), text("ALERTS", wide=True, json_type=str | None),
         Column("NAME", Kind.PLACEMENT, hidden=True),
     ), _gpu_rows),
     "slices": Listing("slice", (

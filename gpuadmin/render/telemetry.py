@@ -31,6 +31,24 @@ def telemetry_cells(device: DeviceTelemetry | None) -> Row:
             "POWER": _rounded(device.power_w, 1)}
 
 
+def alerts_cell(alerts: Iterable[str]) -> str | None:
+    """ALERTS: the firing alerts on a GPU as the service gives them, worst first (`GpuXidError (critical),
+    GpuHot (warning)`); None (`-`) where none fires."""
+    return ", ".join(alerts) or None
+
+
+def health_cell(fenced: bool, flagged: str | None, device: DeviceTelemetry | None) -> str | None:
+    """HEALTH: `fenced` (set-gpu-health), what flags it (`flagged`: `XID 79: GPU has fallen off the bus`, a grown
+    double-bit ECC count), `ok` where its XID and ECC readings flag nothing, None where nothing is known."""
+    if fenced:
+        return "fenced"
+    if flagged is not None:
+        return flagged
+    if device is not None and (device.xid.value is not None or device.ecc_dbe_volatile.value is not None):
+        return "ok"
+    return None
+
+
 def _first_missing(device: DeviceTelemetry) -> str:
     """Why the first of the shown readings is missing (what a `-` in the row means), or "-"."""
     for reading in (device.util, device.fb_used_mib, device.temp_c, device.power_w):
@@ -39,8 +57,10 @@ def _first_missing(device: DeviceTelemetry) -> str:
     return "-"
 
 
-def top_row(name: str, model: str, holders: str, device: DeviceTelemetry) -> Row:
-    """A row of `gpuadmin top`: the device, who holds it (gpuadmin's state), its readings and errors."""
+def top_row(name: str, model: str, holders: str, device: DeviceTelemetry, alerts: Iterable[str] = (),
+            health: str | None = None) -> Row:
+    """A row of `gpuadmin top`: the device, who holds it (gpuadmin's state), its readings and errors, the
+    firing alerts on it and its health (a GPU's: None on a MIG instance's row)."""
     total = (device.fb_used_mib.value + device.fb_free_mib.value
              if device.fb_used_mib.value is not None and device.fb_free_mib.value is not None else None)
     return {
@@ -48,6 +68,7 @@ def top_row(name: str, model: str, holders: str, device: DeviceTelemetry) -> Row
         "MEM_PCT": round(100 * (device.fb_used_mib.value or 0) / total, 1) if total else None,
         "XID": _whole(device.xid), "DBE": _whole(device.ecc_dbe_volatile),
         "REMAPPED": _whole(device.remapped_rows_uncorrectable),
+        "ALERTS": alerts_cell(alerts), "HEALTH": health,
         "PODS": ",".join(device.pods) or "-", "NOTE": _first_missing(device),
         "ERRORS": device.errors,
     }
@@ -80,6 +101,28 @@ TOP = Listing("device", (
     number("MEM_PCT", float | None, priority=2), number("TEMP", int | None, priority=5),
     number("POWER", float | None, priority=4), number("XID", int | None, priority=4),
     number("DBE", int | None, priority=4), number("REMAPPED", int | None, priority=1),
+    text("HEALTH", priority=3, json_type=str | None), text("ALERTS", priority=3, json_type=str | None),
     text("NOTE", priority=0),
     text("PODS", wide=True), number("ERRORS", float, hidden=True),
 ), None)
+
+
+# `gpuadmin idle`: one row per idle holder (`Idle.to_json`, upper-cased), then GPU-hours held idle per queue
+IDLE = Listing("idle", (
+    text("KIND", priority=3), Column("NAME", Kind.PLACEMENT), text("QUEUE", priority=4), text("NODE", priority=2),
+    number("SLICES", priority=3), number("IDLE_MIN", float, priority=5), number("PEAK_UTIL", float, priority=4),
+    number("GPU_HOURS", float, priority=5), text("REMEDY", priority=1),
+), None)
+WASTED = Listing("queue-idle", (text("QUEUE"), number("GPU_HOURS", float)), None)
+
+
+def idle_row(item: dict[str, object]) -> Row:
+    """A row of `gpuadmin idle` from an idle holder's JSON: REMEDY is its first change as `op name`."""
+    remedy = item["remedy"]
+    first = remedy[0] if isinstance(remedy, list) and remedy and isinstance(remedy[0], dict) else {}
+    target = first.get("name") or first.get("vm") or ""
+    slices = item["slices"]
+    return {"KIND": item["kind"], "NAME": item["name"], "QUEUE": item["queue"] or "-", "NODE": item["node"],
+            "SLICES": len(slices) if isinstance(slices, list) else 0, "IDLE_MIN": item["idle_minutes"],
+            "PEAK_UTIL": item["peak_util"], "GPU_HOURS": item["gpu_hours"],
+            "REMEDY": f"{first.get('op', '-')} {target}".strip()}

@@ -48,11 +48,14 @@ from gpuadmin.store import load_model_file
 from gpuadmin.store.roles import Role, RoleDecision
 from gpuadmin.store.roles import lower as lower_role
 from gpuadmin.store.shared import DB_NAME
+from gpuadmin.telemetry.xid import Finding as HealthFinding
 
 __all__ = [
     "DB_NAME", "OPS", "ApplyResult", "Caller", "Change",
     "ClusterBatch", "ClusterFeed", "ClusterLink",  # the live link of a state bound to a cluster (its watch)
-    "Confirmation", "Conflict", "ExecutionOptions", "HostFacts", "Inventory",
+    "Confirmation", "Conflict", "ExecutionOptions",
+    "HealthFinding",  # a GPU the telemetry's XID/ECC readings flag, with its fence command (issue 23)
+    "HostFacts", "Inventory",
     "Moved", "Node", "NotConfirmed", "NotPermitted", "Orchestrator", "Plan", "Platform", "ReadNodes", "ReadyPlan",
     "Refused",
     "Remedy",  # a pending job's checked remedy, planned (the console's `R`)

@@ -9,27 +9,47 @@ where every operator's gpuadmin sends requests.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuadmin.catalog import get_catalog
 from gpuadmin.engine.state import View
+from gpuadmin.model import Gpu
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.model.places import parse_place
 from gpuadmin.model.telemetry import SourceStatus
+from gpuadmin.render.overview import vm_holders
 from gpuadmin.render.rows import LISTINGS, Row
-from gpuadmin.render.telemetry import TopOrder, telemetry_cells, top_order, top_row
+from gpuadmin.render.telemetry import TopOrder, alerts_cell, health_cell, telemetry_cells, top_order, top_row
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.core import ServiceCore
 from gpuadmin.service.errors import TelemetryUnavailable, TelemetryUnset
 from gpuadmin.store.settings import read_settings, write_settings
 from gpuadmin.telemetry import PrometheusClient, PrometheusSource, Targets, TelemetrySnapshot, check_url
+from gpuadmin.telemetry.alerts import worst_first
 from gpuadmin.telemetry.dcgm import DEFAULT_NODE_LABEL
+from gpuadmin.telemetry.idle import (
+    DEFAULT_BELOW_PERCENT,
+    DEFAULT_FOR_MINUTES,
+    Holding,
+    Idle,
+    Sample,
+    SliceKey,
+    idle_holdings,
+    wasted_per_queue,
+)
+from gpuadmin.telemetry.xid import Finding
 
 PROMETHEUS = "metrics.prometheus"
 NODE_LABEL = "metrics.node-label"
+IDLE_FOR = "idle.for"
+IDLE_BELOW = "idle.below"
+MAX_IDLE_MINUTES = 24 * 60  # the history asked for spans this at most: one range query a minute apart
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h)?$")
 HOW_TO_SET = (f"no Prometheus is set for this state: gpuadmin config set {PROMETHEUS} http://HOST:9090 "
               "(the one holding the DCGM exporter's series; docs/telemetry.md)")
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,127}$")  # Prometheus's label names
@@ -39,6 +59,35 @@ def _label_name(value: str) -> str:
     if not _LABEL_NAME.match(value) or value.startswith("__"):
         raise ValueError("a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)")
     return value
+
+
+def parse_minutes(text: str) -> float:
+    """A duration as `30m`, `2h`, `90s` or plain minutes (`45`), in minutes: at least 1, at most a day."""
+    found = _DURATION.match(text.strip())
+    if found is None:
+        raise ValueError(f"a duration such as 30m, 2h or 90s, not {text!r}")
+    minutes = float(found.group(1)) * {"s": 1 / 60, "m": 1.0, "h": 60.0, None: 1.0}[found.group(2)]
+    if not 1 <= minutes <= MAX_IDLE_MINUTES:
+        raise ValueError(f"from 1m to {MAX_IDLE_MINUTES // 60}h, not {text!r}")
+    return minutes
+
+
+def parse_percent(text: str) -> float:
+    """A utilisation threshold in percent: above 0, at most 100."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"a percentage (e.g. 5), not {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= 100:
+        raise ValueError(f"a percentage above 0 and at most 100, not {text!r}")
+    return value
+
+
+def _checked(parse: Callable[[str], float]) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        parse(text)
+        return text.strip()
+    return check
 
 
 @dataclass(frozen=True)
@@ -52,6 +101,10 @@ SETTINGS: dict[str, Setting] = {
     PROMETHEUS: Setting(check_url, "the base URL of the Prometheus holding the DCGM exporter's series "
                                    "(http or https; no credentials)"),
     NODE_LABEL: Setting(_label_name, "the label of the DCGM series that names the node", DEFAULT_NODE_LABEL),
+    IDLE_FOR: Setting(_checked(parse_minutes), "how long a holder's slices must stay under idle.below to be idle "
+                                               "(`gpuadmin idle`; 30m, 2h)", f"{DEFAULT_FOR_MINUTES:g}m"),
+    IDLE_BELOW: Setting(_checked(parse_percent), "the utilisation (%) under which a held slice counts as idle "
+                                                 "(`gpuadmin idle`)", f"{DEFAULT_BELOW_PERCENT:g}"),
 }
 
 
@@ -59,6 +112,79 @@ SETTINGS: dict[str, Setting] = {
 class TopResult:
     snapshot: TelemetrySnapshot
     rows: list[Row]
+    health: list[Finding]  # the GPUs the readings flag (not fenced yet), each with its fence command
+
+
+@dataclass(frozen=True)
+class IdleResult:
+    """`gpuadmin idle`: the holders idle under `below` % for `for_minutes` or more, most wasteful first, the
+    GPU-hours each queue holds idle (counted over `window_minutes` of history at most), and when."""
+
+    below: float
+    for_minutes: float
+    window_minutes: float
+    at: float
+    idle: list[Idle]
+    wasted: dict[str, float]
+
+
+def holdings(view: View) -> list[Holding]:
+    """Who holds which slices: each running job (its queue; a share of 1 per whole GPU, the MIG instance's
+    compute share, or its fraction of a shared GPU) and each VM that is its GPU's only VM (passthrough, a device
+    group, or its vGPUs: their framebuffer's share of the board). A GPU whose vGPUs belong to several VMs is left
+    out: DCGM reads the GPU, so no VM's use is its own."""
+    out: list[Holding] = []
+    for job in view.jobs():
+        if job.status == "running" and job.placement:
+            fraction = job.request.fraction
+            slices = tuple(((s.node, s.gpu, s.mig_start), _share(view, s.node, s.gpu, s.mig_start, fraction))
+                           for s in job.placement)
+            out.append(Holding("job", job.name, job.queue, job.placement[0].node, slices, job.preemptible))
+    for node in view.nodes():
+        held: dict[str, list[tuple[SliceKey, float]]] = {}
+        for gpu in node.gpus:
+            vms = vm_holders(node, gpu)
+            if len(vms) == 1:
+                held.setdefault(vms[0], []).append(((node.name, gpu.index, None), _vm_share(gpu)))
+        out.extend(Holding("vm", vm, None, node.name, tuple(found)) for vm, found in sorted(held.items()))
+    return out
+
+
+def _vm_share(gpu: Gpu) -> float:
+    """A VM's share of the GPU it alone holds: whole, or its vGPUs' framebuffer over the board's."""
+    if gpu.mode != "vgpu" or not gpu.vgpus:
+        return 1.0
+    model = get_catalog().model(gpu.model)
+    board = model.vgpu_framebuffer_mib if model is not None else None
+    types = [model.vgpu_type(v.profile) if model is not None else None for v in gpu.vgpus]
+    if not board or any(t is None for t in types):
+        return 1.0  # a type the catalog does not know: counted whole (the GPU-hours say at most this)
+    return min(1.0, sum(t.framebuffer_mib for t in types if t is not None) / board)
+
+
+def _share(view: View, node_name: str, index: int, start: int | None, fraction: float | None) -> float:
+    if start is None:
+        return fraction if fraction is not None else 1.0
+    node = view.node(node_name)
+    gpu = next((g for g in node.gpus if g.index == index), None) if node is not None else None
+    inst = next((i for i in (gpu.mig or ()) if i.start == start), None) if gpu is not None else None
+    model = get_catalog().model(gpu.model) if gpu is not None else None
+    profile = model.mig_profile(inst.profile) if model is not None and inst is not None else None
+    if profile is None or model is None or not model.compute_slices:
+        return 1.0  # a profile the catalog does not know: counted whole (the GPU-hours say at most this)
+    return profile.compute_slices / model.compute_slices
+
+
+def health_findings(snapshot: TelemetrySnapshot, view: View) -> list[Finding]:
+    """The GPUs a snapshot's XID and double-bit ECC readings flag, in the snapshot's order, leaving out those
+    fenced already (set-gpu-health): what to fence. DCGM's XID and volatile ECC figures last until the driver
+    reloads, so a GPU stays flagged while they say so and it is not fenced."""
+    fenced = _fenced(view)
+    return [f for f in snapshot.health if (f.node, f.gpu) not in fenced]
+
+
+def _fenced(view: View) -> frozenset[tuple[str, int]]:
+    return frozenset((node.name, gpu.index) for node in view.nodes() for gpu in node.gpus if gpu.unhealthy)
 
 
 class TelemetryUseCases(ServiceCore):
@@ -144,6 +270,28 @@ class TelemetryUseCases(ServiceCore):
         source = self._source()
         return source.util_history(self._telemetry_targets(), seconds=seconds, step=step)
 
+    @use_case("read")
+    def idle(self, *, for_minutes: float | None = None, below: float | None = None) -> IdleResult:
+        """The holders (running jobs, VMs) whose every slice has been under `below` % busy for at least
+        `for_minutes` (defaults: the settings idle.below and idle.for, else 5 % and 30 minutes), from each
+        slice's utilisation history (two range queries for the whole cluster, a point a minute, over the
+        threshold plus 5 minutes or the last hour, whichever is longer); GPU-hours held idle per queue. A
+        slice without samples is not known to be idle. Exit 2 where no Prometheus is set; 3 where it fails."""
+        settings = self._settings()
+        for_minutes = for_minutes if for_minutes is not None else parse_minutes(
+            settings.get(IDLE_FOR, f"{DEFAULT_FOR_MINUTES:g}m"))
+        below = below if below is not None else parse_percent(settings.get(IDLE_BELOW, f"{DEFAULT_BELOW_PERCENT:g}"))
+        window = max(60.0, for_minutes + 5)
+        source = self._source()
+        at = source.clock()
+        history = source.util_history(self._telemetry_targets(), seconds=window * 60, step=60)
+        samples: dict[SliceKey, list[Sample]] = {}
+        for key, points in history.items():
+            slice_key: SliceKey = (key[0], key[1], key[2] if len(key) == 3 else None)
+            samples[slice_key] = [Sample(t, v) for t, v in points if v is not None]
+        found = idle_holdings(holdings(View(self._holding_state())), samples, at, below, for_minutes)
+        return IdleResult(below, for_minutes, window, at, found, wasted_per_queue(found))
+
     def _source(self) -> PrometheusSource:
         settings = self._settings()
         url = settings.get(PROMETHEUS)
@@ -168,9 +316,32 @@ class TelemetryUseCases(ServiceCore):
         snapshot = self.telemetry() if refresh else self._last_telemetry()
         if snapshot.status.state == "unset" or not (snapshot.gpus or snapshot.instances):
             return snapshot.status
+        flagged = {(f.node, f.gpu): f for f in health_findings(snapshot, View(self._holding_state()))}
         for row in rows:
-            row.update(telemetry_cells(_device_of(snapshot, kind, row)))
+            device = _device_of(snapshot, kind, row)
+            row.update(telemetry_cells(device))
+            if kind == "gpus":  # HEALTH: fenced (the state's) stays; else what the readings say
+                key = (row["NODE"], row["GPU"])
+                finding = flagged.get(key)
+                row["HEALTH"] = health_cell(row["HEALTH"] == "fenced", finding.reason if finding else None, device)
+                row["ALERTS"] = alerts_cell(a.short for a in snapshot.alerts_on(*key))
         return snapshot.status
+
+    @use_case("read")
+    def health(self, *, refresh: bool = True) -> list[Finding]:
+        """The GPUs the telemetry's XID and double-bit ECC readings flag and that are not fenced yet, each with
+        the set-gpu-health command that fences it; `refresh=False` asks Prometheus nothing (the last readings)."""
+        snapshot = self.telemetry() if refresh else self._last_telemetry()
+        return health_findings(snapshot, View(self._holding_state()))
+
+    @use_case("read")
+    def alerts_summary(self) -> dict[str, Any]:
+        """The last refresh's firing alerts about GPUs (asks Prometheus nothing: the console's overview): how
+        many, how many are on a GPU of the state, and the worst (`Alert.to_json`, None where none fires)."""
+        snapshot = self._last_telemetry()
+        alerts = worst_first(snapshot.alerts)
+        return {"count": len(alerts), "placed": sum(a.placed is not None for a in alerts),
+                "worst": alerts[0].to_json() if alerts else None, "state": snapshot.status.state}
 
     @use_case("read")
     def top(self, order: TopOrder = "errors") -> TopResult:
@@ -185,17 +356,22 @@ class TelemetryUseCases(ServiceCore):
         view = View(self._holding_state())
         gpus = {(r["NODE"], r["GPU"]): r for r in _rows(view, "gpus")}
         slices = {r["NAME"]: r for r in _rows(view, "slices")}
+        flagged = health_findings(snapshot, view)
+        by_gpu = {(f.node, f.gpu): f for f in flagged}
         rows: list[Row] = []
         for (node, index), device in snapshot.gpus.items():
             gpu_row = gpus.get((node, index))
             if gpu_row is not None:
-                rows.append(top_row(f"{node}/{index}", gpu_row["MODEL"], gpu_row["HOLDERS"], device))
+                finding = by_gpu.get((node, index))
+                health = health_cell(gpu_row["HEALTH"] == "fenced", finding.reason if finding else None, device)
+                rows.append(top_row(f"{node}/{index}", gpu_row["MODEL"], gpu_row["HOLDERS"], device,
+                                    (a.short for a in snapshot.alerts_on(node, index)), health))
         for (node, index, _start), device in snapshot.instances.items():
             name = f"{node}/{index}/{device.profile}@{device.mig_start}"
             slice_row = slices.get(name)
             if slice_row is not None:
                 rows.append(top_row(name, slice_row["MODEL"], slice_row["HOLDERS"], device))
-        return TopResult(snapshot, top_order(rows, order))
+        return TopResult(snapshot, top_order(rows, order), flagged)
 
 
 def _rows(view: View, kind: str) -> list[Row]:

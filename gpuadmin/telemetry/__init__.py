@@ -1,6 +1,6 @@
 """Live telemetry (issue 23): the DCGM exporter's series read from Prometheus and joined to gpuadmin's GPUs and
-MIG instances (`snapshot`), polled with back-off (`source`); XID/ECC health findings (`xid`) and idle allocations
-(`idle`). docs/telemetry.md."""
+MIG instances (`snapshot`), polled with back-off (`source`); Prometheus's firing alerts about GPUs (`alerts`);
+XID/ECC health findings (`xid`) and idle allocations (`idle`). docs/telemetry.md."""
 
 from gpuadmin.telemetry.prometheus import (
     PrometheusClient,

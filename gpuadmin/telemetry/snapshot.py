@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from gpuadmin.adapters._common import dns_name
 from gpuadmin.engine.state import View
 from gpuadmin.model.telemetry import READING_FIELDS, DeviceTelemetry, Reading, SourceStatus
+from gpuadmin.telemetry.alerts import Alert, by_gpu
 from gpuadmin.telemetry.dcgm import ANCHOR, DEFAULT_NODE_LABEL, METRICS, Metric
 from gpuadmin.telemetry.prometheus import Sample, Series
+from gpuadmin.telemetry.xid import Finding, findings, reading_of
 
 GpuKey = tuple[str, int]  # node, index
 InstanceKey = tuple[str, int, int]  # node, index, MIG start
@@ -65,15 +67,31 @@ class Targets:
 
 @dataclass(frozen=True)
 class TelemetrySnapshot:
-    """Every GPU's and MIG instance's readings at `at` (Unix time), and how the source answered."""
+    """Every GPU's and MIG instance's readings at `at` (Unix time), Prometheus's firing alerts about GPUs
+    (worst first; `gpu_alerts` those placed, by GPU), the GPUs their XID/ECC readings flag (`health`), and how
+    the source answered."""
 
     status: SourceStatus
     at: float
     gpus: dict[GpuKey, DeviceTelemetry] = field(default_factory=dict)
     instances: dict[InstanceKey, DeviceTelemetry] = field(default_factory=dict)
+    alerts: tuple[Alert, ...] = ()
+    gpu_alerts: dict[GpuKey, tuple[Alert, ...]] = field(default_factory=dict)
+    health: tuple[Finding, ...] = ()  # the GPUs whose XID/DBE readings flag them, fenced or not (the state says)
+
+    @staticmethod
+    def judged(status: SourceStatus, at: float, gpus: dict[GpuKey, DeviceTelemetry],
+               instances: dict[InstanceKey, DeviceTelemetry], alerts: tuple[Alert, ...]) -> TelemetrySnapshot:
+        """A snapshot with its alerts by GPU and its health findings (each GPU's XID and volatile DBE readings)."""
+        return TelemetrySnapshot(status, at, gpus, instances, alerts, by_gpu(alerts),
+                                 tuple(findings(reading_of(d) for d in gpus.values())))
 
     def gpu(self, node: str, index: int) -> DeviceTelemetry | None:
         return self.gpus.get((node, index))
+
+    def alerts_on(self, node: str, index: int) -> tuple[Alert, ...]:
+        """The firing alerts placed on a GPU, worst first (a MIG instance's are its GPU's)."""
+        return self.gpu_alerts.get((node, index), ())
 
     def instance(self, node: str, index: int, start: int) -> DeviceTelemetry | None:
         return self.instances.get((node, index, start))

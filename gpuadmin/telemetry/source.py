@@ -1,5 +1,5 @@
-"""The telemetry source: one refresh asks Prometheus one query per metric for the whole cluster, joins the
-answers to the state, and backs off while Prometheus is slow or down.
+"""The telemetry source: one refresh asks Prometheus one query per metric for the whole cluster and one for the
+firing alerts about GPUs, joins the answers to the state, and backs off while Prometheus is slow or down.
 
 States (`SourceStatus.state`): `ok`; `slow` — it answered, but the refresh took over `slow_after` seconds;
 `down` — a query failed (refused, timed out, an HTTP error, an answer that is not Prometheus's), `since` the
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from gpuadmin.errors import GpuadminError
 from gpuadmin.model.telemetry import SourceStatus
+from gpuadmin.telemetry.alerts import ALERTS_KEY, ALERTS_QUERY, join_alerts
 from gpuadmin.telemetry.dcgm import ANCHOR, DEFAULT_NODE_LABEL, METRICS, last_seen_query, metric_query
 from gpuadmin.telemetry.prometheus import PrometheusClient, Sample, Series
 from gpuadmin.telemetry.snapshot import DeviceKey, Targets, TelemetrySnapshot, join, join_history, stale_reasons
@@ -53,6 +54,8 @@ class PrometheusSource:
         seconds = time.perf_counter() - started
         gpus, instances, notes = join(answers, targets, node_label=self.node_label,
                                       absent=self._absent(answers, targets, now))
+        uuids = {device.uuid: key for key, device in gpus.items() if device.uuid}
+        alerts, alert_notes = join_alerts(answers[ALERTS_KEY], targets.gpus, uuids, node_label=self.node_label)
         slow = seconds > self.slow_after
         self._failures = self._failures + 1 if slow else 0
         self.status = SourceStatus(
@@ -60,16 +63,17 @@ class PrometheusSource:
             since=(self.status.since if self.status.state == "slow" else now) if slow else now,
             retry_at=now + self._backoff() if slow else None,
             message=f"the queries took {seconds:.1f}s (over {self.slow_after:g}s): polling backs off" if slow else "",
-            seconds=seconds, queries=queries + (1 if "last-seen" in answers else 0), notes=notes)
-        self.last = TelemetrySnapshot(self.status, now, gpus, instances)
+            seconds=seconds, queries=queries + (1 if "last-seen" in answers else 0), notes=alert_notes + notes)
+        self.last = TelemetrySnapshot.judged(self.status, now, gpus, instances, alerts)
         return self.last
 
     def _ask(self) -> tuple[dict[str, tuple[Sample, ...]], int]:
-        """One query per metric, each for the whole cluster (never one per GPU)."""
+        """One query per metric, each for the whole cluster (never one per GPU), and one for the firing alerts."""
         answers: dict[str, tuple[Sample, ...]] = {}
         for metric in METRICS:
             answers[metric.name] = self.client.query(metric_query(metric, self.node_label)).samples
-        return answers, len(METRICS)
+        answers[ALERTS_KEY] = self.client.query(ALERTS_QUERY).samples
+        return answers, len(METRICS) + 1
 
     def _absent(self, answers: dict[str, tuple[Sample, ...]], targets: Targets, now: float) -> dict[str, str]:
         """Why GPUs without a fresh anchor sample have none: asked once, only when some GPU lacks one."""

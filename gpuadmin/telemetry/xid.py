@@ -13,9 +13,12 @@ operator reads each finding as a prompt to look, and the fence is only ever prop
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from gpuadmin.model.telemetry import DeviceTelemetry
 
 Action = Literal["RESTART_APP", "RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT", "IGNORE"]
 
@@ -87,13 +90,34 @@ class Finding:
     action: str  # NVIDIA's action, or the ECC one
     remedy: dict[str, Any]  # the set-gpu-health change to review
 
+    def fence_command(self, options: tuple[str, ...] = ()) -> str:
+        """The command that fences the GPU for this finding, quoted for a POSIX shell, to paste and review
+        (`gpuadmin gpu-health gpu-h100-05/3 unhealthy --reason 'XID 79: GPU has fallen off the bus'`): the
+        set-gpu-health verb, which shows the plan and asks before applying it. `options`: gpuadmin's own
+        (`--state DIR`), put before the verb."""
+        return shlex.join(("gpuadmin", *options, "gpu-health", f"{self.node}/{self.gpu}", "unhealthy",
+                           "--reason", self.reason))
+
+    @property
+    def command(self) -> str:
+        return self.fence_command()
+
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "gpu": self.gpu, "reason": self.reason, "action": self.action,
-                "remedy": self.remedy}
+                "remedy": self.remedy, "command": self.command}
 
 
 def _remedy(node: str, gpu: int, reason: str) -> dict[str, Any]:
     return {"op": "set-gpu-health", "node": node, "gpu": gpu, "health": "unhealthy", "reason": reason}
+
+
+def reading_of(device: DeviceTelemetry) -> GpuReading:
+    """What health judges of a GPU's telemetry: its last XID (DCGM_FI_DEV_XID_ERRORS, 0: none since the driver
+    loaded) and its volatile double-bit ECC count; an unknown reading is left unknown, never zero."""
+    xid = device.xid.value
+    dbe = device.ecc_dbe_volatile.value
+    return GpuReading(device.node, device.gpu, xids=(int(xid),) if xid else (),
+                      dbe_volatile=int(dbe) if dbe is not None else None)
 
 
 def findings(readings: Iterable[GpuReading], seen: Mapping[tuple[str, int], LastSeen] | None = None,

@@ -273,7 +273,8 @@ class GpuadminApp(App[int]):
     def _telemetry_refreshed(self) -> None:
         """New readings (gpuadmin.tui.metrics_poll): the views showing them re-read, the others when shown."""
         for screen in list(self.live):
-            if isinstance(screen, ListingScreen) and screen.kind in TELEMETRY_THINGS:
+            if (isinstance(screen, ListingScreen) and screen.kind in TELEMETRY_THINGS) or isinstance(
+                    screen, OverviewScreen):  # the overview's firing alerts
                 screen.readings_moved()
 
     def refresh_header(self) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpuadmin.render.columns import Column
 from gpuadmin.render.rows import JOURNAL, LISTINGS, Listing
-from gpuadmin.tui.screens.listing import QUOTA_BAR, console_columns
+from gpuadmin.tui.screens.listing import GPU_MARK, QUOTA_BAR, console_columns
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "columns.md"
 
@@ -42,7 +42,7 @@ def _listing(name: str, listing: Listing) -> list[str]:
 
 def _keep_order(console: list[str], listing: Listing) -> str:
     """The console's columns from the one a narrow terminal gives up last to the one it gives up first."""
-    typed = {c.name: c for c in (*listing.fields, QUOTA_BAR)}
+    typed = {c.name: c for c in (*listing.fields, QUOTA_BAR, GPU_MARK)}
     ranked = [console[0], *sorted(console[1:], key=lambda n: -typed[n].priority)]
     return " ".join(ranked)
 

@@ -35,10 +35,11 @@ def oci_state() -> ClusterState:
 @pytest.fixture(scope="module")
 def oci_prometheus(oci_state: ClusterState,
                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[promserver.Prometheus]:
-    """The OCI sample's GPUs over the last hour (30 s apart), with an idle holder, an XID 79 GPU and a stale one."""
+    """The OCI sample's GPUs over the last hour (30 s apart), with an idle holder, an XID 79 GPU and a stale one;
+    the GPU alerting rules evaluated (the XID 79 GPU's alerts fire)."""
     needs_prometheus()
     now = time.time()
     end = now + AHEAD
     text = promserver.openmetrics(devices(oci_state, FAULTS, end=end), now - 3600, end, 30)
-    with promserver.running(text, tmp_path_factory.mktemp("prom")) as server:
+    with promserver.running(text, tmp_path_factory.mktemp("prom"), rules=promserver.GPU_RULES) as server:
         yield server

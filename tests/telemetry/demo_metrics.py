@@ -1,7 +1,8 @@
 """`make demo-metrics`: a real Prometheus on 127.0.0.1 holding DCGM exporter series for the OCI sample's GPUs over
 the last hour (and the next, so that it stays live) — utilisation, frame buffer, temperature and power of every
 GPU, the MIG instances' engine activity (labelled with their holders' pods), one idle holder (vit-h-pretrain,
-under 2 % on its 4 GPUs), one GPU with XID 79 and double-bit ECC errors (gpu-h100-05/3) — and prints the
+under 2 % on its 4 GPUs), one GPU with XID 79 and double-bit ECC errors (gpu-h100-05/3), whose alerts fire
+(the rules of tests/telemetry/fixtures/gpu-alerts.rules.yml, evaluated every second) — and prints the
 `config set` line. Runs until Ctrl-C (exit 0), its data in a temporary folder that goes with it.
 
     .venv/bin/python -m tests.telemetry.demo_metrics [--port 9091] [--inventory sample-inventories/oci-h100.yaml]
@@ -43,14 +44,15 @@ def main(argv: list[str] | None = None) -> int:
     now = time.time()
     end = now + AHEAD
     text = promserver.openmetrics(devices(state, DEMO_FAULTS, end=end), now - 3600, end, 30)
-    with promserver.running(text, port=args.port) as server:
+    with promserver.running(text, port=args.port, rules=promserver.GPU_RULES) as server:
         sys.stdout.write(
             f"demo-metrics: Prometheus at {server.url} holds the DCGM exporter's series of "
             f"{args.inventory.name}'s GPUs over the last hour.\n"
             f"  gpuadmin --state /tmp/gpa init --from {args.inventory}   # if there is no state yet\n"
             f"  gpuadmin --state /tmp/gpa config set metrics.prometheus {server.url}\n"
             "  gpuadmin --state /tmp/gpa top\n"
-            "  gpuadmin --state /tmp/gpa get gpus -o wide\n"
+            "  gpuadmin --state /tmp/gpa get gpus -o wide      # HEALTH, ALERTS (its rules fire on gpu-h100-05/3)\n"
+            "  gpuadmin --state /tmp/gpa idle\n"
             "Ctrl-C stops it. (The series run for an hour from now; after that Prometheus calls them stale.)\n")
         sys.stdout.flush()
         while not stop.wait(0.5):

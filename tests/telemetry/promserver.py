@@ -27,6 +27,8 @@ from pathlib import Path
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+# Alerting rules about GPUs the tests' and the demo's Prometheus evaluate (written for gpuadmin: see the file)
+GPU_RULES = Path(__file__).parent / "fixtures" / "gpu-alerts.rules.yml"
 
 
 def available() -> str | None:
@@ -101,16 +103,24 @@ def openmetrics(devices: list[Device], start: float, end: float, step: float) ->
 class Prometheus:
     """A running Prometheus: `url`, `stop()` (SIGTERM, waited for), `kill()` (SIGKILL: the server simply gone)."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, scrape: str | None = None) -> None:
-        """`scrape`: a `host:port` whose /metrics it scrapes every second (a recorded exporter's output)."""
+    def __init__(self, data_dir: Path, port: int | None = None, scrape: str | None = None,
+                 rules: Path | None = None) -> None:
+        """`scrape`: a `host:port` whose /metrics it scrapes every second (a recorded exporter's output);
+        `rules`: a rule file it evaluates every second (its alerts become `ALERTS` series, as on a real one)."""
         self.data_dir = data_dir
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = data_dir.parent / "prometheus.yml"
-        text = "global:\n  scrape_interval: 1h\n"  # scrapes nothing: the backfilled blocks are the data
+        # scrapes nothing unless told: the backfilled blocks are the data
+        text = f"global:\n  scrape_interval: {'1s' if scrape is not None else '1h'}\n"
+        if rules is not None:
+            text += f"  evaluation_interval: 1s\nrule_files:\n  - {json.dumps(str(rules))}\n"
+            # the backfilled blocks run past now, so the head refuses a sample at now as "out of bounds" (the
+            # rules' ALERTS series) unless it takes samples out of order
+            text += "storage:\n  tsdb:\n    out_of_order_time_window: 1d\n"
         if scrape is not None:
-            text = ("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: dcgm-exporter\n"
-                    f"    static_configs:\n      - targets: ['{scrape}']\n")
+            text += ("scrape_configs:\n  - job_name: dcgm-exporter\n"
+                     f"    static_configs:\n      - targets: ['{scrape}']\n")
         config.write_text(text, encoding="utf-8")
         self.log = data_dir.parent / "prometheus.log"
         with self.log.open("wb") as log:
@@ -119,6 +129,24 @@ class Prometheus:
                  f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=30d",
                  "--log.level=warn"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_ready()
+        if rules is not None:
+            self._wait_evaluated()
+
+    def _wait_evaluated(self, timeout: float = 30.0) -> None:
+        """Until every rule group has been evaluated and each active alert (pending or firing) is queryable as
+        an `ALERTS` series (they show a second or two after the evaluation that raised them)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(f"{self.url}/api/v1/rules", timeout=5) as answer:
+                groups = json.loads(answer.read())["data"]["groups"]
+            if groups and not any(g["lastEvaluation"].startswith("0001-") for g in groups):
+                with urllib.request.urlopen(f"{self.url}/api/v1/alerts", timeout=5) as answer:
+                    active = len(json.loads(answer.read())["data"]["alerts"])
+                if len(self.query("ALERTS")) >= active:
+                    return
+            time.sleep(0.2)
+        self.kill()
+        raise RuntimeError(f"prometheus did not evaluate its rules within {timeout:g}s")
 
     def _wait_ready(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
@@ -165,12 +193,14 @@ def backfill(text: str, data_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def running(text: str, workdir: Path | None = None, port: int | None = None) -> Iterator[Prometheus]:
-    """A Prometheus holding the series of `text`, stopped on exit (its temporary folder removed)."""
+def running(text: str, workdir: Path | None = None, port: int | None = None,
+            rules: Path | None = None) -> Iterator[Prometheus]:
+    """A Prometheus holding the series of `text` (evaluating `rules`), stopped on exit (its temporary folder
+    removed)."""
     with contextlib.ExitStack() as stack:
         base = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpuadmin-prom-")))
         backfill(text, base / "data")
-        server = Prometheus(base / "data", port)
+        server = Prometheus(base / "data", port, rules=rules)
         stack.callback(server.stop)
         yield server
 

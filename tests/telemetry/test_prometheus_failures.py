@@ -168,7 +168,7 @@ def test_a_slow_prometheus_is_slow_and_backs_off(slow_proxy: _SlowProxy) -> None
     url = f"http://127.0.0.1:{slow_proxy.server_address[1]}"
     source = PrometheusSource(PrometheusClient(url, timeout=5), clock=clock, slow_after=0.3)
     targets = Targets.from_view(View(_state()))
-    snap = source.refresh(targets)  # 12 queries x 50 ms: answered, past 0.3 s
+    snap = source.refresh(targets)  # 13 queries x 50 ms: answered, past 0.3 s
     assert snap.status.state == "slow" and snap.status.retry_at == clock.now + 5
     assert snap.gpus[("node-a", 0)].util.value == 42 and "backs off" in snap.status.message
 

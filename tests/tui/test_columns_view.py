@@ -8,7 +8,7 @@ import pytest
 from gpuadmin.render.rows import JOURNAL, LISTINGS
 from gpuadmin.service import Service
 from gpuadmin.tui.screens.describe import DescribeScreen
-from gpuadmin.tui.screens.listing import QUOTA_BAR, console_columns
+from gpuadmin.tui.screens.listing import GPU_MARK, QUOTA_BAR, console_columns
 from tests.tui.tuikit import ROOT, filter_rows, grid, make_app, screen_text, settle, shown, status_line
 
 OCI = ROOT / "sample-inventories" / "oci-h100.yaml"
@@ -136,9 +136,9 @@ async def test_a_cut_message_keeps_its_remedy_in_describe() -> None:
 @pytest.mark.parametrize("kind", [*LISTINGS, "journal"])
 def test_the_console_shows_the_listings_columns(kind: str) -> None:
     """One vocabulary: the console's columns are the listing's (the CLI's table, then `-o wide`), in its order;
-    the queues' quota bar is the one addition."""
+    the queues' quota bar and the GPUs' alert/health marker are the additions."""
     listing = JOURNAL if kind == "journal" else LISTINGS[kind]
-    extra = [QUOTA_BAR.name] if kind == "queues" else []
+    extra = [QUOTA_BAR.name] if kind == "queues" else [GPU_MARK.name] if kind == "gpus" else []
     narrow = [c.name for c in console_columns(kind)]
     wide = [c.name for c in console_columns(kind, wide=True)]
     assert [n for n in narrow if n not in extra] == list(listing.columns)

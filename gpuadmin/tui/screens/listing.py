@@ -37,6 +37,9 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 # column it adds is the queue's quota bar, drawn after the name: a picture of USED_GPUS against QUOTA_GPUS and
 # LIMIT_GPUS, not a value of its own, so not a filter key either (`/borrowed_gpus!=0` filters by the numbers).
 QUOTA_BAR = Column("USE", priority=5)
+# The GPUs view's marker, after the node: `!` on a GPU with a firing alert or flagged by its XID/ECC readings,
+# `x` on one fenced (set-gpu-health); from the last telemetry refresh (ALERTS, HEALTH: the wide columns say which)
+GPU_MARK = Column("!", priority=7)
 
 
 def console_columns(kind: str, *, wide: bool = False) -> list[Column]:
@@ -46,7 +49,16 @@ def console_columns(kind: str, *, wide: bool = False) -> list[Column]:
     columns = [c for c in listing.fields if c.name in names]
     if kind == "queues":
         columns.insert(1, QUOTA_BAR)
+    elif kind == "gpus":
+        columns.insert(1, GPU_MARK)
     return columns
+
+
+def gpu_mark(row: dict[str, Any]) -> str:
+    health = row.get("HEALTH")
+    if health == "fenced":
+        return "x"
+    return "!" if row.get("ALERTS") or health not in (None, "ok") else ""
 
 
 NODE_THINGS = {"nodes", "gpus", "slices"}
@@ -55,14 +67,17 @@ BAR = 16
 
 
 def console_rows(kind: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What the console adds to a listing's rows: the queue's quota bar, and the slice's GPU name (what
-    describe opens; a key of the row, not a column)."""
+    """What the console adds to a listing's rows: the queue's quota bar, the GPU's marker (`GPU_MARK`), and
+    the slice's GPU name (what describe opens; a key of the row, not a column)."""
     if kind == "queues":
         for row in rows:
             row["USE"] = quota_bar(float(row["USED_GPUS"]), row["QUOTA_GPUS"], row["LIMIT_GPUS"], BAR)
     elif kind == "slices":
         for row in rows:
             row["GPU_NAME"] = f"{row['NODE']}/{row['GPU']}"
+    elif kind == "gpus":
+        for row in rows:
+            row["!"] = gpu_mark(row)
     return rows
 
 

@@ -88,8 +88,32 @@ def overview_page(data: dict[str, Any], width: int, selected: int = -1) -> _Page
         page.count("  ", f"... and {len(data['nodes_out_of_service']) - 8} more (:nodes, /state!=ready)",
                    Drill("nodes", "state!=ready"))
         page.append("\n")
+    _alerts(page, data.get("alerts"))
     _jobs(page, data)
     return page
+
+
+def _alerts(page: _Page, alerts: dict[str, Any] | None) -> None:
+    """Prometheus's firing alerts about GPUs (the last telemetry refresh): how many, and the worst, which
+    opens its node (the GPUs view marks each GPU with one: `!`); nothing where no Prometheus is set. Names and
+    labels are the alert's: plain text, escaped."""
+    if alerts is None or alerts["state"] == "unset":
+        return
+    page.append("\nGPU alerts      ", style="bold")
+    if not alerts["count"]:
+        page.append(" none firing\n")
+        return
+    page.append(f" {alerts['count']} firing")
+    worst = alerts["worst"]
+    where = (f"{worst['node']}/{worst['gpu']}" if worst["placed"]
+             else f"{worst['node'] or '?'}/{worst['gpu_label'] or worst['uuid'] or '?'}, not a GPU of the state")
+    label = safe(f"! worst: {worst['name']}" + (f" ({worst['severity']})" if worst["severity"] else "")
+                 + f" on {where}")
+    if worst["placed"]:
+        page.count("  ", label, Drill("nodes", node=worst["node"]))
+    else:
+        page.append(f"  {label}")
+    page.append("\n")
 
 
 def _jobs(page: _Page, data: dict[str, Any]) -> None:
@@ -155,13 +179,13 @@ class OverviewScreen(ViewScreen):
     def read(self, service: Service) -> dict[str, Any]:
         """The counts at once; the pending jobs by reason when the service has them (a dry-run cycle): if
         it has not, `show` asks for them as a second read."""
-        return service.overview(reasons=service.reasons_ready())
+        return {**service.overview(reasons=service.reasons_ready()), "alerts": service.alerts_summary()}
 
     def show(self, data: dict[str, Any]) -> None:
         self._data = data
         self._draw()
         if data["pending_by_reason"] is None:
-            self.ask_read(lambda service: service.overview())
+            self.ask_read(lambda service: {**service.overview(), "alerts": service.alerts_summary()})
 
     def _draw(self) -> None:
         if self._data is None:
