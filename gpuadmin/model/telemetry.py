@@ -26,6 +26,16 @@ class Reading(NamedTuple):
         return Reading(None, reason)
 
 
+class GpuProcess(NamedTuple):
+    """A process using a GPU or MIG instance, as NVML lists it (the NVML source only; DCGM's series name pods):
+    its pid on this host, its name (the process's own: hostile, shown escaped) and the frame buffer it uses
+    (None where the driver does not say, e.g. without the permission to see another user's)."""
+
+    pid: int
+    name: str
+    used_mib: float | None
+
+
 # the figures of a device, by field name; `DeviceTelemetry.reading(name)` reads them
 READING_FIELDS = ("util", "fb_used_mib", "fb_free_mib", "temp_c", "power_w", "xid", "ecc_dbe_volatile",
                   "ecc_dbe_aggregate", "retired_pages_dbe", "remapped_rows_uncorrectable", "row_remap_failure")
@@ -57,6 +67,7 @@ class DeviceTelemetry(NamedTuple):
     retired_pages_dbe: Reading = Reading(None, "not read")  # pages retired for double-bit errors (before Ampere)
     remapped_rows_uncorrectable: Reading = Reading(None, "not read")  # rows remapped for them (Ampere and later)
     row_remap_failure: Reading = Reading(None, "not read")  # 1: a remap failed (the GPU needs service)
+    processes: tuple[GpuProcess, ...] | None = None  # NVML's processes on it; None: the source lists none (DCGM)
 
     @property
     def name(self) -> str:
@@ -95,3 +106,4 @@ class SourceStatus:
     seconds: float | None = None  # how long the last refresh's queries took
     queries: int = 0  # queries the last refresh sent (one per metric, never one per GPU)
     notes: tuple[str, ...] = field(default=())  # what the join could not place (counts; labels shown safely)
+    source: Literal["prometheus", "nvml"] = "prometheus"  # which source answered (`metrics.source`)

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuadmin.adapters._common import dns_name
 from gpuadmin.engine.state import View
@@ -243,7 +244,7 @@ def _device(node: str, index: int, target: MigTarget | None, found: _Device | No
     if found is not None and target is not None and name in absent:
         stale = None  # placed after all (some of its series named its pod)
     got = found.readings if found is not None else {}
-    readings: dict[str, Reading] = {}
+    readings: dict[str, Any] = {}  # the DeviceTelemetry fields by name (mypy: ** of one value type)
     for field_name in READING_FIELDS:
         reading = got.get(field_name)
         if reading is None:
