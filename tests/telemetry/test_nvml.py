@@ -15,6 +15,7 @@ import ctypes.util
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -419,3 +420,32 @@ def test_top_shows_processes_escaped(state: Path, hostile_process: int, monkeypa
             assert json.loads(proc.stdout)["source"]["source"] == "nvml"
         else:
             assert proc.stdout.splitlines()[0].split()[-1] == "PROCS" and f"{pid} " in proc.stdout
+
+
+def test_the_device_probe_reads_and_times(monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/device/nvml_probe.py's whole path before a real GPU runs it: `import local`'s reader and the source
+    over one stand-in (tests/adapters/test_local.py's NVML calls for the import, this module's for the readings:
+    an H100 with the all-balanced MIG layout, and a whole one), every reading printed, the timings and ratio."""
+    import bench.device.nvml_probe as probe
+    from tests.adapters.test_local import H100_BALANCED, _h100
+    from tests.adapters.test_local import fake_nvml as import_fake
+
+    migs = [m | {"used": 100, "free": m["mib"] - 100, "procs": [(9000 + m["start"], 64 * MIB)]}
+            for m in H100_BALANCED]
+    gpus = [_h100(0, migs) | _gpu(util=0, xids=[79]), _h100(1) | _gpu()]
+    reading, importing = fake_nvml(gpus), import_fake(gpus)
+    for name in ("nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetGpuInstanceById", "nvmlGpuInstanceGetInfo"):
+        setattr(reading, name, getattr(importing, name))  # the import's MIG calls (profile ids, real GI ids)
+    merged = SimpleNamespace(**(vars(importing) | vars(reading)))
+    merged.NVMLError = Exception  # each stand-in raises its own error class
+    monkeypatch.setattr(probe, "load_nvml", lambda: merged)
+    monkeypatch.setattr(sys, "argv", ["nvml_probe", "--repeat", "3"])
+    assert probe.main() == 0
+    out = capsys.readouterr().out
+    assert "2 GPU(s) (H100-SXM5-80GB), 4 MIG instance(s)" in out
+    assert re.search(r"/0/mig@4  3g\.40gb  MIG-0-\d\n(.*\n){11}    processes +9004 \S+ \(64 MiB\)\n", out), out
+    assert re.search(r"/0 +GPU-0\n(.*\n){5}    xid +79\n", out), out
+    assert "    power_w                      512.345" in out
+    assert "no utilisation for a MIG instance" in out
+    assert out.splitlines()[-1].startswith("timings: first refresh ") and "ratio" in out.splitlines()[-1]
