@@ -249,19 +249,24 @@ class NvmlSource:
                              "the kernel log does)")
 
     def _processes(self, nvml: Any, handle: Any) -> tuple[GpuProcess, ...] | None:
+        """The processes NVML lists on a device; None where neither list could be read (unknown, not "none")."""
         errors = _error_types(nvml)
         listed: dict[int, float | None] = {}
+        answered = False
         for call in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
             try:
                 procs = getattr(nvml, call)(handle)
             except errors:
                 continue  # not supported (a MIG instance has no graphics), or no permission: the other list
+            answered = True
             for p in procs:
                 pid, used = getattr(p, "pid", None), getattr(p, "usedGpuMemory", None)
                 if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
                     continue
                 mib = _number(used, 0, 1e15, 1 / MIB).value if used is not None else None
                 listed[pid] = max(listed.get(pid) or 0.0, mib) if mib is not None else listed.get(pid)
+        if not answered:
+            return None
         return tuple(GpuProcess(pid, self._name(nvml, pid), used)
                      for pid, used in sorted(listed.items())[:MAX_PROCESSES])
 

@@ -308,6 +308,8 @@ def test_errors_and_hostile_values_are_reasons_never_numbers(state: Path) -> Non
                   fail={"rows": NOT_SUPPORTED, "util": FakeNVMLError(15, "GPU is lost")})
     gpus[2]["util"] = True  # a bool is no percentage
     gpus[3]["procs"] = [(-1, 5), (0, 5), (77, None), (78, 10 * MIB)]
+    gpus[0]["fail"] |= {"procs": FakeNVMLError(4, "Insufficient Permissions"), "graphics": NOT_SUPPORTED}
+    gpus[4]["procs"] = []
     source = NvmlSource(NODE, nvml=fake_nvml(gpus),
                         process_name=lambda pid: "\x1b[31mevil\x1b[0m" if pid == 78 else None)
     snapshot = source.refresh(_targets(state))
@@ -317,6 +319,8 @@ def test_errors_and_hostile_values_are_reasons_never_numbers(state: Path) -> Non
     assert bad.power_w.value is None and bad.ecc_dbe_volatile.value is None
     assert bad.remapped_rows_uncorrectable.reason == "NVML: not supported on this GPU (no row remapping before Ampere)"
     assert snapshot.gpus[(NODE, 2)].util.reason == "NVML returned bool, not a number"
+    assert snapshot.gpus[(NODE, 0)].processes is None  # neither list could be read: unknown, not "none"
+    assert snapshot.gpus[(NODE, 4)].processes == ()  # both read, empty
     assert [tuple(p) for p in snapshot.gpus[(NODE, 3)].processes or ()] == [(77, "?", None),
                                                                              (78, "\x1b[31mevil\x1b[0m", 10.0)]
 
