@@ -42,7 +42,8 @@ READING_FIELDS = ("util", "fb_used_mib", "fb_free_mib", "temp_c", "power_w", "xi
 
 
 class DeviceTelemetry(NamedTuple):
-    """A GPU (`mig_start` None) or one of its MIG instances, as the DCGM exporter's series describe it.
+    """A GPU (`mig_start` None) or one of its MIG instances, as the DCGM exporter's series (or NVML, on the GPU's
+    own host: `gpuadmin.telemetry.nvml`) describe it.
 
     `util` is percent busy: DCGM_FI_DEV_GPU_UTIL for a GPU, DCGM_FI_PROF_GR_ENGINE_ACTIVE x 100 for a MIG
     instance (NVML reports no utilisation for one). Temperature, power, XID and ECC are the GPU's: on a MIG
@@ -67,7 +68,7 @@ class DeviceTelemetry(NamedTuple):
     retired_pages_dbe: Reading = Reading(None, "not read")  # pages retired for double-bit errors (before Ampere)
     remapped_rows_uncorrectable: Reading = Reading(None, "not read")  # rows remapped for them (Ampere and later)
     row_remap_failure: Reading = Reading(None, "not read")  # 1: a remap failed (the GPU needs service)
-    processes: tuple[GpuProcess, ...] | None = None  # NVML's processes on it; None: the source lists none (DCGM)
+    processes: tuple[GpuProcess, ...] | None = None  # NVML's list; None: not known (DCGM's source, no permission)
 
     @property
     def name(self) -> str:
