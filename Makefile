@@ -9,7 +9,7 @@ $(BIN)/gpuadmin: pyproject.toml setup.py
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: run test test-wheel test-slow lint bench system-deps demo-metrics demo-cluster
+.PHONY: run test test-wheel test-slow lint bench system-deps demo-metrics demo-cluster probe-site
 run: $(BIN)/gpuadmin
 	$(BIN)/gpuadmin
 
@@ -81,3 +81,10 @@ DEMO_PORT ?= 17443
 DEMO_DIR ?= .demo
 demo-cluster: $(BIN)/gpuadmin
 	$(BIN)/python -m tests.kube.demo_cluster --port $(DEMO_PORT) --dir $(DEMO_DIR)
+
+# What bench/device/nvml_probe.py needs beyond the checkout, for a GPU machine that reaches no registry
+# (docs/telemetry.md): gpuadmin's runtime packages and nvidia-ml-py installed into .probe-site/ (about 15 MB, for
+# this machine's Python and CPU), carried with the checkout and put on PYTHONPATH there.
+probe-site: $(BIN)/gpuadmin
+	rm -rf .probe-site
+	$(BIN)/pip install --quiet --target .probe-site 'nvidia-ml-py>=12' 'pydantic>=2.7,<3' 'pyyaml>=6.0' 'psutil>=5.9'

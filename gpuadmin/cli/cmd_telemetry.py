@@ -18,14 +18,17 @@ if TYPE_CHECKING:
 
 TOP_EXAMPLES = (
     "examples:\n  gpuadmin config set metrics.prometheus http://prometheus.monitoring:9090\n  gpuadmin top\n"
-    "  gpuadmin top --sort temp -o json\n\n"
-    "exit codes: 0 done (slow: a note on stderr); 2 no Prometheus is set (the message says how to set one), or "
-    "bad usage; 3 Prometheus did not answer (down, a timeout, an error); 4 not permitted")
+    "  gpuadmin top --sort temp -o json\n"
+    "  gpuadmin config set metrics.source nvml && gpuadmin top -o wide   # on a GPU node: with its processes\n\n"
+    "exit codes: 0 done (slow: a note on stderr); 2 no Prometheus is set (the message says how to set one), "
+    "metrics.source nvml on a host without nvidia-ml-py or an NVIDIA driver, or bad usage; 3 the source did not "
+    "answer (Prometheus down, a timeout, an error; an NVML error); 4 not permitted")
 CONFIG_EXAMPLES = (
     "examples:\n  gpuadmin config set metrics.prometheus http://127.0.0.1:9090\n  gpuadmin config get\n"
-    "  gpuadmin config unset metrics.prometheus\n\n"
-    "exit codes: 0 done; 2 bad input (an unknown setting, a URL that is not http(s)://HOST[:PORT][/PATH], "
-    "--inventory); 4 not permitted (setting needs an admin)")
+    "  gpuadmin config unset metrics.prometheus\n"
+    "  gpuadmin config set metrics.source nvml        # on a GPU node: this host's GPUs through NVML\n\n"
+    "exit codes: 0 done; 2 bad input (an unknown setting, a URL that is not http(s)://HOST[:PORT][/PATH], a "
+    "source other than prometheus or nvml, --inventory); 4 not permitted (setting needs an admin)")
 
 
 def _config(args: argparse.Namespace, ctx: Context) -> int:
@@ -55,14 +58,15 @@ def status_line(status: SourceStatus) -> str:
     """One line on how the source answered (stderr), e.g. `prometheus down since 12:01:02Z (3m): refused`."""
     since = time.strftime("%H:%M:%SZ", time.gmtime(status.since)) if status.since is not None else "?"
     if status.state == "down":
-        return f"gpuadmin: prometheus down since {since}: {status.message}"
+        return f"gpuadmin: {status.source} down since {since}: {status.message}"
     if status.state == "slow":
-        return f"gpuadmin: prometheus slow since {since}: {status.message}"
+        return f"gpuadmin: {status.source} slow since {since}: {status.message}"
     return f"gpuadmin: {status.message}" if status.message else ""
 
 
 def _source(status: SourceStatus) -> dict[str, Any]:
-    return {"state": status.state, "url": status.url, "since": status.since, "message": status.message,
+    return {"source": status.source, "state": status.state, "url": status.url, "since": status.since,
+            "message": status.message,
             "seconds": round(status.seconds, 3) if status.seconds is not None else None, "queries": status.queries,
             "notes": list(status.notes)}
 
@@ -169,8 +173,10 @@ def write_idle(result: IdleResult, fmt: str) -> None:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     config = sub.add_parser("config", help="the state's settings: where telemetry comes from",
                             description="Settings of the state (a file beside it, not journaled): "
+                                        "metrics.source (prometheus, the default, or nvml: this host's GPUs), "
                                         "metrics.prometheus (the Prometheus holding the DCGM exporter's series), "
-                                        "metrics.node-label (the label naming the node; Hostname by default). "
+                                        "metrics.node-label (the label naming the node; Hostname by default), "
+                                        "metrics.local-node (with nvml: the state's node this host is). "
                                         "Setting one needs an admin.",
                             epilog=CONFIG_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = config.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -190,7 +196,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     top = sub.add_parser("top", help="every GPU and MIG instance with live util, memory, temperature, power and "
                                      "errors, the worst first",
                          description="Live telemetry from the Prometheus set with `config set metrics.prometheus` "
-                                     "(the DCGM exporter's series), joined to the state: the most erroring GPUs "
+                                     "(the DCGM exporter's series), or with `config set metrics.source nvml` from "
+                                     "this host's NVML (with each GPU's processes: PROCS in -o wide), joined to the "
+                                     "state: the most erroring GPUs "
                                      "first (XID, double-bit ECC, remapped rows), then the busiest, then the "
                                      "hottest (--sort changes it). A `-` is a reading not known; NOTE says why.",
                          epilog=TOP_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -26,13 +26,24 @@ class Reading(NamedTuple):
         return Reading(None, reason)
 
 
+class GpuProcess(NamedTuple):
+    """A process using a GPU or MIG instance, as NVML lists it (the NVML source only; DCGM's series name pods):
+    its pid on this host, its name (the process's own: hostile, shown escaped) and the frame buffer it uses
+    (None where the driver does not say, e.g. without the permission to see another user's)."""
+
+    pid: int
+    name: str
+    used_mib: float | None
+
+
 # the figures of a device, by field name; `DeviceTelemetry.reading(name)` reads them
 READING_FIELDS = ("util", "fb_used_mib", "fb_free_mib", "temp_c", "power_w", "xid", "ecc_dbe_volatile",
                   "ecc_dbe_aggregate", "retired_pages_dbe", "remapped_rows_uncorrectable", "row_remap_failure")
 
 
 class DeviceTelemetry(NamedTuple):
-    """A GPU (`mig_start` None) or one of its MIG instances, as the DCGM exporter's series describe it.
+    """A GPU (`mig_start` None) or one of its MIG instances, as the DCGM exporter's series (or NVML, on the GPU's
+    own host: `gpuadmin.telemetry.nvml`) describe it.
 
     `util` is percent busy: DCGM_FI_DEV_GPU_UTIL for a GPU, DCGM_FI_PROF_GR_ENGINE_ACTIVE x 100 for a MIG
     instance (NVML reports no utilisation for one). Temperature, power, XID and ECC are the GPU's: on a MIG
@@ -57,6 +68,7 @@ class DeviceTelemetry(NamedTuple):
     retired_pages_dbe: Reading = Reading(None, "not read")  # pages retired for double-bit errors (before Ampere)
     remapped_rows_uncorrectable: Reading = Reading(None, "not read")  # rows remapped for them (Ampere and later)
     row_remap_failure: Reading = Reading(None, "not read")  # 1: a remap failed (the GPU needs service)
+    processes: tuple[GpuProcess, ...] | None = None  # NVML's list; None: not known (DCGM's source, no permission)
 
     @property
     def name(self) -> str:
@@ -95,3 +107,4 @@ class SourceStatus:
     seconds: float | None = None  # how long the last refresh's queries took
     queries: int = 0  # queries the last refresh sent (one per metric, never one per GPU)
     notes: tuple[str, ...] = field(default=())  # what the join could not place (counts; labels shown safely)
+    source: Literal["prometheus", "nvml"] = "prometheus"  # which source answered (`metrics.source`)

@@ -1,7 +1,8 @@
 """Telemetry as listing cells: pure functions from a device's readings (`gpuadmin.model.telemetry`) to row values.
 
 `get gpus -o wide` and `get slices -o wide` add UTIL (percent busy), MEM (MiB of frame buffer in use), TEMP (°C)
-and POWER (W); `gpuadmin top` lists every GPU and MIG instance with them, the worst first. A reading that is not
+and POWER (W); `gpuadmin top` lists every GPU and MIG instance with them, the worst first, and (from the NVML
+source) the processes on each. A reading that is not
 there is None (`-` in a table, `null` in JSON), never 0: its reason is in top's NOTE and in `-o json`.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from gpuadmin.model.telemetry import DeviceTelemetry, Reading
+from gpuadmin.model.telemetry import DeviceTelemetry, GpuProcess, Reading
 from gpuadmin.render.columns import Column, Kind, number, text
 from gpuadmin.render.rows import NO_TELEMETRY, Listing, Row
 
@@ -57,6 +58,16 @@ def _first_missing(device: DeviceTelemetry) -> str:
     return "-"
 
 
+def processes_cell(processes: tuple[GpuProcess, ...] | None) -> str:
+    """`4242 python (2048 MiB), 4300 ?`: what `top -o wide` shows; `-` where the source lists none (DCGM's)."""
+    if processes is None:
+        return "-"
+    if not processes:
+        return "none"
+    return ", ".join(f"{p.pid} {p.name}" + (f" ({p.used_mib:.0f} MiB)" if p.used_mib is not None else "")
+                     for p in processes)
+
+
 def top_row(name: str, model: str, holders: str, device: DeviceTelemetry, alerts: Iterable[str] = (),
             health: str | None = None) -> Row:
     """A row of `gpuadmin top`: the device, who holds it (gpuadmin's state), its readings and errors, the
@@ -69,7 +80,9 @@ def top_row(name: str, model: str, holders: str, device: DeviceTelemetry, alerts
         "XID": _whole(device.xid), "DBE": _whole(device.ecc_dbe_volatile),
         "REMAPPED": _whole(device.remapped_rows_uncorrectable),
         "ALERTS": alerts_cell(alerts), "HEALTH": health,
-        "PODS": ",".join(device.pods) or "-", "NOTE": _first_missing(device),
+        "PODS": ",".join(device.pods) or "-", "PROCS": processes_cell(device.processes),
+        "PROCESSES": [p._asdict() for p in device.processes] if device.processes is not None else None,
+        "NOTE": _first_missing(device),
         "ERRORS": device.errors,
     }
 
@@ -103,7 +116,8 @@ TOP = Listing("device", (
     number("DBE", int | None, priority=4), number("REMAPPED", int | None, priority=1),
     text("HEALTH", priority=3, json_type=str | None), text("ALERTS", priority=3, json_type=str | None),
     text("NOTE", priority=0),
-    text("PODS", wide=True), number("ERRORS", float, hidden=True),
+    text("PODS", wide=True), text("PROCS", wide=True), number("ERRORS", float, hidden=True),
+    text("PROCESSES", hidden=True),
 ), None)
 
 

@@ -54,6 +54,13 @@ class TelemetryUnset(GpuadminError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class NvmlUnavailable(GpuadminError):
+    """`metrics.source` is nvml and NVML cannot be used on this host: no nvidia-ml-py, no driver library, or a
+    driver `nvmlInit` refuses (exit 2, as `gpuadmin import local` without a driver); the one line says which."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
 class TelemetryUnavailable(GpuadminError):
     """Prometheus did not answer (down, a timeout, an error) and there are no readings to show (exit 3, as an
     unreachable cluster)."""

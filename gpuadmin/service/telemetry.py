@@ -1,16 +1,19 @@
 """The state's settings (`gpuadmin config`) and live telemetry: the snapshot, the listings' telemetry columns
 and `top`.
 
-Settings (`store.settings`: a file beside the state, not in its journal): `metrics.prometheus`, the base URL of
-the Prometheus holding the DCGM exporter's series; `metrics.node-label`, the label naming the node in them
-(`Hostname`, the exporter's own, by default). Setting one needs an admin (the `configure` use case): it decides
-where every operator's gpuadmin sends requests.
+Settings (`store.settings`: a file beside the state, not in its journal): `metrics.source`, where readings come
+from (`prometheus`, the default, or `nvml`: this host's GPUs); `metrics.prometheus`, the base URL of the
+Prometheus holding the DCGM exporter's series; `metrics.node-label`, the label naming the node in them
+(`Hostname`, the exporter's own, by default); `metrics.local-node`, with `nvml`, the state's node this host is
+(default: the host name). Setting one needs an admin (the `configure` use case): it decides where every
+operator's gpuadmin sends requests.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,7 +30,7 @@ from gpuadmin.render.rows import LISTINGS, Row
 from gpuadmin.render.telemetry import TopOrder, alerts_cell, health_cell, telemetry_cells, top_order, top_row
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.core import ServiceCore
-from gpuadmin.service.errors import TelemetryUnavailable, TelemetryUnset
+from gpuadmin.service.errors import NvmlUnavailable, TelemetryUnavailable, TelemetryUnset
 from gpuadmin.store.settings import read_settings, write_settings
 from gpuadmin.telemetry import PrometheusClient, PrometheusSource, Targets, TelemetrySnapshot, check_url
 from gpuadmin.telemetry.alerts import worst_first
@@ -42,6 +45,7 @@ from gpuadmin.telemetry.idle import (
     idle_holdings,
     wasted_per_queue,
 )
+from gpuadmin.telemetry.nvml import NvmlSource
 from gpuadmin.telemetry.xid import Finding
 
 PROMETHEUS = "metrics.prometheus"
@@ -52,6 +56,9 @@ MAX_IDLE_MINUTES = 24 * 60  # the history asked for spans this at most: one rang
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h)?$")
 HOW_TO_SET = (f"no Prometheus is set for this state: gpuadmin config set {PROMETHEUS} http://HOST:9090 "
               "(the one holding the DCGM exporter's series; docs/telemetry.md)")
+SOURCE = "metrics.source"
+LOCAL_NODE = "metrics.local-node"
+SOURCES = ("prometheus", "nvml")
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,127}$")  # Prometheus's label names
 
 
@@ -88,6 +95,24 @@ def _checked(parse: Callable[[str], float]) -> Callable[[str], str]:
         parse(text)
         return text.strip()
     return check
+def _source_name(value: str) -> str:
+    if value not in SOURCES:
+        raise ValueError(f"one of {', '.join(SOURCES)}")
+    return value
+
+
+_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+
+
+def _node_name(value: str) -> str:
+    if not _NODE_NAME.match(value):
+        raise ValueError("a node name (letters, digits, '.', '_', '-'; at most 253)")
+    return value
+
+
+def local_host_name() -> str:
+    """This host's name as `gpuadmin import local` names its node: the host name up to its first dot."""
+    return socket.gethostname().split(".")[0]
 
 
 @dataclass(frozen=True)
@@ -105,6 +130,11 @@ SETTINGS: dict[str, Setting] = {
                                                "(`gpuadmin idle`; 30m, 2h)", f"{DEFAULT_FOR_MINUTES:g}m"),
     IDLE_BELOW: Setting(_checked(parse_percent), "the utilisation (%) under which a held slice counts as idle "
                                                  "(`gpuadmin idle`)", f"{DEFAULT_BELOW_PERCENT:g}"),
+    SOURCE: Setting(_source_name, "where readings come from: prometheus (the DCGM exporter's series, the whole "
+                                  "cluster) or nvml (this host's GPUs through NVIDIA's NVML, with their "
+                                  "processes: gpuadmin run on the GPU node)", "prometheus"),
+    LOCAL_NODE: Setting(_node_name, "with metrics.source nvml: the state's node this host is (default: the "
+                                    "host name)"),
 }
 
 
@@ -191,6 +221,7 @@ class TelemetryUseCases(ServiceCore):
     """`config get/set/unset`, the telemetry snapshot, telemetry columns of the listings, and `top`."""
 
     _telemetry: tuple[str, str, PrometheusSource] | None = None  # (url, node label, source): polled with back-off
+    _nvml: NvmlSource | None = None  # metrics.source nvml: this host's, kept (its XID event sets) across refreshes
     _targets: tuple[int, Targets] | None = None  # per revision
 
     # settings ---------------------------------------------------------------------------------
@@ -217,6 +248,7 @@ class TelemetryUseCases(ServiceCore):
         settings[key] = checked
         write_settings(store, settings)
         self._telemetry = None
+        self._drop_nvml()
         return checked
 
     @use_case("configure")
@@ -229,6 +261,7 @@ class TelemetryUseCases(ServiceCore):
             return False
         write_settings(store, settings)
         self._telemetry = None
+        self._drop_nvml()
         return True
 
     @staticmethod
@@ -249,15 +282,37 @@ class TelemetryUseCases(ServiceCore):
     def telemetry(self) -> TelemetrySnapshot:
         """The readings of every GPU and MIG instance now (one query per metric for the whole cluster), or while
         Prometheus is slow or down the last ones with its status; status `unset` where no Prometheus is set."""
+        nvml = self._nvml_source()
+        if nvml is not None:
+            return nvml.refresh(self._telemetry_targets())
         try:
             source = self._source()
         except TelemetryUnset as unset:
             return TelemetrySnapshot(SourceStatus("unset", message=str(unset)), time.time())
         return source.refresh(self._telemetry_targets())
 
+    def _nvml_source(self) -> NvmlSource | None:
+        """This host's NVML source where `metrics.source` is nvml (made once, for its node), else None."""
+        settings = self._settings()
+        if settings.get(SOURCE) != "nvml":
+            self._drop_nvml()
+            return None
+        node = settings.get(LOCAL_NODE) or local_host_name()
+        if self._nvml is None or self._nvml.node != node:
+            self._drop_nvml()
+            self._nvml = NvmlSource(node)
+        return self._nvml
+
+    def _drop_nvml(self) -> None:
+        if self._nvml is not None:
+            self._nvml.close()
+            self._nvml = None
+
     def _last_telemetry(self) -> TelemetrySnapshot:
         """The last refresh's snapshot, as `telemetry` held it while backing off; status `unset` before any."""
-        source = self._telemetry[2] if self._telemetry is not None else None
+        source: PrometheusSource | NvmlSource | None = self._telemetry[2] if self._telemetry is not None else None
+        if self._nvml is not None:
+            source = self._nvml
         if source is None or source.last is None:
             return TelemetrySnapshot(SourceStatus("unset", message=HOW_TO_SET), time.time())
         return replace(source.last, status=source.status)
@@ -266,8 +321,9 @@ class TelemetryUseCases(ServiceCore):
     def utilisation_history(self, *, seconds: float = 3600, step: float = 60) -> dict[Any, Any]:
         """Every GPU's (`(node, index)`) and MIG instance's (`(node, index, start)`) utilisation in % over the
         last `seconds`, a point every `step` (None where not known): what idle allocations are computed from.
-        Exit 2 where no Prometheus is set; Prometheus's failures are exit 3 (`PrometheusUnavailable`)."""
-        source = self._source()
+        Exit 2 where no Prometheus is set, or the source is NVML (it keeps no history); Prometheus's failures are
+        exit 3 (`PrometheusUnavailable`)."""
+        source = self._history_source()
         return source.util_history(self._telemetry_targets(), seconds=seconds, step=step)
 
     @use_case("read")
@@ -276,13 +332,14 @@ class TelemetryUseCases(ServiceCore):
         `for_minutes` (defaults: the settings idle.below and idle.for, else 5 % and 30 minutes), from each
         slice's utilisation history (two range queries for the whole cluster, a point a minute, over the
         threshold plus 5 minutes or the last hour, whichever is longer); GPU-hours held idle per queue. A
-        slice without samples is not known to be idle. Exit 2 where no Prometheus is set; 3 where it fails."""
+        slice without samples is not known to be idle. Exit 2 where no Prometheus is set or the source is NVML; 3
+        where Prometheus fails."""
         settings = self._settings()
         for_minutes = for_minutes if for_minutes is not None else parse_minutes(
             settings.get(IDLE_FOR, f"{DEFAULT_FOR_MINUTES:g}m"))
         below = below if below is not None else parse_percent(settings.get(IDLE_BELOW, f"{DEFAULT_BELOW_PERCENT:g}"))
         window = max(60.0, for_minutes + 5)
-        source = self._source()
+        source = self._history_source()
         at = source.clock()
         history = source.util_history(self._telemetry_targets(), seconds=window * 60, step=60)
         samples: dict[SliceKey, list[Sample]] = {}
@@ -291,6 +348,15 @@ class TelemetryUseCases(ServiceCore):
             samples[slice_key] = [Sample(t, v) for t, v in points if v is not None]
         found = idle_holdings(holdings(View(self._holding_state())), samples, at, below, for_minutes)
         return IdleResult(below, for_minutes, window, at, found, wasted_per_queue(found))
+
+    def _history_source(self) -> PrometheusSource:
+        """The Prometheus whose range queries give utilisation history; refused (exit 2) where the source is NVML,
+        which keeps none."""
+        if self._settings().get(SOURCE) == "nvml":
+            raise TelemetryUnset(f"{SOURCE} is nvml, which keeps no history of utilisation: idle allocations need "
+                                 f"the DCGM exporter's series in a Prometheus (gpuadmin config set {SOURCE} "
+                                 f"prometheus; {PROMETHEUS} URL)")
+        return self._source()
 
     def _source(self) -> PrometheusSource:
         settings = self._settings()
@@ -346,13 +412,16 @@ class TelemetryUseCases(ServiceCore):
     @use_case("read")
     def top(self, order: TopOrder = "errors") -> TopResult:
         """Every GPU and MIG instance with its readings, the worst first (`order`); holders from the state.
-        Refused where no Prometheus is set (exit 2, saying how), and where it is down with no readings yet
-        (exit 3); slow, or down with the last readings, it answers with the status."""
+        Refused where no Prometheus is set (exit 2, saying how), with the NVML source where NVML cannot be used
+        on this host (exit 2: no package, no library, no driver), and where the source is down with no readings
+        yet (exit 3); slow, or down with the last readings, it answers with the status."""
         snapshot = self.telemetry()
         if snapshot.status.state == "unset":
             raise TelemetryUnset(snapshot.status.message)
+        if self._nvml is not None and self._nvml.unavailable is not None and not snapshot.gpus:
+            raise NvmlUnavailable(self._nvml.unavailable)
         if snapshot.status.state == "down" and not snapshot.gpus:
-            raise TelemetryUnavailable(f"prometheus down: {snapshot.status.message}")
+            raise TelemetryUnavailable(f"{snapshot.status.source} down: {snapshot.status.message}")
         view = View(self._holding_state())
         gpus = {(r["NODE"], r["GPU"]): r for r in _rows(view, "gpus")}
         slices = {r["NAME"]: r for r in _rows(view, "slices")}

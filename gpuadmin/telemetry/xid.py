@@ -6,9 +6,14 @@ RESTART_APP, RESET_GPU, RESTART_BM (reboot the node), CONTACT_SUPPORT (hardware:
 catalog action is a reset, a reboot or support, and any double-bit (uncorrectable) ECC error, flags the GPU: the
 finding carries the remedy as a `set-gpu-health` change to review, never applied by this module (it is pure).
 
-UNCERTAIN (marked, as every fact not checked against its source is): the rows below were written from that page
-without a row-by-row check against its current spreadsheet (92's IGNORE is the least sure). Until checked, an
-operator reads each finding as a prompt to look, and the fence is only ever proposed, never applied unreviewed.
+Checked row by row against NVIDIA's own text as far as it could be read (`CHECKED`: what of each row was
+checked, and where): the catalog page's table could be read only as far as XID 13, so XID 13 alone is checked
+whole (meaning and action); the meanings of 48, 63, 64, 94, 95 and 79 are checked against NVIDIA's memory-error
+and operational-event pages, not their actions. Every other row, and every action but 13's, stays UNCERTAIN
+(`uncertain(code)`). Third-party copies of the catalog (not NVIDIA's, so not a source) give other immediate
+actions for some rows — IGNORE for 43 and 63, WORKFLOW_XID_45 and WORKFLOW_XID_48 for 45 and 48 — which is why
+the actions stay unchecked until read from NVIDIA's spreadsheet itself. Until then an operator reads each finding
+as a prompt to look, and the fence is only ever proposed, never applied unreviewed.
 """
 
 from __future__ import annotations
@@ -55,6 +60,36 @@ CATALOG: dict[int, Xid] = {x.code: x for x in (
     _xid(119, "GSP RPC timeout", "RESET_GPU"),
     _xid(120, "GSP error", "RESET_GPU"),
 )}
+
+
+_CATALOG_PAGE = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+_MEMORY_ERRORS = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/user-visible-statistics.html"
+_PAGE_RETIREMENT = "https://docs.nvidia.com/deploy/dynamic-page-retirement/visibility.html"
+_OPERATIONAL_EVENTS = "https://docs.nvidia.com/deploy/gpu-operational-events/latest/release-notes.html"
+
+# What of a row was checked against NVIDIA's text, and where (an absent row, and the unchecked part of a row
+# here, is uncertain). Checked on 2026-12-04 through the session's search of stored NVIDIA pages.
+CHECKED: dict[int, str] = {
+    13: f"meaning and action: the catalog's row 13 (Graphics Engine Exception; immediate action RESTART_APP), "
+        f"{_CATALOG_PAGE}",
+    48: f"meaning only: 'an uncorrectable ECC error has occurred', {_MEMORY_ERRORS}; 'a DBE has occurred', "
+        f"{_PAGE_RETIREMENT}",
+    63: f"meaning only: successful recording of a row-remapping entry to the InfoROM ({_MEMORY_ERRORS}); a page "
+        f"successfully retired ({_PAGE_RETIREMENT})",
+    64: f"meaning only: a failure recording a row-remapping entry ({_MEMORY_ERRORS}); a page failed retirement "
+        f"({_PAGE_RETIREMENT})",
+    79: f"meaning only: 'GPU fallen off the bus (Xid 79)', {_OPERATIONAL_EVENTS}",
+    94: f"meaning only: 'a contained ECC error has occurred', {_MEMORY_ERRORS}",
+    95: f"meaning only: 'an uncontained ECC error has occurred', {_MEMORY_ERRORS}",
+}
+
+
+def uncertain(code: int) -> str | None:
+    """What of a catalog row is not checked against NVIDIA's text ("action", "meaning and action"), or None."""
+    checked = CHECKED.get(code)
+    if checked is None:
+        return "meaning and action"
+    return "action" if checked.startswith("meaning only") else None
 
 
 def describe(code: int) -> str:

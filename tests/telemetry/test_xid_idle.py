@@ -8,7 +8,7 @@ import pytest
 
 from gpuadmin.engine import changes as ch
 from gpuadmin.telemetry.idle import Holding, Sample, idle_holdings, wasted_per_queue
-from gpuadmin.telemetry.xid import CATALOG, GpuReading, LastSeen, findings
+from gpuadmin.telemetry.xid import CATALOG, CHECKED, GpuReading, LastSeen, findings, uncertain
 
 FLAGGING = {48, 61, 62, 63, 64, 74, 79, 95, 119, 120}
 
@@ -74,3 +74,12 @@ def test_gpu_hours_per_queue_and_remedies() -> None:
     assert [i.holding.name for i in idle] == ["a", "vm1", "b"]
     assert wasted_per_queue(idle) == {"-": 2.0, "prod": 1.0, "research": 4.0}
     assert [i.remedy[0]["op"] for i in idle] == ["preempt-job", "detach-vm", "cancel-job"]
+
+
+def test_each_row_is_checked_with_its_source_or_marked_uncertain() -> None:
+    """A row is checked against an NVIDIA page (named) or uncertain; only checked rows are said to be."""
+    assert set(CHECKED) <= set(CATALOG)
+    for code, where in CHECKED.items():
+        assert "https://docs.nvidia.com/" in where, code
+    assert uncertain(13) is None and uncertain(79) == "action" and uncertain(92) == "meaning and action"
+    assert {c for c in CATALOG if uncertain(c) is None} == {13}
