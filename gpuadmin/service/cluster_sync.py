@@ -11,6 +11,8 @@ owner, submission time, preemptibility, isolation, selectors) is kept from the s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -117,6 +119,29 @@ def read_from(connection: Connection, settings: ReadSettings | None = None,
     return ClusterRead(connection.binding(), snapshot, made.inventory, made.findings)
 
 
+def read_beside(connect_to: Callable[[], Connection], settings: ReadSettings | None,
+                load: Callable[[], ClusterState]) -> tuple[ClusterRead, ClusterState]:
+    """The cluster read as `read_from` reads it, with the state `load` gives as the previous jobs; the connection
+    and the listing run in a thread of their own while `load` runs in this one. The listing is mostly waiting for
+    the API server's pages, the load (validating the stored rows, indexing them) is gpuadmin's own CPU: in turn,
+    a 1,024-node state's load waited for nothing but was waited for (bench/bench_cluster_sync.py). When both fail,
+    the read's failure is the one raised, as when the read came first."""
+    def listed() -> tuple[Connection, ClusterSnapshot]:
+        connection = connect_to()
+        return connection, read_cluster(connection.client, settings)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpuadmin-cluster-read") as pool:
+        reading = pool.submit(listed)
+        try:
+            state = load()
+        except BaseException:
+            reading.result()  # raises the read's own failure, if it had one
+            raise
+        connection, snapshot = reading.result()
+    made = cluster_inventory(snapshot, connection.context, dict(state.jobs))
+    return ClusterRead(connection.binding(), snapshot, made.inventory, made.findings), state
+
+
 def init_from_cluster(state_dir: Path, *, kubeconfig: Path | None = None, context: str | None = None,
                       force: bool = False, role: Role | None = None, caller: Caller | None = None,
                       settings: ReadSettings | None = None) -> InitFromCluster:
@@ -151,8 +176,7 @@ class ClusterUseCases(ServiceCore):
     def cluster_diff(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None) -> ClusterDiff:
         """Where the state and its cluster differ, field by field; nothing is written."""
         _, binding = self._bound()
-        state = self.state
-        read = read_from(connect_bound(binding, kubeconfig), settings, dict(state.jobs))
+        read, state = read_beside(lambda: connect_bound(binding, kubeconfig), settings, lambda: self.state)
         return ClusterDiff(binding, _drift(state, _target(state, read.inventory)), read.findings)
 
     def sync(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None,
@@ -164,7 +188,7 @@ class ClusterUseCases(ServiceCore):
         sync per batch does not reconnect (on OKE, run the exec plugin) every time."""
         self.caller.require("apply")
         store, binding = self._bound()
-        read = read_from(connection or connect_bound(binding, kubeconfig), settings, dict(self.state.jobs))
+        read, _ = read_beside(lambda: connection or connect_bound(binding, kubeconfig), settings, lambda: self.state)
         try:
             with store.write_lock(self.caller.identity, self.command, timeout=self.lock_wait):
                 return self._commit_sync(store, read)

@@ -1,0 +1,133 @@
+"""The sync's fast paths, each held equal to its reference path on the same API server double (issue 22's bench):
+
+- pods that ask the same share one `Request` (`kube_cluster._shared_request`) — against a fresh model per pod;
+- the cluster is read in a thread while the state loads (`cluster_sync.read_beside`) — against the read and the
+  load in turn (`read_from`), and with the read's failure first when both fail, as in turn.
+
+The cluster holds every kind of GPU request, values that are equal numbers across kinds (1 GPU and 1 GiB of GPU
+memory; a 0.5 fraction and 0.5 GiB), a gang, and hostile objects (terminal escapes in names, a fraction out of
+range), the objects of tests/kube/cluster_objects.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuadmin.adapters import kube_cluster
+from gpuadmin.cluster.connect import connect
+from gpuadmin.cluster.errors import ClusterError
+from gpuadmin.cluster.read import ClusterSnapshot, read_cluster
+from gpuadmin.engine.planner import dump
+from gpuadmin.model import Request
+from gpuadmin.service.cluster_sync import init_from_cluster, read_beside, read_from
+from gpuadmin.store import Store, StoreError
+from tests.kube import cluster_objects as objects
+from tests.kube.apiserver_double import ApiServerDouble
+
+
+def _annotated(name: str, annotations: dict[str, str], **kwargs: Any) -> dict[str, Any]:
+    pod = objects.pod(name, **kwargs)
+    pod["spec"]["containers"][0]["resources"] = {}
+    pod["metadata"]["annotations"] = annotations
+    return pod
+
+
+@pytest.fixture
+def double() -> Iterator[ApiServerDouble]:
+    with ApiServerDouble(mig_configs=objects.mig_parted_config_names()) as cluster:
+        cluster.create(objects.mig_parted_configmap())
+        cluster.create(objects.whole_gpu_node("gpu-a"))
+        cluster.create(objects.whole_gpu_node("gpu-b"))
+        cluster.create(objects.node("mig-a"))
+        cluster.create(objects.kai_queue("team-a", gpu_quota=16))
+        cluster.create(objects.kai_pod_group("trainer", namespace="team-a", min_member=2, queue="team-a"))
+        for i, node in enumerate(("gpu-a", "gpu-b")):
+            pod = objects.pod(f"trainer-{i}", namespace="team-a", node_name=node, count=2,
+                              labels={"kai.scheduler/queue": "team-a"}, scheduler="kai-scheduler")
+            pod["metadata"]["annotations"] = {"pod-group-name": "trainer"}
+            cluster.create(pod)
+        # equal numbers of different kinds, in both orders of listing: 1 GPU / 1 GiB, 0.5 fraction / 0.5 GiB
+        cluster.create(objects.pod("a-one-gpu", node_name="gpu-a"))
+        cluster.create(_annotated("b-one-gib", {"gpu-memory": "1024"}))
+        cluster.create(_annotated("c-half-gib", {"gpu-memory": "512"}))
+        cluster.create(_annotated("d-half-gpu", {"gpu-fraction": "0.5"}))
+        cluster.create(objects.pod("e-one-gpu", node_name="gpu-b"))
+        cluster.create(objects.pod("f-two-gpus", count=2))
+        cluster.create(objects.pod("g-mig", node_name="mig-a", resource="nvidia.com/mig-1g.10gb"))
+        cluster.create(objects.pod("h-mig", resource="nvidia.com/mig-1g.10gb"))
+        cluster.create(_annotated("i-too-much", {"gpu-fraction": "2"}))  # hostile: refused, a finding
+        hostile = objects.pod("j-escape")
+        hostile["metadata"]["labels"] = {"kai.scheduler/queue": "[b]x\x1b[2J"}
+        cluster.create(hostile)
+        node = objects.node("gpu-x")
+        node["metadata"]["name"] = "gpu[red]\x1b[2J"
+        cluster.create(node)
+        yield cluster
+
+
+@pytest.fixture
+def kubeconfig(double: ApiServerDouble, tmp_path: Path) -> Path:
+    return double.write_kubeconfig(tmp_path / "kubeconfig")
+
+
+def _fresh_request(kind: kube_cluster.RequestKind, value: int | float | str) -> Request:
+    """The reference: a new model for every pod, as before requests were shared."""
+    return Request.model_validate({kind: value})
+
+
+def _pods(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    return {p.job_name: (p, dump(p.request)) for p in snapshot.pods}
+
+
+def test_shared_requests_read_the_cluster_as_a_fresh_request_per_pod(
+        kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kube_cluster._shared_request.cache_clear()
+    shared = read_cluster(connect(kubeconfig).client)
+    with monkeypatch.context() as patched:
+        patched.setattr(kube_cluster, "_shared_request", _fresh_request)
+        reference = read_cluster(connect(kubeconfig).client)
+    assert _pods(shared) == _pods(reference)
+    assert (shared.findings, shared.versions) == (reference.findings, reference.versions)
+    assert [f.field for f in shared.findings if f.kind == "pod"] == ["metadata.annotations.gpu-fraction",
+                                                                     "metadata.labels.kai.scheduler/queue"]
+    requests = {p.job_name: p.request for p in shared.pods}
+    assert (requests["default/b-one-gib"].gpu_memory_gib, requests["default/b-one-gib"].gpus) == (1.0, None)
+    assert (requests["default/d-half-gpu"].fraction, requests["default/c-half-gib"].fraction) == (0.5, None)
+    # shared where equal: one model for both one-GPU pods, for both MIG pods
+    assert requests["default/a-one-gpu"] is requests["default/e-one-gpu"]
+    assert requests["default/g-mig"] is requests["default/h-mig"]
+
+
+def test_reading_beside_the_load_reads_what_the_read_then_the_load_read(
+        double: ApiServerDouble, kubeconfig: Path, tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    init_from_cluster(state_dir, kubeconfig=kubeconfig)
+    # a pod named ahead of those running on gpu-a: without the state's jobs it would take their slots
+    double.create(objects.pod("0-new", node_name="gpu-a"))
+    with Store.open(state_dir) as store:
+        read, state = read_beside(lambda: connect(kubeconfig), None, store.load)
+        reference = read_from(connect(kubeconfig), None, dict(store.load().jobs))
+    assert state.revision == 0 and set(state.jobs) | {"default/0-new"} == {j.name for j in reference.inventory.jobs}
+    assert read.binding == reference.binding
+    assert read.inventory == reference.inventory
+    assert (read.findings, read.snapshot.versions) == (reference.findings, reference.snapshot.versions)
+    assert [str(f) for f in read.findings] == [str(f) for f in reference.findings] != []
+
+
+def _unreachable() -> Any:
+    raise ClusterError("the API server at http://127.0.0.1:9 is unreachable")
+
+
+def _corrupt() -> Any:
+    raise StoreError("state.db: jobs row 'x' does not validate")
+
+
+def test_when_the_read_and_the_load_both_fail_the_read_failure_is_raised(kubeconfig: Path) -> None:
+    with pytest.raises(ClusterError, match="unreachable"):
+        read_beside(_unreachable, None, _corrupt)
+    with pytest.raises(StoreError, match="does not validate"):  # the read went well: the load's failure
+        read_beside(lambda: connect(kubeconfig), None, _corrupt)
