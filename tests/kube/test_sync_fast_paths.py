@@ -1,6 +1,8 @@
 """The sync's fast paths, each held equal to its reference path on the same API server double (issue 22's bench):
 
 - pods that ask the same share one `Request` (`kube_cluster._shared_request`) — against a fresh model per pod;
+- a device-plugin ConfigMap's configs alike in text are validated once (`cluster.read._device_plugin_configs`) — against
+  each one validated;
 - the cluster is read in a thread while the state loads (`cluster_sync.read_beside`) — against the read and the
   load in turn (`read_from`), and with the read's failure first when both fail, as in turn.
 
@@ -18,10 +20,13 @@ from typing import Any
 import pytest
 
 from gpuadmin.adapters import kube_cluster
+from gpuadmin.adapters.device_plugin import parse_device_plugin_config
+from gpuadmin.cluster import read as cluster_read
 from gpuadmin.cluster.connect import connect
 from gpuadmin.cluster.errors import ClusterError
 from gpuadmin.cluster.read import ClusterSnapshot, read_cluster
 from gpuadmin.engine.planner import dump
+from gpuadmin.errors import Diagnostic, InputError
 from gpuadmin.model import Request
 from gpuadmin.service.cluster_sync import init_from_cluster, read_beside, read_from
 from gpuadmin.store import Store, StoreError
@@ -131,3 +136,34 @@ def test_when_the_read_and_the_load_both_fail_the_read_failure_is_raised(kubecon
         read_beside(_unreachable, None, _corrupt)
     with pytest.raises(StoreError, match="does not validate"):  # the read went well: the load's failure
         read_beside(lambda: connect(kubeconfig), None, _corrupt)
+
+
+def _each_parsed(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    """The reference: every key's text validated, alike or not."""
+    for config, text in data.items():
+        if not isinstance(text, str):
+            raise InputError([Diagnostic(f"data.{config} is not a string")])
+        parse_device_plugin_config(text, f"configmap {key}:data.{config}")
+    return tuple(sorted(str(k) for k in data))
+
+
+def _outcome(names: Any, data: dict[str, Any]) -> tuple[str, ...] | str:
+    try:
+        return tuple(names(data, "gpu-operator/time-slicing-config"))
+    except InputError as failure:
+        return str(failure.diagnostics[0])
+
+
+SLICED = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
+BAD = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n"
+
+
+@pytest.mark.parametrize("data", [
+    {f"gpuadmin-gpu-{i:04d}": SLICED for i in range(8)},  # gpuadmin's export: one per node, alike
+    {"a": SLICED, "b": SLICED, "c": BAD, "d": SLICED},  # a bad one after alike ones: named, by its key
+    {"a": BAD, "b": BAD},  # alike and bad: the first key is the one named
+    {"a": SLICED, "b": SLICED.replace("4", "2"), "c": SLICED.replace("4", "x\x1b[2J")},  # hostile text
+    {"a": SLICED, "b": 7},  # not a string
+])
+def test_alike_device_plugin_configs_are_validated_once_with_the_same_outcome(data: dict[str, Any]) -> None:
+    assert _outcome(cluster_read._device_plugin_configs, data) == _outcome(_each_parsed, data)
