@@ -3,6 +3,8 @@
 - pods that ask the same share one `Request` (`kube_cluster._shared_request`) — against a fresh model per pod;
 - a device-plugin ConfigMap's configs alike in text are validated once (`cluster.read._device_plugin_configs`) — against
   each one validated;
+- a listing's next page is fetched while this one is translated (`cluster.read.prefetched`) — against the
+  listing read page by page;
 - the cluster is read in a thread while the state loads (`cluster_sync.read_beside`) — against the read and the
   load in turn (`read_from`), and with the read's failure first when both fail, as in turn.
 
@@ -24,7 +26,7 @@ from gpuadmin.adapters.device_plugin import parse_device_plugin_config
 from gpuadmin.cluster import read as cluster_read
 from gpuadmin.cluster.connect import connect
 from gpuadmin.cluster.errors import ClusterError
-from gpuadmin.cluster.read import ClusterSnapshot, read_cluster
+from gpuadmin.cluster.read import ClusterSnapshot, ReadSettings, read_cluster
 from gpuadmin.engine.planner import dump
 from gpuadmin.errors import Diagnostic, InputError
 from gpuadmin.model import Request
@@ -167,3 +169,28 @@ BAD = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia
 ])
 def test_alike_device_plugin_configs_are_validated_once_with_the_same_outcome(data: dict[str, Any]) -> None:
     assert _outcome(cluster_read._device_plugin_configs, data) == _outcome(_each_parsed, data)
+
+
+def test_a_prefetched_listing_reads_what_a_listing_read_page_by_page_reads(
+        kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = connect(kubeconfig).client
+    settings = ReadSettings(page_size=2)  # many pages, so that fetching runs ahead of the reader
+    fetched = read_cluster(client, settings)
+    with monkeypatch.context() as patched:
+        patched.setattr(cluster_read, "prefetched", iter)
+        reference = read_cluster(client, settings)
+    assert fetched == reference and len(fetched.pods) > 2 * settings.page_size
+
+
+def test_what_a_prefetched_listing_raises_is_raised_after_the_items_before_it() -> None:
+    failure = ClusterError("the connection was reset")
+
+    def listing() -> Iterator[int]:
+        yield from range(3)
+        raise failure
+
+    got: list[int] = []
+    with pytest.raises(ClusterError) as raised:
+        got.extend(cluster_read.prefetched(listing()))
+    assert raised.value is failure and got == [0, 1, 2]
+    assert list(cluster_read.prefetched(iter([]))) == []
