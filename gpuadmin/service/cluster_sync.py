@@ -11,8 +11,9 @@ owner, submission time, preemptibility, isolation, selectors) is kept from the s
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -125,21 +126,34 @@ def read_beside(connect_to: Callable[[], Connection], settings: ReadSettings | N
     and the listing run in a thread of their own while `load` runs in this one. The listing is mostly waiting for
     the API server's pages, the load (validating the stored rows, indexing them) is gpuadmin's own CPU: in turn,
     a 1,024-node state's load waited for nothing but was waited for (bench/bench_cluster_sync.py). When both fail,
-    the read's failure is the one raised, as when the read came first."""
-    def listed() -> tuple[Connection, ClusterSnapshot]:
-        connection = connect_to()
-        return connection, read_cluster(connection.client, settings)
+    the read's failure is the one raised, as when the read came first. The thread is a daemon: Ctrl-C here ends
+    the command without waiting for an API server that does not answer."""
+    answer: queue.SimpleQueue[tuple[Connection, ClusterSnapshot] | BaseException] = queue.SimpleQueue()
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpuadmin-cluster-read") as pool:
-        reading = pool.submit(listed)
+    def listed() -> None:
         try:
-            state = load()
-        except BaseException:
-            reading.result()  # raises the read's own failure, if it had one
-            raise
-        connection, snapshot = reading.result()
+            connection = connect_to()
+            answer.put((connection, read_cluster(connection.client, settings)))
+        except BaseException as failure:  # raised in the caller's thread, by `_answered`
+            answer.put(failure)
+
+    threading.Thread(target=listed, name="gpuadmin-cluster-read", daemon=True).start()
+    try:
+        state = load()
+    except Exception:
+        _answered(answer)  # raises the read's own failure, if it had one
+        raise
+    connection, snapshot = _answered(answer)
     made = cluster_inventory(snapshot, connection.context, dict(state.jobs))
     return ClusterRead(connection.binding(), snapshot, made.inventory, made.findings), state
+
+
+def _answered(answer: queue.SimpleQueue[tuple[Connection, ClusterSnapshot] | BaseException],
+              ) -> tuple[Connection, ClusterSnapshot]:
+    got = answer.get()
+    if isinstance(got, BaseException):
+        raise got
+    return got
 
 
 def init_from_cluster(state_dir: Path, *, kubeconfig: Path | None = None, context: str | None = None,

@@ -15,6 +15,7 @@ range), the objects of tests/kube/cluster_objects.py.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,23 @@ BAD = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia
 ])
 def test_alike_device_plugin_configs_are_validated_once_with_the_same_outcome(data: dict[str, Any]) -> None:
     assert _outcome(cluster_read._device_plugin_configs, data) == _outcome(_each_parsed, data)
+
+
+def test_an_interrupt_while_the_state_loads_does_not_wait_for_the_read() -> None:
+    release, finished = threading.Event(), threading.Event()
+
+    def hanging() -> Any:  # an API server that does not answer (until the test lets it, or 30 s)
+        release.wait(30)
+        finished.set()
+        raise ClusterError("timed out")
+
+    def interrupted() -> Any:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        read_beside(hanging, None, interrupted)
+    assert not finished.is_set()  # Ctrl-C ended the command while the read still hung
+    release.set()
 
 
 def test_a_prefetched_listing_reads_what_a_listing_read_page_by_page_reads(
