@@ -142,16 +142,16 @@ def cluster_inventory(snapshot: ClusterSnapshot, cluster: str,
     held = _Held()
     units = _units(snapshot.pods, findings)
     kept: dict[str, list[Slot]] = {}
-    for name, unit in units:
-        before = (previous or {}).get(name)
+    for unit in units:
+        before = (previous or {}).get(_unit_name(unit))
         running = [p for p in unit if p.status == "running"]
         if before is not None and before.status == "running" and running and \
                 {s.node for s in before.placement} == {p.node for p in running} and \
                 held.claim(nodes, before.placement, before.request.fraction):
-            kept[name] = before.placement
+            kept[_unit_name(unit)] = before.placement
     jobs: dict[str, Job] = {}
-    for name, unit in units:
-        job = _job(name, unit, snapshot, nodes, held, findings, kept.get(name))
+    for unit in units:
+        job = _job(unit, snapshot, nodes, held, findings, kept.get(_unit_name(unit)))
         if job is not None and job.name in jobs:  # a pod named as another's PodGroup, in the same namespace
             findings.append(Finding("pod", unit[0].job_name, "", f"skipped: job {job.name} is read already"))
         elif job is not None:
@@ -172,9 +172,9 @@ def cluster_inventory(snapshot: ClusterSnapshot, cluster: str,
     return ClusterInventory(inventory, findings)
 
 
-def _units(pods: list[ClusterPod], findings: list[Finding]) -> list[tuple[str, list[ClusterPod]]]:
-    """The pods grouped as they become jobs, each with its job's name: each PodGroup whose pods all ask for the
-    same whole GPUs is one gang, every other pod one job; in name order."""
+def _units(pods: list[ClusterPod], findings: list[Finding]) -> list[list[ClusterPod]]:
+    """The pods grouped as they become jobs: each PodGroup whose pods all ask for the same whole GPUs is one gang,
+    every other pod one job; in name order."""
     groups: dict[str, list[ClusterPod]] = defaultdict(list)
     units: list[list[ClusterPod]] = []
     for pod in pods:
@@ -192,9 +192,7 @@ def _units(pods: list[ClusterPod], findings: list[Finding]) -> list[tuple[str, l
             units += [[p] for p in members]
         else:
             units.append(members)
-    named = [(_unit_name(unit), unit) for unit in units]
-    named.sort(key=lambda pair: pair[0])  # by name alone: two units of one name keep the order they were read in
-    return named
+    return sorted(units, key=lambda unit: _unit_name(unit))
 
 
 def _unit_name(unit: list[ClusterPod]) -> str:
@@ -214,9 +212,9 @@ def _status(unit: list[ClusterPod]) -> JobStatus:
     return "pending"
 
 
-def _job(name: str, unit: list[ClusterPod], snapshot: ClusterSnapshot, nodes: dict[str, Node], held: _Held,
+def _job(unit: list[ClusterPod], snapshot: ClusterSnapshot, nodes: dict[str, Node], held: _Held,
          findings: list[Finding], kept: list[Slot] | None) -> Job | None:
-    first = unit[0]
+    first, name = unit[0], _unit_name(unit)
     status = _status(unit)
     placement: list[Slot] = list(kept or ())
     for pod in unit:
