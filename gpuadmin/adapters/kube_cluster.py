@@ -18,10 +18,11 @@ refused with an `InputError` located at the object's field (`pods[3].metadata.na
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from gpuadmin.adapters._common import held_by_the_models, input_error
 from gpuadmin.adapters.kube_nodes import _quantity, node_of_object, node_state
@@ -226,13 +227,13 @@ def _request(spec: Mapping[str, Any], annotations: Mapping[str, Any], where: Pla
         if value is None or not 0 < value < 1:
             raise input_error(f"gpu-fraction {str(fraction)[:24]!r} is not a number between 0 and 1", file,
                               path=(*where, "metadata", "annotations", "gpu-fraction"))
-        return Request(fraction=value)
+        return _shared_request("fraction", value)
     if memory is not None:
         mib = _quantity(memory)
         if mib is None or not math.isfinite(mib) or mib <= 0:
             raise input_error(f"gpu-memory {str(memory)[:24]!r} is not a number of MiB", file,
                               path=(*where, "metadata", "annotations", "gpu-memory"))
-        return Request(gpu_memory_gib=mib / 1024)
+        return _shared_request("gpu_memory_gib", mib / 1024)
     mig = {k: n for k, n in amounts.items() if k.startswith(MIG_RESOURCE_PREFIX) and n > 0}
     if mig:
         resource = next(iter(mig))
@@ -240,12 +241,25 @@ def _request(spec: Mapping[str, Any], annotations: Mapping[str, Any], where: Pla
         if profile is None or len(mig) > 1 or mig[resource] != 1 or amounts.get(WHOLE_GPU):
             raise input_error(f"MIG request {', '.join(f'{k}: {n:g}' for k, n in mig.items())[:80]} is not one "
                               "MIG device of a known profile", file, path=(*where, "spec", "containers"))
-        return Request(mig=profile)
+        return _shared_request("mig", profile)
     gpus = amounts.get(WHOLE_GPU, 0.0)
     if gpus <= 0 or not gpus.is_integer():
         raise input_error("the pod asks for no GPU (nvidia.com/gpu, nvidia.com/mig-*, gpu-fraction or "
                           "gpu-memory)", file, path=(*where, "spec", "containers"))
-    return Request(gpus=int(gpus))
+    return _shared_request("gpus", int(gpus))
+
+
+RequestKind = Literal["gpus", "mig", "fraction", "gpu_memory_gib"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_request(kind: RequestKind, value: int | float | str) -> Request:
+    """One Request object for all pods that ask the same: a cluster's pods ask for a few dozen shapes, and
+    validating one model per pod was a third of translating it (10,000 pods a sync). Safe as the store's
+    shared requests are (`state_db._share_requests`): nothing mutates a model once built. Keyed by the kind
+    as well as the value: 1 GPU and 1 GiB of GPU memory are equal numbers, not equal requests. A value the
+    model refuses raises each time (an exception is not cached)."""
+    return Request.model_validate({kind: value})
 
 
 def _pod_group(labels: Mapping[str, str], annotations: Mapping[str, Any], where: Place, file: str) -> str | None:

@@ -11,6 +11,8 @@ owner, submission time, preemptibility, isolation, selectors) is kept from the s
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +120,42 @@ def read_from(connection: Connection, settings: ReadSettings | None = None,
     return ClusterRead(connection.binding(), snapshot, made.inventory, made.findings)
 
 
+def read_beside(connect_to: Callable[[], Connection], settings: ReadSettings | None,
+                load: Callable[[], ClusterState]) -> tuple[ClusterRead, ClusterState]:
+    """The cluster read as `read_from` reads it, with the state `load` gives as the previous jobs; the connection
+    and the listing run in a thread of their own while `load` runs in this one. The listing is mostly waiting for
+    the API server's pages, the load (validating the stored rows, indexing them) is gpuadmin's own CPU: in turn,
+    a 1,024-node state's load waited for nothing but was waited for (bench/bench_cluster_sync.py). When both fail,
+    the read's failure is the one raised, as when the read came first. The thread is a daemon: Ctrl-C here ends
+    the command without waiting for an API server that does not answer."""
+    answer: queue.SimpleQueue[tuple[Connection, ClusterSnapshot] | BaseException] = queue.SimpleQueue()
+
+    def listed() -> None:
+        try:
+            connection = connect_to()
+            answer.put((connection, read_cluster(connection.client, settings)))
+        except BaseException as failure:  # raised in the caller's thread, by `_answered`
+            answer.put(failure)
+
+    threading.Thread(target=listed, name="gpuadmin-cluster-read", daemon=True).start()
+    try:
+        state = load()
+    except Exception:
+        _answered(answer)  # raises the read's own failure, if it had one
+        raise
+    connection, snapshot = _answered(answer)
+    made = cluster_inventory(snapshot, connection.context, dict(state.jobs))
+    return ClusterRead(connection.binding(), snapshot, made.inventory, made.findings), state
+
+
+def _answered(answer: queue.SimpleQueue[tuple[Connection, ClusterSnapshot] | BaseException],
+              ) -> tuple[Connection, ClusterSnapshot]:
+    got = answer.get()
+    if isinstance(got, BaseException):
+        raise got
+    return got
+
+
 def init_from_cluster(state_dir: Path, *, kubeconfig: Path | None = None, context: str | None = None,
                       force: bool = False, role: Role | None = None, caller: Caller | None = None,
                       settings: ReadSettings | None = None) -> InitFromCluster:
@@ -152,8 +190,7 @@ class ClusterUseCases(ServiceCore):
     def cluster_diff(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None) -> ClusterDiff:
         """Where the state and its cluster differ, field by field; nothing is written."""
         _, binding = self._bound()
-        state = self.state
-        read = read_from(connect_bound(binding, kubeconfig), settings, dict(state.jobs))
+        read, state = read_beside(lambda: connect_bound(binding, kubeconfig), settings, lambda: self.state)
         return ClusterDiff(binding, _drift(state, _target(state, read.inventory)), read.findings)
 
     def sync(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None,
@@ -165,7 +202,7 @@ class ClusterUseCases(ServiceCore):
         sync per batch does not reconnect (on OKE, run the exec plugin) every time."""
         self.caller.require("apply")
         store, binding = self._bound()
-        read = read_from(connection or connect_bound(binding, kubeconfig), settings, dict(self.state.jobs))
+        read, _ = read_beside(lambda: connection or connect_bound(binding, kubeconfig), settings, lambda: self.state)
         return self._locked(store, lambda: self._commit_sync(store, read))
 
     def _locked(self, store: Store, write: Callable[[], _R]) -> _R:

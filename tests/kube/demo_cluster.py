@@ -9,7 +9,7 @@ cluster of `scale_cluster`), with the simulated GPU Operator mig-manager accepti
 mig-parted ConfigMap. It listens on 127.0.0.1 on a fixed port (so the kubeconfig it writes stays valid from one run
 to the next; `--port 0` takes a free one), writes `DIR/kubeconfig` with the context `demo`, prints the README's
 "A live cluster" session, and serves until SIGINT (Ctrl-C) or SIGTERM: then it stops and exits 0.
-A port already taken is exit 2 with the way out. The bench (bench/bench_kube_sync.py) starts it as its own process
+A port already taken is exit 2 with the way out. The bench (bench/bench_cluster_sync.py) starts it as its own process
 with `--scale`, so that the double's CPU is not the measured client's.
 """
 
