@@ -173,11 +173,12 @@ class TelemetryUseCases(ServiceCore):
         return snapshot.status
 
     @use_case("read")
-    def top(self, order: TopOrder = "errors") -> TopResult:
+    def top(self, order: TopOrder = "errors", *, refresh: bool = True) -> TopResult:
         """Every GPU and MIG instance with its readings, the worst first (`order`); holders from the state.
         Refused where no Prometheus is set (exit 2, saying how), and where it is down with no readings yet
-        (exit 3); slow, or down with the last readings, it answers with the status."""
-        snapshot = self.telemetry()
+        (exit 3); slow, or down with the last readings, it answers with the status. `refresh=False` asks
+        Prometheus nothing: the last refresh's readings (the console's `:top`, which its poll refreshes)."""
+        snapshot = self.telemetry() if refresh else self._last_telemetry()
         if snapshot.status.state == "unset":
             raise TelemetryUnset(snapshot.status.message)
         if snapshot.status.state == "down" and not snapshot.gpus:
