@@ -4,6 +4,7 @@ the description shows."""
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 import yaml
@@ -66,7 +67,7 @@ class DescribeScreen(ModalScreen[None]):
         assert self.gpu is not None
         index = self.gpu[2]
         keys = [key for key in history if key[1] == index]
-        lines = spark_lines(history, keys)
+        lines = spark_lines(history, time.time(), only=keys)
         sparks = self.query_one(UtilSparks)
         if lines:
             sparks.show_lines("utilisation, last hour:", lines)

@@ -6,6 +6,7 @@ sparkline, read on the service worker after the board (`Service.node_utilisation
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.text import Text
@@ -57,7 +58,7 @@ class NodeScreen(ViewScreen):
 
     def _show_sparks(self, history: dict[Any, Any]) -> None:
         sparks = self.query_one("#node-sparks", UtilSparks)
-        lines = spark_lines(history)
+        lines = spark_lines(history, time.time())
         if lines:
             sparks.show_lines(SPARKS_TITLE, lines)
         else:

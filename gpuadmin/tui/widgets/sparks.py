@@ -21,23 +21,27 @@ class SparkLine:
     note: str  # the last reading and how much of the window is known, or why there is nothing
 
 
-def spark_lines(history: dict[Any, tuple[tuple[float, float | None], ...]],
-                only: Iterable[Any] | None = None) -> list[SparkLine]:
-    """One line per device of `history` (keys `(node, index)` and `(node, index, start)`), by index then start;
-    `only`: those keys alone."""
+def spark_lines(history: dict[Any, tuple[tuple[float, float | None], ...]], now: float, *,
+                window: float = 3600, step: float = 60, only: Iterable[Any] | None = None) -> list[SparkLine]:
+    """One line per device of `history` (keys `(node, index)` and `(node, index, start)`; points `(at, util)`
+    over the `window` before `now`, `step` apart), by index then start; `only`: those keys alone. Prometheus
+    leaves out the points it has no sample for, so a device whose last point is over two steps old is stale."""
     keys = sorted(history if only is None else [k for k in only if k in history],
                   key=lambda k: (k[1], -1 if len(k) < 3 else k[2]))
+    expected = int(window // step)
     out = []
     for key in keys:
-        points = history[key]
-        values = [v for _, v in points if v is not None]
+        points = [(at, v) for at, v in history[key] if v is not None]
+        values = [v for _, v in points]
         label = f"GPU {key[1]}" + (f" @{key[2]}" if len(key) > 2 else "")
-        if not values:
-            note = f"no samples in {len(points)} min" if points else "no samples"
+        if not points:
+            note = "no samples"
+        elif now - points[-1][0] > 2 * step:
+            note = f"stale: last {round((now - points[-1][0]) / 60)} min ago"
         else:
-            note = f"now {values[-1]:.0f}%" if points[-1][1] is not None else "stale"
-            if len(values) < len(points):
-                note += f" ({len(values)}/{len(points)} min)"
+            note = f"now {values[-1]:.0f}%"
+        if points and len(points) < expected:
+            note += f" ({len(points)}/{expected} min)"
         out.append(SparkLine(label, values, note))
     return out
 
