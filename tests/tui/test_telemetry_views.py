@@ -16,8 +16,9 @@ from gpuadmin.service import Service
 from gpuadmin.tui.draw import level_bar
 from gpuadmin.tui.screens.node import NodeScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
-from gpuadmin.tui.screens.telemetry import IdleScreen, TopScreen
+from gpuadmin.tui.screens.telemetry import IdleScreen, TopScreen, top_columns
 from gpuadmin.tui.widgets.sparks import spark_lines
+from gpuadmin.tui.widgets.table import natural_widths
 from tests.cli.clikit import gpuadmin, state_from
 from tests.telemetry.conftest import FAULTS, oci_prometheus, oci_state  # noqa: F401  # the module's Prometheus
 from tests.telemetry.promserver import Prometheus
@@ -147,3 +148,24 @@ def test_a_missing_reading_is_a_word_never_an_empty_bar() -> None:
         ("GPU 0", [], "no samples"), ("GPU 1", [5.0], "stale: last 10 min ago (1/2 min)"),
         ("GPU 1 @4", [1.0, 2.0], "stale: last 9 min ago")]
     assert spark_lines({("n", 0): ((540, 3.0), (600, 4.0))}, 610, window=120, step=60)[0].note == "now 4%"
+
+
+async def test_widths_made_on_the_worker_equal_the_tables_own() -> None:
+    """A view's read makes its columns' widths with the rows (off the event loop); the table takes them only for
+    its columns, and they equal what it makes itself."""
+    rows = [{"NAME": f"n-{i}/{i % 8}", "HOLDERS": "j" * (i % 60), "UTIL": i / 7 if i % 5 else None, "BUSY": "#"}
+            for i in range(9000)]
+    columns = top_columns(wide=False)
+    names = [c.name for c in columns]
+    app = make_app(view="gpus")
+    async with app.run_test(size=SMALL) as pilot:
+        await settle(pilot)
+        table = grid(app)
+        table.set_rows(columns, rows)
+        made_here = dict(table._natural)
+        assert made_here["HOLDERS"] == 48  # MAX_CELL
+        table.set_rows(columns, rows, natural_widths(names, rows))
+        assert table._natural == made_here
+        table.set_rows(columns, rows, {"NAME": 1})  # widths of other columns: made again
+        assert table._natural == made_here
+        await settle(pilot)

@@ -25,7 +25,7 @@ from gpuadmin.service import Moved, Service
 from gpuadmin.tui.draw import quota_bar
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.session import error_lines
-from gpuadmin.tui.widgets.table import RowTable
+from gpuadmin.tui.widgets.table import RowTable, natural_widths
 
 ReadT = TypeVar("ReadT")
 # describe kind for the row under the cursor, and the column that names it
@@ -77,6 +77,7 @@ class Listing:
     rows: list[dict[str, Any]]
     labels: dict[str, dict[str, str]]
     reasons: bool  # whether why pending jobs wait (REASON, MESSAGE) is filled in
+    widths: dict[str, int]  # the columns' natural widths, made with the rows on the service worker
 
 
 class TableScreen(ViewScreen, Generic[ReadT]):
@@ -124,11 +125,13 @@ class TableScreen(ViewScreen, Generic[ReadT]):
         listing = JOURNAL if self.kind == "journal" else LISTINGS[self.kind]
         return [c.name for c in listing.fields]
 
-    def show_rows(self, rows: list[dict[str, Any]], labels: dict[str, dict[str, str]]) -> None:
-        """Draw rows read on the service worker, the filter applied to them and the status line said."""
+    def show_rows(self, rows: list[dict[str, Any]], labels: dict[str, dict[str, str]],
+                  widths: dict[str, int] | None = None) -> None:
+        """Draw rows read on the service worker (with their columns' widths, made there too), the filter applied
+        to them and the status line said."""
         self._rows_read = True
         self._labels = labels
-        self.query_one(RowTable).set_rows(self.columns(), rows)
+        self.query_one(RowTable).set_rows(self.columns(), rows, widths)
         if self.filter_text:
             try:
                 self.apply_filter(self.filter_text)
@@ -250,10 +253,11 @@ class ListingScreen(TableScreen[Listing]):
         table = service.get(self.kind, reasons=reasons)
         if self.kind in TELEMETRY_THINGS:  # the last poll's readings (gpuadmin.tui.metrics_poll): no query here
             service.telemetry_rows(self.kind, table.rows, refresh=False)
-        return Listing(console_rows(self.kind, table.rows), labels, reasons)
+        rows = console_rows(self.kind, table.rows)
+        return Listing(rows, labels, reasons, natural_widths([c.name for c in self.columns()], rows))
 
     def show(self, data: Listing) -> None:
         self._reasons_shown = data.reasons
-        self.show_rows(data.rows, data.labels)
+        self.show_rows(data.rows, data.labels, data.widths)
         if not data.reasons:
             self.ask_read(lambda service: self._listing(service, reasons=True))

@@ -30,7 +30,7 @@ from gpuadmin.service import Service, SourceStatus
 from gpuadmin.tui.draw import level_bar
 from gpuadmin.tui.screens.listing import TableScreen
 from gpuadmin.tui.session import error_lines
-from gpuadmin.tui.widgets.table import RowTable
+from gpuadmin.tui.widgets.table import RowTable, natural_widths
 
 ORDERS: tuple[TopOrder, ...] = ("errors", "util", "temp", "power", "mem")
 BAR = 10
@@ -59,6 +59,7 @@ def top_console_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class TopRead:
     rows: list[dict[str, Any]]
+    widths: dict[str, int]  # the columns' natural widths, made with the rows on the service worker
     status: SourceStatus | None
     message: str  # why there are no rows (no Prometheus set, none reached yet), else ""
 
@@ -82,12 +83,13 @@ class TopScreen(TableScreen["TopRead"]):
         try:
             result = service.top(order, refresh=False)  # the last poll's readings: no query here
         except GpuadminError as why:  # no Prometheus set, or down before any readings: said in the status line
-            return TopRead([], None, error_lines(why))
-        return TopRead(top_console_rows(result.rows), result.snapshot.status, "")
+            return TopRead([], {}, None, error_lines(why))
+        rows = top_console_rows(result.rows)
+        return TopRead(rows, natural_widths([c.name for c in self.columns()], rows), result.snapshot.status, "")
 
     def show(self, data: TopRead) -> None:
         self._read = data
-        self.show_rows(data.rows, {})
+        self.show_rows(data.rows, {}, data.widths)
 
     def status_note(self) -> str:
         text = f"  worst first by {self.order} (o: order)"
