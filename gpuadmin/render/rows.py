@@ -105,8 +105,8 @@ NO_TELEMETRY: Row = {"UTIL": None, "MEM": None, "TEMP": None, "POWER": None}
 
 
 def _telemetry_columns() -> tuple[Column, ...]:
-    # asked for (`-o wide`, the console's ctrl+w), they outrank the wide columns of the state (0) and, busy
-    # first, the layout: at 80 columns UTIL and TEMP stay beside the holders; POWER gives way first
+    # asked for (`-o wide`, the console's ctrl+w), they outrank the state's wide columns (0), busy first: at 80
+    # columns UTIL stays beside the holders (who holds it, and whether they use it); POWER gives way first
     return (number("UTIL", float | None, wide=True, priority=4), number("MEM", int | None, wide=True, priority=2),
             number("TEMP", int | None, wide=True, priority=3), number("POWER", float | None, wide=True, priority=1))
 
