@@ -68,6 +68,18 @@ async def test_top_puts_the_erroring_gpu_first_shows_stale_as_stale_and_reorders
         assert isinstance(app.screen, NodeScreen) and app.screen.crumb() == gpu
 
 
+async def test_at_80_columns_the_gpus_and_slices_views_keep_utilisation_under_wide(state: Path) -> None:
+    app = make_app(Service(state_dir=state), view="gpus")
+    async with app.run_test(size=SMALL) as pilot:
+        await _polled(pilot, app)
+        for view in ("3", "5"):
+            await press(pilot, view)
+            await press(pilot, "ctrl+w")
+            header = next(line for line in screen_text(app).splitlines() if "HOLDERS" in line)
+            assert "UTIL" in header and "NODE_STATE" not in header and "MEMORY_MIB" not in header, header
+            assert any(isinstance(r["UTIL"], float) for r in grid(app).rows)
+
+
 async def test_idle_lists_the_idle_holder_and_r_plans_its_remedy_for_review_only(state: Path) -> None:
     service = Service(state_dir=state)
     app = make_app(service, view="idle")
@@ -169,3 +181,23 @@ async def test_widths_made_on_the_worker_equal_the_tables_own() -> None:
         table.set_rows(columns, rows, {"NAME": 1})  # widths of other columns: made again
         assert table._natural == made_here
         await settle(pilot)
+
+
+def test_sparklines_are_drawn_against_0_to_100_percent() -> None:
+    """Textual's own sparkline scales each line to its own range, drawing a GPU idling at 0-2 % as full bars."""
+    import io
+
+    from rich.color import Color
+    from rich.console import Console
+
+    from gpuadmin.tui.widgets.sparks import _PercentRenderable
+
+    def drawn(values: list[float]) -> str:
+        out = io.StringIO()
+        Console(file=out, width=len(values), color_system=None).print(
+            _PercentRenderable(values, width=len(values), min_color=Color.parse("green"),
+                               max_color=Color.parse("red")), end="")
+        return out.getvalue()
+
+    assert drawn([0.0, 1.0, 1.9, 0.5]) == "▁▁▁▁"
+    assert drawn([0.0, 50.0, 100.0, 99.0]) == "▁▅██"

@@ -9,8 +9,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.segment import Segment
 from rich.text import Text
+from textual.app import RenderResult as WidgetRender
 from textual.containers import Horizontal, Vertical
+from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import Sparkline, Static
 
 
@@ -46,6 +50,32 @@ def spark_lines(history: dict[Any, tuple[tuple[float, float | None], ...]], now:
     return out
 
 
+class _PercentRenderable(SparklineRenderable[float]):
+    """Textual's sparkline drawn against a fixed 0-100 % scale, one line high: Textual's own scales each line from
+    its minimum to its maximum, which draws a GPU idling between 0 and 2 % as full bars. A bucket at half or more
+    takes the sparkline's max colour, a lower one its min colour (theme variables, app.tcss)."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = self.width or options.max_width
+        for part in self._buckets(list(self.data), num_buckets=width):
+            ratio = min(1.0, max(0.0, self.summary_function(part) / 100))
+            yield Segment(self.BARS[min(len(self.BARS) - 1, int(ratio * len(self.BARS)))],
+                          self.max_color if ratio >= 0.5 else self.min_color)
+
+
+class UtilSparkline(Sparkline):
+    """A `Sparkline` of percentages (`_PercentRenderable`)."""
+
+    def render(self) -> WidgetRender:
+        drawn = super().render()
+        if not isinstance(drawn, SparklineRenderable):
+            return drawn
+        low, high = drawn.min_color.color, drawn.max_color.color
+        assert low is not None and high is not None  # Style.from_color of a colour
+        return _PercentRenderable(list(self.data or ()), width=self.size.width, min_color=low, max_color=high,
+                                  summary_function=max)
+
+
 class UtilSparks(Vertical):
     """A title, then per device its label, its sparkline and its note; or one line saying why there is none."""
 
@@ -53,7 +83,7 @@ class UtilSparks(Vertical):
         self.remove_children()
         rows: list[Any] = [Static(Text(title), classes="spark-title")]
         for line in lines:
-            spark: Any = (Sparkline(line.values, summary_function=max, classes="spark") if line.values
+            spark: Any = (UtilSparkline(line.values, summary_function=max, classes="spark") if line.values
                           else Static("", classes="spark"))
             rows.append(Horizontal(Static(Text(line.label), classes="spark-label"), spark,
                                    Static(Text(line.note), classes="spark-note"), classes="spark-row"))
