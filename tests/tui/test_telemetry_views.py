@@ -201,3 +201,10 @@ def test_sparklines_are_drawn_against_0_to_100_percent() -> None:
 
     assert drawn([0.0, 1.0, 1.9, 0.5]) == "▁▁▁▁"
     assert drawn([0.0, 50.0, 100.0, 99.0]) == "▁▅██"
+
+
+def test_a_node_name_is_quoted_as_a_promql_string() -> None:
+    from gpuadmin.service.telemetry_console import promql_string
+
+    assert promql_string('gpu-01"} or vector(1) or {a="') == '"gpu-01\\"} or vector(1) or {a=\\""'
+    assert promql_string("a\\b\nc") == '"a\\\\b\\nc"'

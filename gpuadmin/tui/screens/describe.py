@@ -18,6 +18,7 @@ from textual.widgets import Static
 from gpuadmin.errors import GpuadminError
 from gpuadmin.render.describe import as_text
 from gpuadmin.render.text import safe
+from gpuadmin.service import TelemetryUnset
 from gpuadmin.tui.session import Session, error_lines
 from gpuadmin.tui.widgets.sparks import UtilSparks, spark_lines
 from gpuadmin.tui.worker import Request
@@ -58,7 +59,6 @@ class DescribeScreen(ModalScreen[None]):
         self.query_one("#describe-scroll").focus()
         if self.gpu is not None:
             session, node, index = self.gpu
-            self.query_one(UtilSparks).show_message("utilisation, last hour: reading...")
             session.ask(Request(f"reading {node}/{index}'s utilisation history",
                                 lambda service: service.node_utilisation(node), self._show_sparks,
                                 failed=self._sparks_failed, owner=self))
@@ -75,7 +75,11 @@ class DescribeScreen(ModalScreen[None]):
             sparks.show_message("utilisation, last hour: Prometheus has no series for this GPU")
 
     def _sparks_failed(self, failed: GpuadminError) -> None:
-        self.query_one(UtilSparks).show_message(f"utilisation, last hour: {error_lines(failed)}")
+        sparks = self.query_one(UtilSparks)
+        if isinstance(failed, TelemetryUnset):
+            sparks.hide()
+        else:
+            sparks.show_message(f"utilisation, last hour: {error_lines(failed)}")
 
     def action_switch_format(self) -> None:
         self.fmt = "text" if self.fmt == "yaml" else "yaml"

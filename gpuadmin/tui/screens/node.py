@@ -15,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from gpuadmin.errors import GpuadminError
-from gpuadmin.service import Service
+from gpuadmin.service import Service, TelemetryUnset
 from gpuadmin.tui.draw import gpu_lines, node_lines, unwrapped
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.session import error_lines
@@ -65,7 +65,11 @@ class NodeScreen(ViewScreen):
             sparks.show_message("utilisation, last hour: Prometheus has no series for this node's GPUs")
 
     def _sparks_failed(self, failed: GpuadminError) -> None:
-        self.query_one("#node-sparks", UtilSparks).show_message(f"utilisation, last hour: {error_lines(failed)}")
+        sparks = self.query_one("#node-sparks", UtilSparks)
+        if isinstance(failed, TelemetryUnset):
+            sparks.hide()
+        else:
+            sparks.show_message(f"utilisation, last hour: {error_lines(failed)}")
 
     def read_failed(self, message: str) -> None:
         """Say it in the body too: a node that is not there must not look like one still loading."""

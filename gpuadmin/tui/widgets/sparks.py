@@ -77,9 +77,19 @@ class UtilSparkline(Sparkline):
 
 
 class UtilSparks(Vertical):
-    """A title, then per device its label, its sparkline and its note; or one line saying why there is none."""
+    """A title, then per device its label, its sparkline and its note; or one line saying why there is none.
+    Hidden until there is something to say, and where no Prometheus is set (`hide`): a console without
+    telemetry shows no empty section."""
+
+    def on_mount(self) -> None:
+        self.display = False
+
+    def hide(self) -> None:
+        self.remove_children()
+        self.display = False
 
     def show_lines(self, title: str, lines: list[SparkLine]) -> None:
+        self.display = True
         self.remove_children()
         rows: list[Any] = [Static(Text(title), classes="spark-title")]
         for line in lines:
@@ -90,5 +100,6 @@ class UtilSparks(Vertical):
         self.mount_all(rows)
 
     def show_message(self, message: str) -> None:
+        self.display = True
         self.remove_children()
         self.mount(Static(Text(message), classes="spark-title"))
