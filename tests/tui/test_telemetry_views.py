@@ -208,3 +208,11 @@ def test_a_node_name_is_quoted_as_a_promql_string() -> None:
 
     assert promql_string('gpu-01"} or vector(1) or {a="') == '"gpu-01\\"} or vector(1) or {a=\\""'
     assert promql_string("a\\b\nc") == '"a\\\\b\\nc"'
+
+
+def test_tui_view_takes_every_view_of_the_console() -> None:
+    """`gpuadmin tui --view` lists the views without importing Textual: held equal to the console's."""
+    from gpuadmin.cli.cmd_tui import VIEWS as CLI_VIEWS
+    from gpuadmin.tui.app import VIEWS
+
+    assert tuple(VIEWS) == CLI_VIEWS
