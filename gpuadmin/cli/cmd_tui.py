@@ -20,7 +20,7 @@ from gpuadmin.render.text import safe
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
 
-VIEWS = ("overview", "nodes", "gpus", "topology", "slices", "jobs", "queues", "journal")
+VIEWS = ("overview", "nodes", "gpus", "topology", "slices", "jobs", "queues", "journal", "top", "idle")
 BUNDLED_SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "oci-h100.yaml"
 
 

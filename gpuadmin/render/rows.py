@@ -107,8 +107,10 @@ LIVE_GPU_KEYS = frozenset({*NO_TELEMETRY, "HEALTH", "ALERTS"})
 
 
 def _telemetry_columns() -> tuple[Column, ...]:
-    return (number("UTIL", float | None, wide=True), number("MEM", int | None, wide=True),
-            number("TEMP", int | None, wide=True), number("POWER", float | None, wide=True))
+    # asked for (`-o wide`, the console's ctrl+w), they outrank the state's wide columns (0), busy first: at 80
+    # columns UTIL stays beside the holders (who holds it, and whether they use it); POWER gives way first
+    return (number("UTIL", float | None, wide=True, priority=4), number("MEM", int | None, wide=True, priority=2),
+            number("TEMP", int | None, wide=True, priority=3), number("POWER", float | None, wide=True, priority=1))
 
 
 def gpu_row(view: View, node: Node, gpu: Gpu) -> Row:

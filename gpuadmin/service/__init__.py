@@ -29,7 +29,7 @@ from gpuadmin.service.documents import (
     read_nodes,
     validate_document,
 )
-from gpuadmin.service.errors import Conflict, NotConfirmed, NotPermitted, Refused, Stale
+from gpuadmin.service.errors import Conflict, NotConfirmed, NotPermitted, Refused, Stale, TelemetryUnset
 from gpuadmin.service.facade import Service
 from gpuadmin.service.forms import named_mig_layouts
 from gpuadmin.service.results import (
@@ -61,8 +61,9 @@ __all__ = [
     "Remedy",  # a pending job's checked remedy, planned (the console's `R`)
     "Reversal", "Role", "RoleDecision", "SavedPlan", "SchedulePlan", "Service", "ServiceCore",
     "SourceStatus",  # how the telemetry source answered (`top`, the listings' telemetry columns)
-    "Stale",
-    "Table", "WatchStatus", "admin_reasons", "check_action", "check_state", "confirmation", "console_of",
+    "Stale", "Table",
+    "TelemetryUnset",  # no Prometheus is set (the console's telemetry views say so, or show nothing)
+    "WatchStatus", "admin_reasons", "check_action", "check_state", "confirmation", "console_of",
     "consumer_refused", "default_state_dir", "inventory_text",
     "load_model_file",  # the located YAML reader, for the console's settings files
     "lower_role",

@@ -12,10 +12,10 @@ from gpuadmin.service.cluster_live import ClusterLive
 from gpuadmin.service.cluster_sync import ClusterUseCases
 from gpuadmin.service.forms import FormQueries
 from gpuadmin.service.queries import Queries
-from gpuadmin.service.telemetry import TelemetryUseCases
+from gpuadmin.service.telemetry_console import ConsoleTelemetry
 from gpuadmin.service.transfer import Transfer
 
 
-class Service(ChangeUseCases, Queries, FormQueries, Transfer, ClusterLive, ClusterUseCases, TelemetryUseCases):
+class Service(ChangeUseCases, Queries, FormQueries, Transfer, ClusterLive, ClusterUseCases, ConsoleTelemetry):
     """load, get, describe, plan, apply, undo, schedule, explain, watch, import, export, sync and diff with a live
-    cluster and its watch, config and top (telemetry): see each use case."""
+    cluster and its watch, config and top (telemetry), and the console's telemetry reads: see each use case."""

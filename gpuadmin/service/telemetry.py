@@ -410,12 +410,13 @@ class TelemetryUseCases(ServiceCore):
                 "worst": alerts[0].to_json() if alerts else None, "state": snapshot.status.state}
 
     @use_case("read")
-    def top(self, order: TopOrder = "errors") -> TopResult:
+    def top(self, order: TopOrder = "errors", *, refresh: bool = True) -> TopResult:
         """Every GPU and MIG instance with its readings, the worst first (`order`); holders from the state.
         Refused where no Prometheus is set (exit 2, saying how), with the NVML source where NVML cannot be used
         on this host (exit 2: no package, no library, no driver), and where the source is down with no readings
-        yet (exit 3); slow, or down with the last readings, it answers with the status."""
-        snapshot = self.telemetry()
+        yet (exit 3); slow, or down with the last readings, it answers with the status. `refresh=False` asks
+        the source nothing: the last refresh's readings (the console's `:top`, which its poll refreshes)."""
+        snapshot = self.telemetry() if refresh else self._last_telemetry()
         if snapshot.status.state == "unset":
             raise TelemetryUnset(snapshot.status.message)
         if self._nvml is not None and self._nvml.unavailable is not None and not snapshot.gpus:

@@ -44,12 +44,13 @@ from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.form import FormScreen, FormSpec, Items
 from gpuadmin.tui.screens.help import HelpScreen
-from gpuadmin.tui.screens.listing import TELEMETRY_THINGS, ListingScreen
+from gpuadmin.tui.screens.listing import TELEMETRY_THINGS, ListingScreen, TableScreen
 from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.node import NodeScreen
 from gpuadmin.tui.screens.overview import Drill, OverviewBody, OverviewScreen
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
+from gpuadmin.tui.screens.telemetry import IdleScreen, TopScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.session import OpenedState, Session, error_lines, open_state, poll_moved
 from gpuadmin.tui.settings import (
@@ -75,6 +76,8 @@ VIEWS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "jobs": (("jobs", "job", "pending"), "6", "jobs: why pending and the remedy; placements"),
     "queues": (("queues", "queue", "quota"), "7", "quota, use and borrowing"),
     "journal": (("journal", "history", "log"), "8", "every change: who, from where, outcome, diff"),
+    "top": (("top",), "9", "GPUs and MIG instances by errors, use, heat (telemetry)"),
+    "idle": (("idle",), "0", "slices held idle: GPU-hours wasted per queue"),
 }
 COMMANDS: list[tuple[str, str]] = [
     *((aliases[0] + " [FILTER]", text) for aliases, _, text in VIEWS.values()),
@@ -113,6 +116,10 @@ def _view_factory(view: str) -> Any:
         return OverviewScreen
     if view == "topology":
         return TopologyScreen
+    if view == "top":
+        return TopScreen
+    if view == "idle":
+        return IdleScreen
     return lambda: ListingScreen(view)
 
 
@@ -226,8 +233,8 @@ class GpuadminApp(App[int]):
     @classmethod
     def binding_owners(cls) -> tuple[type[Any], ...]:
         """Every class whose bindings the keymap may remap: the app, the table, the prompt, the pop-ups."""
-        return (cls, RowTable, ListingScreen, OverviewBody, BoardsView, TopologyScreen, Prompt, DescribeScreen,
-                HelpScreen, PlanReviewScreen, FormScreen, MigFormScreen, ProgressScreen)
+        return (cls, RowTable, ListingScreen, TopScreen, OverviewBody, BoardsView, TopologyScreen, Prompt,
+                DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen, MigFormScreen, ProgressScreen)
 
     @classmethod
     def all_bindings(cls) -> list[Binding]:
@@ -273,8 +280,8 @@ class GpuadminApp(App[int]):
     def _telemetry_refreshed(self) -> None:
         """New readings (gpuadmin.tui.metrics_poll): the views showing them re-read, the others when shown."""
         for screen in list(self.live):
-            if (isinstance(screen, ListingScreen) and screen.kind in TELEMETRY_THINGS) or isinstance(
-                    screen, OverviewScreen):  # the overview's firing alerts
+            if isinstance(screen, (TopScreen, OverviewScreen)) or (  # the overview: its firing alerts
+                    isinstance(screen, ListingScreen) and screen.kind in TELEMETRY_THINGS):
                 screen.readings_moved()
 
     def refresh_header(self) -> None:
@@ -361,13 +368,13 @@ class GpuadminApp(App[int]):
         if action == "node_state":
             return self._selected_node() is not None
         if action == "reverse":
-            return isinstance(self.screen, ListingScreen) and self.screen.kind == "journal"
+            return isinstance(self.screen, TableScreen) and self.screen.kind == "journal"
         if action == "schedule":
             return isinstance(self.screen, ViewScreen)
         if action == "edit":
             return self._edit_target(EDITS_BY_ID[str(parameters[0])])[0]
         if action == "remedy":
-            return self._pending_job() is not None
+            return self._pending_job() is not None or self._idle_remedy() is not None
         if action == "draft":  # in every view; on an empty draft it says so
             return isinstance(self.screen, ViewScreen)
         if action == "leave":  # q quits from a view; in a form or a review it is a letter, not a way out
@@ -415,7 +422,7 @@ class GpuadminApp(App[int]):
             return
         if len(self.screen_stack) > 1:
             self.pop_screen()
-        elif isinstance(screen, ListingScreen) and screen.filter_text:
+        elif isinstance(screen, TableScreen) and screen.filter_text:
             self._apply_filter(screen, "")
         elif self.mode_history:
             self.switch_mode(self.mode_history.pop())
@@ -438,6 +445,10 @@ class GpuadminApp(App[int]):
             self._describe("job", str(row["NAME"]), "text")
         elif kind == "journal":
             self._describe("entry", str(row["ID"]), "text")
+        elif kind == "top":
+            self.open_thing("gpu", str(row["GPU_NAME"]))
+        elif kind == "idle":
+            self.open_thing(*(("job", str(row["NAME"])) if row["KIND"] == "job" else ("node", str(row["NODE"]))))
 
     def open_thing(self, kind: str, name: str) -> None:
         """Open what a cursor is on: a node's screen, a GPU (its node's screen at it: `NODE/INDEX`), a job's
@@ -538,7 +549,7 @@ class GpuadminApp(App[int]):
             self.pop_screen()
         for screen in list(self.live):
             screen.stale = True
-            if isinstance(screen, ListingScreen):
+            if isinstance(screen, TableScreen):
                 screen.query_one(RowTable).marked.clear()
         if isinstance(self.screen, ViewScreen):
             self.screen.load()
@@ -601,7 +612,7 @@ class GpuadminApp(App[int]):
             screen = self.screen
             return isinstance(screen, ViewScreen) and screen.view_name in EDITS_BY_ID[str(parameters[0])].views
         if action == "remedy":  # on the jobs view, listed whatever job the cursor is on (it acts on a pending one)
-            return isinstance(self.screen, ListingScreen) and self.screen.kind == "jobs"
+            return isinstance(self.screen, TableScreen) and self.screen.kind == "jobs"
         return self.acts_here(action, parameters)
 
     def action_describe(self, fmt: str) -> None:
@@ -615,7 +626,9 @@ class GpuadminApp(App[int]):
             return service.describe(kind, name)  # a pending job's carries why it waits (`pending`)
 
         def show(data: dict[str, Any]) -> None:
-            self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt))
+            node, _, index = name.rpartition("/")
+            gpu = (self.session, node, int(index)) if kind == "gpu" and index.isdigit() else None
+            self.push_screen(DescribeScreen(f"{kind} {name}", data, fmt, gpu=gpu))
 
         self.foreground(Request(f"describing {kind} {name}", read, show, failed=self._failed))
 
@@ -628,7 +641,7 @@ class GpuadminApp(App[int]):
         screen = self.screen
         if isinstance(screen, NodeScreen):
             return "node" in edit.views, {"NAME": screen.node}
-        if isinstance(screen, ListingScreen) and screen.kind in edit.views:
+        if isinstance(screen, TableScreen) and screen.kind in edit.views:
             row = screen.current_row()
             return row is not None or not edit.needs_row, row
         return False, None
@@ -713,15 +726,24 @@ class GpuadminApp(App[int]):
     def _pending_job(self) -> str | None:
         """The pending (or preempted) job a remedy would be for: the jobs view's row, or the job described."""
         screen = self.screen
-        if isinstance(screen, ListingScreen) and screen.kind == "jobs":
+        if isinstance(screen, TableScreen) and screen.kind == "jobs":
             row = screen.current_row()
             return str(row["NAME"]) if row is not None and row["STATUS"] in ("pending", "preempted") else None
         if isinstance(screen, DescribeScreen):  # a pending job's description carries its explanation
             return str(screen.data["pending"]["job"]) if "pending" in screen.data else None
         return None
 
+    def _idle_remedy(self) -> tuple[str, list[dict[str, Any]]] | None:
+        """In the idle view: the selected holder's remedy (its title and change ops)."""
+        return self.screen.remedy() if isinstance(self.screen, IdleScreen) else None
+
     def action_remedy(self) -> None:
-        """Plan the selected pending job's remedy (explain's checked change ops) into the review."""
+        """Plan the selected pending job's remedy (explain's checked change ops) into the review; in the idle
+        view, the selected idle holder's (preempt, cancel, detach), reviewed like every edit."""
+        idle = self._idle_remedy()
+        if idle is not None:
+            self.review(*idle)
+            return
         job = self._pending_job()
         if job is None:
             return
@@ -742,7 +764,7 @@ class GpuadminApp(App[int]):
         screen = self.screen
         if isinstance(screen, NodeScreen):
             return screen.node
-        if isinstance(screen, ListingScreen) and screen.kind == "nodes":
+        if isinstance(screen, TableScreen) and screen.kind == "nodes":
             selected = screen.selected()
             return selected[1] if selected else None
         return None
@@ -750,7 +772,7 @@ class GpuadminApp(App[int]):
     def _marks(self, kind: str) -> Marks | None:
         """The marks of the `kind` listing on top, if it has any."""
         screen = self.screen
-        if not isinstance(screen, ListingScreen) or screen.kind != kind:
+        if not isinstance(screen, TableScreen) or screen.kind != kind:
             return None
         table = screen.query_one(RowTable)
         names = [str(row.get(table.key)) for row in table.marked_rows()]
@@ -766,7 +788,7 @@ class GpuadminApp(App[int]):
     def action_reverse(self, which: str) -> None:
         """Undo, undo back to the selected entry (`undo --to` its revision), or redo from the journal view,
         reviewed like any plan; where it is not available the service says why."""
-        selected = self.screen.selected() if isinstance(self.screen, ListingScreen) else None
+        selected = self.screen.selected() if isinstance(self.screen, TableScreen) else None
         if which == "undo_to" and selected is None:
             self.notify("undo to here: select a journal entry first", severity="warning", markup=False)
             return

@@ -368,3 +368,13 @@ def use_bar(counts: dict[str, int], width: int) -> Text:
 
 __all__ = ["TreeItem", "gpu_lines", "is_open", "node_lines", "quota_bar", "shorten", "topology_line_count",
            "topology_lines", "tree_items", "tree_lines", "unwrapped", "use_bar"]
+
+
+def level_bar(percent: float | None, width: int, missing: str) -> str:
+    """`######....`: a reading in percent as filled cells (any reading above zero gets one, glyphs that read
+    without colour); a reading that is not there is its word (`stale`, `no data`), never an empty bar: an empty
+    bar says 0 %."""
+    if percent is None:
+        return missing[:width]
+    filled = _at_least_one(min(100.0, max(0.0, percent)), width / 100, width)
+    return "#" * filled + "." * (width - filled)

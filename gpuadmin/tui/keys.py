@@ -18,7 +18,7 @@ from gpuadmin.service import OPS, Role
 GROUPS = ("change", "view", "navigate")
 GROUP_BY_PREFIX: dict[str, str] = {
     "table": "navigate", "prompt": "navigate", "overview": "navigate", "boards": "navigate", "topology": "navigate",
-    "view": "view", "app": "view", "describe": "view", "help": "view",
+    "view": "view", "top": "view", "app": "view", "describe": "view", "help": "view",
     "edit": "change", "review": "change", "form": "change", "mig": "change", "progress": "change",
 }
 GROUP_BY_ID: dict[str, str] = {

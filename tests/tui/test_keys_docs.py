@@ -25,6 +25,7 @@ from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.overview import OverviewBody
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
+from gpuadmin.tui.screens.telemetry import TopScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.settings import load_keymap
 from gpuadmin.tui.widgets.boards import BoardsView
@@ -40,11 +41,12 @@ WHERE_OWNER: dict[type, str] = {
     RowTable: "tables", ListingScreen: "tables", Prompt: "the `:` `/` prompt", DescribeScreen: "describe",
     HelpScreen: "help", PlanReviewScreen: "plan review", FormScreen: "form", MigFormScreen: "MIG form",
     ProgressScreen: "scheduling cycle", OverviewBody: "overview", BoardsView: "topology", TopologyScreen: "topology",
+    TopScreen: "top",
 }
 WHERE_APP = {
     "app.filter": "tables", "app.describe": "tables, node", "app.yaml": "tables, node",
     "edit.cordon": "nodes, node", "edit.uncordon": "nodes, node", "edit.drain": "nodes, node",
-    "edit.undo": "journal", "edit.redo": "journal", "edit.remedy": "jobs (a pending job)",
+    "edit.undo": "journal", "edit.redo": "journal", "edit.remedy": "jobs (a pending job), idle (its holder)",
 }
 
 

@@ -12,9 +12,10 @@ from gpuadmin.service import Service
 from gpuadmin.tui.app import VIEWS, GpuadminApp
 from gpuadmin.tui.screens.describe import DescribeScreen
 from gpuadmin.tui.screens.help import HelpScreen
-from gpuadmin.tui.screens.listing import ListingScreen
+from gpuadmin.tui.screens.listing import ListingScreen, TableScreen
 from gpuadmin.tui.screens.node import NodeScreen
 from gpuadmin.tui.screens.overview import OverviewBody, OverviewScreen
+from gpuadmin.tui.screens.telemetry import IdleScreen, TopScreen
 from gpuadmin.tui.screens.topology import TopologyScreen
 from gpuadmin.tui.widgets.boards import BoardsView
 from gpuadmin.tui.widgets.table import RowTable
@@ -37,7 +38,8 @@ from tests.tui.tuikit import (
     status_line,
 )
 
-SCREEN_TYPES = {"overview": OverviewScreen, "topology": TopologyScreen}
+SCREEN_TYPES = {"overview": OverviewScreen, "topology": TopologyScreen, "top": TopScreen, "idle": IdleScreen}
+TELEMETRY_VIEWS = {"top", "idle"}
 # what each view shows first in the test cluster: the first line of its drawing, or its first row's key
 FIRST_LINE = {"overview": "tui-lab   revision 0   7 nodes   34 GPUs", "topology": "> - gpu-h100-01  baremetal  ready"}
 FIRST_ROW = {"nodes": "gpu-h100-01", "gpus": "gpu-h100-01/0", "slices": "gpu-h100-01/0", "jobs": "llm-pretrain-70b",
@@ -49,7 +51,7 @@ def assert_on(app: GpuadminApp, name: str) -> None:
     assert app.current_mode == name
     screen = app.screen
     assert isinstance(screen, SCREEN_TYPES.get(name, ListingScreen))
-    if isinstance(screen, ListingScreen):
+    if isinstance(screen, TableScreen):
         assert screen.kind == name
     assert f"  {name}" in header(app)
 
@@ -63,6 +65,8 @@ async def test_each_view_opens_by_its_digit(state_dir) -> None:
             assert_on(app, name)
             if name in FIRST_LINE:
                 assert screen_text(app).splitlines()[1].strip() == FIRST_LINE[name]
+            elif name in TELEMETRY_VIEWS:  # no Prometheus is set for this state: no rows, and the view says why
+                assert not grid(app).rows and "no Prometheus is set" in screen_text(app)
             else:
                 table = grid(app)
                 assert len(table.shown) == len(table.rows) > 0

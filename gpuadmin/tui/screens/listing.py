@@ -8,7 +8,7 @@ rows at once and fills why a pending job waits (REASON, its code; MESSAGE, in wo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,17 +21,21 @@ from gpuadmin.render.columns import Column
 from gpuadmin.render.rows import JOURNAL, LISTINGS
 from gpuadmin.render.selector import compile_filter
 from gpuadmin.render.text import safe
-from gpuadmin.service import Moved, Service, Table
+from gpuadmin.service import Moved, Service
 from gpuadmin.tui.draw import quota_bar
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.session import error_lines
-from gpuadmin.tui.widgets.table import RowTable
+from gpuadmin.tui.widgets.table import RowTable, natural_widths
 
+ReadT = TypeVar("ReadT")
 # describe kind for the row under the cursor, and the column that names it
 DESCRIBE: dict[str, tuple[str, str]] = {
     "nodes": ("node", "NAME"), "gpus": ("gpu", "NAME"), "slices": ("gpu", "GPU_NAME"),
     "jobs": ("job", "NAME"), "queues": ("queue", "NAME"), "journal": ("entry", "ID"),
+    "top": ("gpu", "GPU_NAME"), "idle": ("job", "NAME"),
 }
+# the column that tells rows apart where it is not the one describe opens (a slice's, a top row's GPU has several)
+ROW_KEY = {"slices": "NAME", "top": "NAME"}
 # The console shows a listing's own columns (`Listing.columns`, and `Listing.wide` under the wide toggle), in its
 # order and by its priorities, so both front ends say the same thing by the same names (docs/columns.md). The one
 # column it adds is the queue's quota bar, drawn after the name: a picture of USED_GPUS against QUOTA_GPUS and
@@ -85,13 +89,16 @@ def console_rows(kind: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class Listing:
     """One read of a listing, handed from the service worker to the screen."""
 
-    table: Table
     rows: list[dict[str, Any]]
     labels: dict[str, dict[str, str]]
     reasons: bool  # whether why pending jobs wait (REASON, MESSAGE) is filled in
+    widths: dict[str, int]  # the columns' natural widths, made with the rows on the service worker
 
 
-class ListingScreen(ViewScreen):
+class TableScreen(ViewScreen, Generic[ReadT]):
+    """A view of rows in a `RowTable`: filter, sort, wide columns, marks, drill-down. Subclasses say how to read
+    (`read`, returning `ReadT`, on the service worker) and hand the rows to `show_rows`."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "reload", "Reload", show=False, id="view.reload"),
         Binding("ctrl+w", "wide", "Wide", show=False, id="view.wide"),
@@ -102,14 +109,20 @@ class ListingScreen(ViewScreen):
         self.kind = kind
         self.view_name = kind
         self._labels: dict[str, dict[str, str]] = {}
-        self._table: Table | None = None
+        self._rows_read = False  # the first read has been shown (a filter given before it waits for it)
         self._reasons_shown = True
         self.show_wide = False  # the listing's `-o wide` columns shown too (ctrl+w)
         self._unmark_timer: Timer | None = None
 
+    def read(self, service: Service) -> ReadT:
+        raise NotImplementedError
+
+    def show(self, data: ReadT) -> None:
+        raise NotImplementedError
+
     def compose_body(self) -> ComposeResult:
         yield Static("", id="status")
-        yield RowTable(key=DESCRIBE[self.kind][1] if self.kind != "slices" else "NAME", id="rows")
+        yield RowTable(key=ROW_KEY.get(self.kind, DESCRIBE[self.kind][1]), id="rows")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -118,24 +131,22 @@ class ListingScreen(ViewScreen):
     def crumb(self) -> str:
         return self.kind + (f" /{self.filter_text}" if self.filter_text else "")
 
-    def read(self, service: Service) -> Listing:
-        """The rows at once; for jobs without REASON and MESSAGE unless the service has it already (a dry-run
-        cycle, run once per revision): `show` then asks for them, as a second read."""
-        reasons = self.kind != "jobs" or service.reasons_ready()
-        return self._listing(service, reasons=reasons)
+    def columns(self) -> list[Column]:
+        """The columns shown now (the wide toggle's too)."""
+        return console_columns(self.kind, wide=self.show_wide)
 
-    def _listing(self, service: Service, *, reasons: bool) -> Listing:
-        labels = service.labels_by_node() if self.kind in NODE_THINGS else {}
-        table = service.get(self.kind, reasons=reasons)
-        if self.kind in TELEMETRY_THINGS:  # the last poll's readings (gpuadmin.tui.metrics_poll): no query here
-            service.telemetry_rows(self.kind, table.rows, refresh=False)
-        return Listing(table, console_rows(self.kind, table.rows), labels, reasons)
+    def filter_keys(self) -> list[str]:
+        """The keys `/` filters by: those `get -l` takes (the console's rows add none)."""
+        listing = JOURNAL if self.kind == "journal" else LISTINGS[self.kind]
+        return [c.name for c in listing.fields]
 
-    def show(self, data: Listing) -> None:
-        self._table = data.table
-        self._reasons_shown = data.reasons
-        self._labels = data.labels
-        self.query_one(RowTable).set_rows(console_columns(self.kind, wide=self.show_wide), data.rows)
+    def show_rows(self, rows: list[dict[str, Any]], labels: dict[str, dict[str, str]],
+                  widths: dict[str, int] | None = None) -> None:
+        """Draw rows read on the service worker (with their columns' widths, made there too), the filter applied
+        to them and the status line said."""
+        self._rows_read = True
+        self._labels = labels
+        self.query_one(RowTable).set_rows(self.columns(), rows, widths)
         if self.filter_text:
             try:
                 self.apply_filter(self.filter_text)
@@ -143,8 +154,6 @@ class ListingScreen(ViewScreen):
                 self.apply_filter("")
                 self.notify(error_lines(bad), title="filter", severity="error", markup=False)
         self._status()
-        if not data.reasons:
-            self.ask_read(lambda service: self._listing(service, reasons=True))
 
     def _status(self) -> None:
         grid = self.query_one(RowTable)
@@ -159,7 +168,12 @@ class ListingScreen(ViewScreen):
             text += "  wide"
         if self.kind == "jobs" and not self._reasons_shown:
             text += "  (reasons: computing)"
+        text += self.status_note()
         self.query_one("#status", Static).update(Text(text))  # Text: a filter like `[/` is not markup
+
+    def status_note(self) -> str:
+        """What a view adds to its status line (plain text: it is drawn as `Text`)."""
+        return ""
 
     def on_row_table_chosen(self, event: RowTable.Chosen) -> None:
         self.gpuadmin.drill_down(self.kind, event.row)
@@ -181,12 +195,11 @@ class ListingScreen(ViewScreen):
         if not text:
             self.filter_text = ""
             grid.set_filter(None)
-        elif self._table is None:  # the rows are still being read (a view opened with a filter): `_show` applies it
+        elif not self._rows_read:  # the rows are still being read (a view opened with a filter): `_show` applies it
             self.filter_text = text
         else:
             label_keys = {k for labels in self._labels.values() for k in labels}
-            listing = JOURNAL if self.kind == "journal" else LISTINGS[self.kind]
-            keys = [c.name for c in listing.fields]  # the keys `get -l` takes: the console's rows add none
+            keys = self.filter_keys()
             predicate = compile_filter(text, keys, label_keys)  # InputError on a bad selector
             labels = self._labels
 
@@ -224,7 +237,7 @@ class ListingScreen(ViewScreen):
         no longer; the rows stay, only their columns change."""
         self.show_wide = not self.show_wide
         grid = self.query_one(RowTable)
-        grid.set_rows(console_columns(self.kind, wide=self.show_wide), grid.rows)
+        grid.set_rows(self.columns(), grid.rows)
         self._status()
 
     def state_moved(self, moved: Moved) -> None:
@@ -239,3 +252,27 @@ class ListingScreen(ViewScreen):
         grid = self.query_one(RowTable)
         grid.changed = set()
         grid.refresh()
+
+
+class ListingScreen(TableScreen[Listing]):
+    """One of the service's listings (`gpuadmin get KIND`)."""
+
+    def read(self, service: Service) -> Listing:
+        """The rows at once; for jobs without REASON and MESSAGE unless the service has it already (a dry-run
+        cycle, run once per revision): `show` then asks for them, as a second read."""
+        reasons = self.kind != "jobs" or service.reasons_ready()
+        return self._listing(service, reasons=reasons)
+
+    def _listing(self, service: Service, *, reasons: bool) -> Listing:
+        labels = service.labels_by_node() if self.kind in NODE_THINGS else {}
+        table = service.get(self.kind, reasons=reasons)
+        if self.kind in TELEMETRY_THINGS:  # the last poll's readings (gpuadmin.tui.metrics_poll): no query here
+            service.telemetry_rows(self.kind, table.rows, refresh=False)
+        rows = console_rows(self.kind, table.rows)
+        return Listing(rows, labels, reasons, natural_widths([c.name for c in self.columns()], rows))
+
+    def show(self, data: Listing) -> None:
+        self._reasons_shown = data.reasons
+        self.show_rows(data.rows, data.labels, data.widths)
+        if not data.reasons:
+            self.ask_read(lambda service: self._listing(service, reasons=True))

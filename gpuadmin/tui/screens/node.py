@@ -1,10 +1,12 @@
 """One node: its GPUs with each MIG layout drawn as memory and compute slices, time-sliced replicas and
 vGPUs with their holders, its device groups, NVLink domain and NICs. Opened with Enter on a node; Enter on a
 GPU (or a free slice) opens it at that GPU: scrolled to it, its title marked `>` and reversed, and `d`
-describes that GPU."""
+describes that GPU. Below the drawing, each GPU's (and MIG instance's) utilisation over the last hour as a
+sparkline, read on the service worker after the board (`Service.node_utilisation`: this node's series only)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.text import Text
@@ -12,9 +14,15 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gpuadmin.service import Service
+from gpuadmin.errors import GpuadminError
+from gpuadmin.service import Service, TelemetryUnset
 from gpuadmin.tui.draw import gpu_lines, node_lines, unwrapped
 from gpuadmin.tui.screens.base import ViewScreen
+from gpuadmin.tui.session import error_lines
+from gpuadmin.tui.widgets.sparks import UtilSparks, spark_lines
+from gpuadmin.tui.worker import Request
+
+SPARKS_TITLE = "utilisation, last hour (a point a minute):"
 
 
 class NodeScreen(ViewScreen):
@@ -32,6 +40,7 @@ class NodeScreen(ViewScreen):
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="node-scroll"):
             yield Static("loading...", id="node")
+            yield UtilSparks(id="node-sparks")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -42,6 +51,25 @@ class NodeScreen(ViewScreen):
 
     def show(self, data: dict[str, Any]) -> None:
         self._show(data)
+        node = self.node
+        self.session.ask(Request(f"reading {node}'s utilisation history",
+                                 lambda service: service.node_utilisation(node), self._show_sparks,
+                                 failed=self._sparks_failed, owner=self, key=f"sparks:{id(self)}"))
+
+    def _show_sparks(self, history: dict[Any, Any]) -> None:
+        sparks = self.query_one("#node-sparks", UtilSparks)
+        lines = spark_lines(history, time.time())
+        if lines:
+            sparks.show_lines(SPARKS_TITLE, lines)
+        else:
+            sparks.show_message("utilisation, last hour: Prometheus has no series for this node's GPUs")
+
+    def _sparks_failed(self, failed: GpuadminError) -> None:
+        sparks = self.query_one("#node-sparks", UtilSparks)
+        if isinstance(failed, TelemetryUnset):
+            sparks.hide()
+        else:
+            sparks.show_message(f"utilisation, last hour: {error_lines(failed)}")
 
     def read_failed(self, message: str) -> None:
         """Say it in the body too: a node that is not there must not look like one still loading."""
