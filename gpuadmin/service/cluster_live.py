@@ -62,8 +62,8 @@ class ClusterLive(ClusterUseCases):
         from gpuadmin.cluster.connect import connect_bound
 
         binding = self.store.binding() if self.store is not None else None
-        if binding is None:
-            return None
+        if binding is None or binding.kind != "kubernetes":
+            return None  # a vCenter is read by `sync` (docs/vsphere.md): the console follows no vCenter yet
         connection = connect_bound(binding, kubeconfig)
         watch = ClusterWatch(HttpTransport.of_client(connection.client), on_batch, on_status).start()
         return ClusterFeed(watch, ClusterLink(binding.context, binding.server), connection)
