@@ -103,7 +103,8 @@ def running(port: int = 0, password: str | None = None, seed: Path = SEED) -> It
             assert process.stdout is not None
             line = process.stdout.readline()  # the seeding takes ~1 s; it prints once it listens
             if not line:
-                raise RuntimeError(f"vcsim did not start: {process.stderr.read() if process.stderr else ''}")
+                said = process.stderr.read() if process.stderr else ""
+                raise RuntimeError(f"vcsim did not start: {said.strip().splitlines()[0] if said.strip() else ''}")
             yield Simulator(json.loads(line)["url"], USER, password)
         finally:
             process.terminate()
@@ -126,18 +127,29 @@ def main() -> int:
             print(f"note: the vCenter simulator is not built, its tests will skip: {why}")
         return 0
     password = os.environ.get("GPUADMIN_VCENTER_PASSWORD") or secrets.token_urlsafe(12)
-    with running(args.port, password) as simulator:
-        print(f"vCenter simulator (govmomi's vcsim, seeded by tests/vsphere/seed.yaml) at {simulator.server}\n"
-              f"  export GPUADMIN_VCENTER_PASSWORD='{password}'\n"
-              f"  gpuadmin --state .demo/vcenter init --from-cluster vcenter --server {simulator.server} "
-              f"--user {simulator.user} --insecure\n"
-              "Ctrl-C stops it.", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            return 0
+    try:
+        with running(args.port, password) as simulator:
+            print("\n".join(demo_session(simulator)), flush=True)
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                pass
+    except RuntimeError as why:
+        print(f"demo-vcenter: {why}\n(DEMO_VCENTER_PORT=N picks another port)", file=sys.stderr)
+        return 2
+    print("demo-vcenter: stopped.", flush=True)
+    return 0
 
+
+def demo_session(simulator: Simulator) -> list[str]:
+    """What `make demo-vcenter` prints: where the simulator is, and the session to try it with (docs/vsphere.md)."""
+    return [f"vCenter simulator (govmomi's vcsim, GPU hosts seeded by tests/vsphere/seed.yaml) at {simulator.server}",
+            f"  export GPUADMIN_VCENTER_PASSWORD='{simulator.password}'",
+            f"  gpuadmin --state .demo/vcenter init --from-cluster vcenter --server {simulator.server} --insecure",
+            "  gpuadmin --state .demo/vcenter get nodes",
+            "  gpuadmin --state .demo/vcenter diff",
+            "Ctrl-C stops it."]
 
 if __name__ == "__main__":
     sys.exit(main())
