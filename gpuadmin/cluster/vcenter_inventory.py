@@ -77,9 +77,12 @@ def vcenter_inventory(snapshot: VcenterSnapshot, cluster: str) -> VcenterInvento
     """The snapshot as an inventory named `cluster`, with the findings of making it."""
     findings: list[Finding] = []
     vms = _read_vms(snapshot, findings)
+    by_host: dict[str | None, dict[str, VmRead]] = {}
+    for moid, vm in vms.kept.items():
+        by_host.setdefault(vm.host, {})[moid] = vm
     nodes: list[Node] = []
     for host in sorted(snapshot.hosts, key=lambda h: h.name):
-        node = _node(host, vms, findings)
+        node = _node(host, by_host.get(host.moid, {}), vms, findings)
         if node is not None:
             nodes.append(node)
     inventory = Inventory(version=1, cluster=cluster, queues=[], nodes=nodes, jobs=[])
@@ -93,17 +96,20 @@ def _read_vms(snapshot: VcenterSnapshot, findings: list[Finding]) -> _Vms:
             vms.other += 1
             continue
         shown = printable(vm.name, SHOWN)
-        problem = _name_problem(vm.name)
         hw = _HW.match(vm.version or "")
-        if problem is None and hw is None:
-            problem = f"config.version {printable(vm.version or '', 20)!r} is no hardware version (vmx-NN)"
-        if problem is None and len(set(vm.vgpus)) > 1:
-            problem = f"vGPUs of {len(set(vm.vgpus))} types ({', '.join(sorted(set(vm.vgpus)))[:SHOWN]}): vSphere " \
-                      "gives a VM one type"
-        if problem is not None:
-            findings.append(Finding("vm", shown, "name" if "name" in problem else "config", f"skipped: {problem}"))
+        name_problem = _name_problem(vm.name)
+        if name_problem is not None:
+            findings.append(Finding("vm", shown, "name", f"skipped: {name_problem}"))
             continue
-        assert hw is not None
+        if hw is None:
+            findings.append(Finding("vm", shown, "config.version", f"skipped: {printable(vm.version or '', 20)!r} "
+                                                                     "is no hardware version (vmx-NN)"))
+            continue
+        if len(set(vm.vgpus)) > 1:
+            types = ", ".join(sorted(set(vm.vgpus)))
+            findings.append(Finding("vm", shown, "config.hardware.device", f"skipped: vGPUs of {len(set(vm.vgpus))} "
+                                    f"types ({printable(types, SHOWN)}): vSphere gives a VM one type"))
+            continue
         power = vm.power if vm.power in ("poweredOn", "poweredOff", "suspended") else None
         try:
             vms.models[vm.moid] = Vm.model_validate({"name": vm.name, "hardware_version": int(hw.group(1)),
@@ -115,16 +121,18 @@ def _read_vms(snapshot: VcenterSnapshot, findings: list[Finding]) -> _Vms:
     return vms
 
 
-def _node(host: HostRead, vms: _Vms, findings: list[Finding]) -> Node | None:
+def _node(host: HostRead, mine: dict[str, VmRead], vms: _Vms, findings: list[Finding]) -> Node | None:
+    """The host as a node, with `mine`, the VMs read that run on it (by moId)."""
     shown = printable(host.name, SHOWN)
     problem = _name_problem(host.name)
-    version = esxi_version(host.version)
-    if problem is None and version is None:
-        problem = f"summary.config.product.version {printable(host.version or '', 20)!r} is no ESXi version"
     if problem is not None:
-        findings.append(Finding("host", shown, "", f"skipped: {problem}"))
+        findings.append(Finding("host", shown, "name", f"skipped: {problem}"))
         return None
-    mine = {moid: vm for moid, vm in vms.kept.items() if vm.host == host.moid}
+    version = esxi_version(host.version)
+    if version is None:
+        findings.append(Finding("host", shown, "summary.config.product.version",
+                                f"skipped: {printable(host.version or '', 20)!r} is no ESXi version"))
+        return None
     graphics = {g.pci_id: g for g in host.graphics}
     offered = {t.lower() for t in host.vgpu_types}
     gpus = [_gpu(index, pci.pci_id, pci.device_id, pci.name, graphics.get(pci.pci_id), host, mine, vms, findings)
@@ -142,7 +150,7 @@ def _node(host: HostRead, vms: _Vms, findings: list[Finding]) -> Node | None:
     state = "down" if host.connection != "connected" else "cordoned" if host.maintenance else "ready"
     try:
         return Node.model_validate({
-            "name": host.name, "platform": "vsphere", "vsphere": VSphere(version=version or ""),
+            "name": host.name, "platform": "vsphere", "vsphere": VSphere(version=version),
             "cpus": host.cpus, "memory_gib": host.memory_bytes // 2**30 if host.memory_bytes else None,
             "labels": {CLUSTER_LABEL: host.cluster} if host.cluster else {}, "state": state,
             "down_reason": f"connectionState: {printable(host.connection, 40)}" if state == "down" else None,
