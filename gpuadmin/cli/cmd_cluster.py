@@ -185,15 +185,17 @@ SYNC_EPILOG = """example:
   gpuadmin sync -o json
 
 exit codes: 0 synced (or nothing to sync; the rules the cluster breaks are warnings); 2 bad input (the state is
-not bound to a cluster, a bad kubeconfig); 3 the cluster unreachable, its context now another server, or the lock
-held; 4 not permitted (a viewer; a 403 from the API server, with its message)"""
+not bound to a cluster, a bad kubeconfig, no vCenter password); 3 the cluster unreachable, its context now another
+server, or the lock held; 4 not permitted (a viewer; a 403 from the API server, with its message; a vCenter login
+refused)"""
 
 DIFF_EPILOG = """example:
   gpuadmin diff
   gpuadmin diff -o json | jq '.drift[] | select(.kind == "node")'
 
 exit codes (as kubectl diff): 0 the state and the cluster agree; 1 they differ; 2 bad input (the state is not
-bound to a cluster, a bad kubeconfig); 3 the cluster unreachable; 4 a 403 from the API server, with its message"""
+bound to a cluster, a bad kubeconfig, no vCenter password); 3 the cluster unreachable; 4 a 403 from the API
+server, with its message, or a vCenter login refused"""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
