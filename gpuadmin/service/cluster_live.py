@@ -22,10 +22,18 @@ from gpuadmin.service.results import Moved
 
 @dataclass(frozen=True)
 class ClusterLink:
-    """What the console's header says of a bound state: the kubeconfig context and API server it was bound to."""
+    """What the console's header says of a bound state: the kubeconfig context and API server it was bound to (a
+    vCenter: the user and the vCenter, and whether its certificate goes unverified)."""
 
     context: str
     server: str
+    kind: str = "kubernetes"
+    insecure: bool = False
+
+    @property
+    def watched(self) -> bool:
+        """The console follows this cluster between syncs: a Kubernetes cluster's watch (none for a vCenter yet)."""
+        return self.kind == "kubernetes"
 
 
 class ClusterFeed:
@@ -51,7 +59,9 @@ class ClusterLive(ClusterUseCases):
     def cluster_link(self) -> ClusterLink | None:
         """The cluster this state is bound to, or None (a state made from files, an inventory in memory)."""
         binding = self.store.binding() if self.store is not None else None
-        return ClusterLink(binding.context, binding.server) if binding is not None else None
+        if binding is None:
+            return None
+        return ClusterLink(binding.context, binding.server, binding.kind, binding.insecure)
 
     @use_case("read")
     def watch_cluster(self, on_batch: Callable[[Batch], None], on_status: Callable[[WatchStatus], None],
