@@ -112,3 +112,16 @@ def _groups_and_a_queue(tmp_path: Path) -> Path:
     path = tmp_path / "changes.yaml"
     path.write_text(yaml.safe_dump(changes), encoding="utf-8")
     return path
+
+
+def test_a_change_on_a_vcenter_bound_state_is_model_only_and_says_so(vcsim: Simulator, tmp_path: Path) -> None:
+    """gpuadmin carries out no op on a vCenter yet: a cordon changes the state, its entry says "model only", and no
+    Kubernetes connection is tried with the vCenter's binding (which would fail on the kubeconfig)."""
+    state = tmp_path / "state"
+    env = _bound(vcsim, state)
+    done = gpuadmin("--state", state, "cordon", "esx-vdi-01", "--yes", env={**env, "KUBECONFIG": "/nonexistent"})
+    assert done.code == ExitCode.OK, done.err
+    with Store.open(state) as store:
+        entry = store.journal()[-1]
+        assert entry.outcome == "applied" and "model only" in entry.message
+        assert store.load().nodes["esx-vdi-01"].state == "cordoned"
