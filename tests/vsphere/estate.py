@@ -47,6 +47,14 @@ def wait(task: Any) -> Any:
     return task.info.result
 
 
+def add_host(service: Any, cluster_name: str, host_name: str) -> Any:
+    """A host added to the cluster (AddHost_Task), as an admin adds one: the simulator's ESXi, without GPUs."""
+    from pyVmomi import vim
+
+    cluster = find(service, "ClusterComputeResource", cluster_name)
+    return wait(cluster.AddHost_Task(spec=vim.host.ConnectSpec(hostName=host_name), asConnected=True))
+
+
 def create_vgpu_vm(service: Any, name: str, host_name: str, vgpu: str) -> Any:
     """A VM with one vGPU of type `vgpu`, created on the host (CreateVM_Task), as a VDI admin makes one."""
     from pyVmomi import vim

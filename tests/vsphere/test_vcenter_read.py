@@ -15,7 +15,7 @@ from gpuadmin.errors import ExitCode
 from gpuadmin.service import init_from_vcenter
 from gpuadmin.store import ClusterBinding, Store
 from tests.cli.clikit import gpuadmin
-from tests.vsphere.estate import create_vgpu_vm, find, session, wait
+from tests.vsphere.estate import add_host, create_vgpu_vm, find, session, wait
 from tests.vsphere.vcsim import Simulator
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-inventories" / "vsphere-hgx.yaml"
@@ -61,10 +61,7 @@ def test_hostile_names_and_unknown_types_become_findings_never_a_crash(vcsim: Si
         create_vgpu_vm(service, "vdi-\u202egnp.exe", "esx-vdi-01", "grid_a40-12c")
         create_vgpu_vm(service, "v" * 81, "esx-vdi-01", "grid_a40-12c")
         create_vgpu_vm(service, "odd-type", "esx-vdi-01", "grid_h100-80c")  # not one an A40 host offers
-        from pyVmomi import vim
-
-        cluster = find(service, "ClusterComputeResource", "vdi")
-        wait(cluster.AddHost_Task(spec=vim.host.ConnectSpec(hostName="esx-\u2028vdi-03"), asConnected=True))
+        add_host(service, "vdi", "esx-\u2028vdi-03")
     done = gpuadmin("--state", tmp_path / "state", "init", "--from-cluster", "vcenter", "--server", vcsim.server,
                     "--user", vcsim.user, "--insecure", "-o", "json", env=_env(vcsim))
     assert done.code == ExitCode.OK, done.err
