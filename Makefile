@@ -9,20 +9,24 @@ $(BIN)/gpuadmin: pyproject.toml setup.py
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: run test test-wheel test-slow lint bench system-deps demo-metrics demo-cluster probe-site
+.PHONY: run test test-wheel test-slow lint bench system-deps vcsim demo-metrics demo-cluster demo-vcenter probe-site
 run: $(BIN)/gpuadmin
 	$(BIN)/gpuadmin
 
 # System tools the tests use, installed where we may (CI runs as root on Debian), else a note and they skip:
 # tmux (the console's end-to-end tests), openssh-server and -client (the console over real SSH, tests/bastion),
 # useradd/runuser (throwaway users: passwd, util-linux), kubectl (a real client read against the API server double,
-# tests/kube) and prometheus/promtool (a real Prometheus server the telemetry tests start, tests/telemetry). While installing, a policy-rc.d keeps the package
+# tests/kube), prometheus/promtool (a real Prometheus server the telemetry tests start, tests/telemetry) and Go with
+# govmomi's source and yaml.v3 (VMware's vCenter simulator, built offline from them: tests/vsphere). A path is
+# looked for as a file or folder, a name on PATH. While installing, a policy-rc.d keeps the package
 # from starting the system's own sshd; the tests start a throwaway one of their own on 127.0.0.1.
 SYSTEM_TOOLS := tmux:tmux /usr/sbin/sshd:openssh-server ssh:openssh-client useradd:passwd runuser:util-linux \
-	kubectl:kubernetes-client prometheus:prometheus promtool:prometheus
+	kubectl:kubernetes-client prometheus:prometheus promtool:prometheus go:golang-go \
+	/usr/share/gocode/src/github.com/vmware/govmomi/simulator:golang-github-vmware-govmomi-dev \
+	/usr/share/gocode/src/gopkg.in/yaml.v3:golang-gopkg-yaml.v3-dev
 system-deps:
-	@missing=""; for pair in $(SYSTEM_TOOLS); do \
-	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	@missing=""; for pair in $(SYSTEM_TOOLS); do tool="$${pair%%:*}"; \
+	  { command -v "$$tool" >/dev/null 2>&1 || [ -d "$$tool" ]; } || missing="$$missing $${pair#*:}"; done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  policy=/usr/sbin/policy-rc.d; made=""; \
@@ -31,7 +35,7 @@ system-deps:
 	  if [ -n "$$made" ]; then rm -f $$policy; fi; exit $$status; \
 	else echo "note: missing$$missing; the tests that need them will skip (as root: apt-get install$$missing)"; fi
 
-test: $(BIN)/gpuadmin system-deps
+test: $(BIN)/gpuadmin system-deps vcsim
 	$(BIN)/ruff check .
 	$(BIN)/mypy gpuadmin
 	$(BIN)/python -m pytest -n 2 -m "not slow" -q
@@ -58,7 +62,7 @@ test-wheel: $(BIN)/gpuadmin
 	grep -q '^gpu-' nodes.txt || { cat nodes.txt; echo "test-wheel: no nodes listed"; exit 1; }; \
 	echo "test-wheel: the installed wheel opened the console and listed $$(($$(wc -l < nodes.txt) - 1)) nodes"
 
-test-slow: $(BIN)/gpuadmin system-deps
+test-slow: $(BIN)/gpuadmin system-deps vcsim
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(BIN)/gpuadmin
@@ -88,3 +92,15 @@ demo-cluster: $(BIN)/gpuadmin
 probe-site: $(BIN)/gpuadmin
 	rm -rf .probe-site
 	$(BIN)/pip install --quiet --target .probe-site 'nvidia-ml-py>=12' 'pydantic>=2.7,<3' 'pyyaml>=6.0' 'psutil>=5.9'
+
+# VMware's vCenter simulator (govmomi's vcsim) with GPU hosts seeded by tests/vsphere/seed.yaml, built offline from
+# Debian's packages into .build/vcsim (cached by the source's hash); where it cannot be built it says why and the
+# tests/vsphere tests skip with that reason
+vcsim: $(BIN)/gpuadmin system-deps
+	@$(BIN)/python -m tests.vsphere.vcsim --build
+
+# The README's vSphere session runs against this: the simulator seeded with the vSphere sample's estate on
+# https://127.0.0.1:$(DEMO_VCENTER_PORT) (a self-signed certificate: --insecure), its password printed; Ctrl-C stops it.
+DEMO_VCENTER_PORT ?= 18443
+demo-vcenter: vcsim
+	$(BIN)/python -m tests.vsphere.vcsim --port $(DEMO_VCENTER_PORT)

@@ -1,6 +1,7 @@
-"""The Kubernetes client (pyproject's `kube` extra, issue 22) is imported lazily: only inside the function that
-talks to a cluster, never at a module's top level, so `gpuadmin --help` and the commands that never touch a
-cluster do not pay its ~130 ms import (docs/benchmarks.md) nor need it installed.
+"""The Kubernetes client (pyproject's `kube` extra, issue 22) and VMware's pyVmomi (the `vcenter` extra, issue 24)
+are imported lazily: only inside the function that talks to a cluster or a vCenter, never at a module's top level,
+so `gpuadmin --help` and the commands that never touch one do not pay their import (lightkube's ~130 ms,
+docs/benchmarks.md; pyVmomi's type tables) nor need them installed.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "gpuadmin"
-# the candidates measured in bench/bench_kube_clients.py: whichever is imported, it is imported lazily
-KUBE_CLIENTS = {"lightkube", "kubernetes", "kr8s"}
+# the candidates measured in bench/bench_kube_clients.py: whichever is imported, it is imported lazily; and
+# pyVmomi's two packages (the SDK's types, its connection helpers)
+KUBE_CLIENTS = {"lightkube", "kubernetes", "kr8s", "pyVmomi", "pyVim"}
 
 
 def top_level_kube_imports(path: Path) -> list[str]:
@@ -38,10 +40,11 @@ def test_the_kubernetes_client_is_imported_only_inside_functions(path: Path) -> 
 
 def test_the_checker_sees_a_top_level_import_and_allows_a_lazy_one(tmp_path: Path) -> None:
     eager = tmp_path / "eager.py"
-    eager.write_text("from lightkube import Client\nimport kubernetes.client\n", encoding="utf-8")
+    eager.write_text("from lightkube import Client\nimport kubernetes.client\nfrom pyVmomi import vim\n",
+                     encoding="utf-8")
     lazy = tmp_path / "lazy.py"
     lazy.write_text("def connect():\n    from lightkube import Client\n    return Client()\n", encoding="utf-8")
-    assert top_level_kube_imports(eager) == ["lightkube", "kubernetes.client"]
+    assert top_level_kube_imports(eager) == ["lightkube", "kubernetes.client", "pyVmomi"]
     assert top_level_kube_imports(lazy) == []
 
 

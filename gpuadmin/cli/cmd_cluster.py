@@ -1,4 +1,5 @@
-"""`init --from-cluster`, `sync` and `diff`: a state bound to a live Kubernetes cluster (docs/kubernetes.md).
+"""`init --from-cluster`, `sync` and `diff`: a state bound to a live Kubernetes cluster (docs/kubernetes.md) or a
+vCenter (docs/vsphere.md).
 
 Thin: the workflow is `gpuadmin.service.cluster_sync`; this module parses, prints and picks the exit code.
 `diff` exits as `kubectl diff` does: 0 when the state and the cluster agree, 1 when they differ.
@@ -16,7 +17,10 @@ from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
-    from gpuadmin.service import ReadSettings
+    from gpuadmin.service import PasswordSource, ReadSettings
+    from gpuadmin.store import ClusterBinding
+
+DEFAULT_VCENTER_USER = "administrator@vsphere.local"  # vCenter's own administrator, as VMware's docs name it
 
 DIFF_VALUE_WIDTH = 60  # characters of a value `diff` prints in its table (-o json has them whole)
 
@@ -33,6 +37,28 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device-plugin-configmap", default=None, metavar="NAME",
                         help="the device plugin's ConfigMap (default: as the ClusterPolicy's "
                              "devicePlugin.config.name says, else time-slicing-config)")
+    parser.add_argument("--password-file", type=Path, default=None, metavar="FILE",
+                        help="a vCenter's password: the first line of FILE, which only you may read (mode 0600); "
+                             "else $GPUADMIN_VCENTER_PASSWORD, else a prompt")
+
+
+def password_source(args: argparse.Namespace) -> PasswordSource:
+    """Where a vCenter's password comes from: --password-file, $GPUADMIN_VCENTER_PASSWORD, or a prompt on a
+    terminal (never echoed). Asked only when the state is bound to a vCenter."""
+    from getpass import getpass
+
+    from gpuadmin.cluster.vcenter import vcenter_password
+
+    prompt = getpass if sys.stdin.isatty() else None
+    return lambda user, server: vcenter_password(user, server, args.password_file, prompt)
+
+
+def _where(binding: ClusterBinding) -> str:
+    """The bound cluster as the messages name it; a vCenter whose certificate goes unverified says so."""
+    if binding.kind == "kubernetes":
+        return f"cluster {binding.context} ({binding.server})"
+    tls = "TLS NOT VERIFIED (--insecure)" if binding.insecure else "TLS verified"
+    return f"vCenter {binding.server} as {binding.context}, {tls}"
 
 
 def settings_of(args: argparse.Namespace) -> ReadSettings:
@@ -62,6 +88,13 @@ def init_from_cluster(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
     from gpuadmin.service import init_from_cluster as init
 
+    if args.from_cluster == "vcenter":
+        return _init_from_vcenter(args, ctx)
+    if args.server is not None or args.user is not None or args.insecure or args.password_file is not None:
+        from gpuadmin.errors import Diagnostic, InputError
+
+        raise InputError([Diagnostic("--server, --user, --insecure and --password-file go with --from-cluster "
+                                     "vcenter")])
     state_dir = ctx.resolved_state_dir()
     made = init(state_dir, kubeconfig=args.kubeconfig, context=args.context, force=args.force,
                 role=ctx.requested_role, settings=settings_of(args))
@@ -75,10 +108,38 @@ def init_from_cluster(args: argparse.Namespace, ctx: Context) -> int:
     return ExitCode.OK
 
 
+def _init_from_vcenter(args: argparse.Namespace, ctx: Context) -> int:
+    from gpuadmin.cli import output
+    from gpuadmin.errors import Diagnostic, InputError
+    from gpuadmin.service import init_from_vcenter
+
+    kube_options = (args.kubeconfig, args.context, args.gpu_operator_namespace, args.mig_parted_configmap,
+                    args.device_plugin_configmap)
+    if any(option is not None for option in kube_options):
+        raise InputError([Diagnostic("--kubeconfig, --context and the GPU Operator's names go with --from-cluster "
+                                     "kubernetes")])
+    if args.server is None:
+        raise InputError([Diagnostic("--from-cluster vcenter needs --server URL",
+                                     hint="gpuadmin init --from-cluster vcenter --server https://vcenter.example.com")])
+    user = args.user or DEFAULT_VCENTER_USER
+    state_dir = ctx.resolved_state_dir()
+    password = password_source(args)(user, args.server)
+    made = init_from_vcenter(state_dir, server=args.server, user=user, password=password, insecure=args.insecure,
+                             force=args.force, role=ctx.requested_role)
+    if args.output == "json":
+        output.as_json(made.to_json())
+    counts = made.counts
+    _say(f"gpuadmin: state created at {state_dir} (revision {made.revision}), bound to {_where(made.binding)}: "
+         f"{counts['hosts']} host(s), {counts['gpus']} GPU(s), {counts['vms']} GPU VM(s); {counts['other_vms']} "
+         "VM(s) holding no GPU passed over")
+    _report(made.findings, made.warnings)
+    return ExitCode.OK
+
+
 def _sync(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
 
-    synced = ctx.service().sync(args.kubeconfig, settings_of(args))
+    synced = ctx.service().sync(args.kubeconfig, settings_of(args), password=password_source(args))
     if args.output == "json":
         output.as_json(synced.to_json())
     else:
@@ -86,7 +147,7 @@ def _sync(args: argparse.Namespace, ctx: Context) -> int:
 
         for kind, name, action in synced.changed:
             sys.stdout.write(safe(f"{kind}/{name} {action}") + "\n")
-    where = f"cluster {synced.binding.context} ({synced.binding.server})"
+    where = _where(synced.binding)
     if synced.entry is None:
         _say(f"gpuadmin: the state matches {where}: nothing to sync (revision {synced.revision})")
     else:
@@ -105,7 +166,7 @@ def _diff(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
     from gpuadmin.render.columns import Column
 
-    found = ctx.service().cluster_diff(args.kubeconfig, settings_of(args))
+    found = ctx.service().cluster_diff(args.kubeconfig, settings_of(args), password=password_source(args))
     if args.output == "json":
         output.as_json(found.to_json())
     elif found.drift:
@@ -113,9 +174,8 @@ def _diff(args: argparse.Namespace, ctx: Context) -> int:
                  "CLUSTER": _shown(d.cluster)} for d in found.drift]
         output.table(rows, [Column(name) for name in ("KIND", "NAME", "FIELD", "STATE", "CLUSTER")])
     entities = len({(d.kind, d.name) for d in found.drift})
-    _say(f"gpuadmin: {entities} entit{'y differs' if entities == 1 else 'ies differ'} from cluster "
-         f"{found.binding.context} ({found.binding.server})" if entities else
-         f"gpuadmin: the state matches cluster {found.binding.context} ({found.binding.server})")
+    _say(f"gpuadmin: {entities} entit{'y differs' if entities == 1 else 'ies differ'} from {_where(found.binding)}"
+         if entities else f"gpuadmin: the state matches {_where(found.binding)}")
     _report(found.findings, [])
     return ExitCode.REFUSED if found.drift else ExitCode.OK  # kubectl diff: 1 when there are differences
 
@@ -125,15 +185,17 @@ SYNC_EPILOG = """example:
   gpuadmin sync -o json
 
 exit codes: 0 synced (or nothing to sync; the rules the cluster breaks are warnings); 2 bad input (the state is
-not bound to a cluster, a bad kubeconfig); 3 the cluster unreachable, its context now another server, or the lock
-held; 4 not permitted (a viewer; a 403 from the API server, with its message)"""
+not bound to a cluster, a bad kubeconfig, no vCenter password); 3 the cluster unreachable, its context now another
+server, or the lock held; 4 not permitted (a viewer; a 403 from the API server, with its message; a vCenter login
+refused)"""
 
 DIFF_EPILOG = """example:
   gpuadmin diff
   gpuadmin diff -o json | jq '.drift[] | select(.kind == "node")'
 
 exit codes (as kubectl diff): 0 the state and the cluster agree; 1 they differ; 2 bad input (the state is not
-bound to a cluster, a bad kubeconfig); 3 the cluster unreachable; 4 a 403 from the API server, with its message"""
+bound to a cluster, a bad kubeconfig, no vCenter password); 3 the cluster unreachable; 4 a 403 from the API
+server, with its message, or a vCenter login refused"""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:

@@ -30,10 +30,10 @@ def _init(args: argparse.Namespace, ctx: Context) -> int:
 
         return init_from_cluster(args, ctx)
     cluster_options = (args.kubeconfig, args.context, args.gpu_operator_namespace, args.mig_parted_configmap,
-                       args.device_plugin_configmap)
-    if any(option is not None for option in cluster_options) or args.output != "text":
-        raise InputError([Diagnostic("--kubeconfig, --context, the GPU Operator's names and -o go with "
-                                     "--from-cluster kubernetes")])
+                       args.device_plugin_configmap, args.server, args.user, args.password_file)
+    if any(option is not None for option in cluster_options) or args.insecure or args.output != "text":
+        raise InputError([Diagnostic("--kubeconfig, --context, the GPU Operator's names, --server, --user, "
+                                     "--insecure, --password-file and -o go with --from-cluster")])
     state_dir = ctx.resolved_state_dir()
     if args.shared and args.group is None:
         raise InputError([Diagnostic("init --shared needs --group GROUP: the group of the operators who may write")])
@@ -139,9 +139,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     init = sub.add_parser("init", help="create a state from an inventory, or from a live cluster")
     source = init.add_mutually_exclusive_group(required=True)
     source.add_argument("--from", dest="source", type=Path, metavar="INVENTORY.yaml")
-    source.add_argument("--from-cluster", dest="from_cluster", choices=("kubernetes",), default=None,
-                        help="read the live cluster of --kubeconfig's --context, and bind the state to it")
+    source.add_argument("--from-cluster", dest="from_cluster", choices=("kubernetes", "vcenter"), default=None,
+                        help="read the live cluster (kubernetes: --kubeconfig's --context; vcenter: --server) and "
+                             "bind the state to it")
     add_cluster_options(init)
+    vcenter = init.add_argument_group("with --from-cluster vcenter (docs/vsphere.md)")
+    vcenter.add_argument("--server", default=None, metavar="URL", help="the vCenter: https://vcenter.example.com")
+    vcenter.add_argument("--user", default=None, metavar="USER",
+                         help="the vCenter user (default administrator@vsphere.local)")
+    vcenter.add_argument("--insecure", action="store_true",
+                         help="do not verify the vCenter's TLS certificate (recorded in the binding and shown)")
     init.add_argument("--context", default=None, metavar="NAME",
                       help="with --from-cluster: the kubeconfig context (default: its current context)")
     init.add_argument("-o", "--output", choices=("text", "json"), default="text",

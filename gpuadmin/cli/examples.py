@@ -9,11 +9,13 @@ from typing import Any
 READ = "exit codes: 0 done; 2 bad input or usage (a name not found, a bad selector); 4 not permitted"
 EXAMPLES: dict[str, str] = {
     "init": "examples:\n  gpuadmin --state /srv/gpuadmin init --from sample-inventories/oci-h100.yaml\n"
-            "  gpuadmin --state /srv/gpuadmin init --from-cluster kubernetes --context oke-prod\n\n"
+            "  gpuadmin --state /srv/gpuadmin init --from-cluster kubernetes --context oke-prod\n"
+            "  gpuadmin --state /srv/gpuadmin init --from-cluster vcenter --server https://vcenter.example.com\n\n"
             "exit codes: 0 created (from a cluster: what it breaks of the rules is a warning); 1 the inventory "
-            "breaks a rule; 2 bad input (file:line:column, a bad kubeconfig), or a state already there (--force "
-            "replaces it), or --shared on a directory of another user's; 3 the cluster unreachable; 4 not "
-            "permitted (init needs an admin; a 403 from the API server; a read-only file system); 74 the disk "
+            "breaks a rule; 2 bad input (file:line:column, a bad kubeconfig, a bad --server, no vCenter password), "
+            "or a state already there (--force replaces it), or --shared on a directory of another user's; 3 the "
+            "cluster unreachable (a vCenter certificate that does not verify); 4 not permitted (init needs an "
+            "admin; a 403 from the API server; a vCenter login refused; a read-only file system); 74 the disk "
             "failed (full)",
     "validate": "example:\n  gpuadmin validate sample-inventories/*.yaml docs/examples/repartition.yaml\n\n"
                 "exit codes: 0 every file is valid; 1 an inventory breaks a rule; 2 a file is malformed "

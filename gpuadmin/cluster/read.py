@@ -45,7 +45,7 @@ from gpuadmin.errors import Diagnostic, GpuadminError, InputError, dotted
 from gpuadmin.model import Queue
 from gpuadmin.model.k8s_names import dns1123_subdomain_problems
 
-FindingKind = Literal["cluster", "node", "pod", "queue", "podgroup", "configmap"]
+FindingKind = Literal["cluster", "node", "pod", "queue", "podgroup", "configmap", "host", "vm"]
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 KAI_GROUP = "scheduling.run.ai"
 _T = TypeVar("_T")

@@ -314,11 +314,22 @@ class DeviceGroup(StrictModel):
     gpus: list[GpuIndex]
 
 
+def _unset(value: object) -> bool:
+    return value is None
+
+
+#: vSphere's `runtime.powerState` of a VM, as a bound vCenter reports it
+VmPowerState = Literal["poweredOn", "poweredOff", "suspended"]
+
+
 class Vm(StrictModel):
     name: Name
     hardware_version: Annotated[int, Field(ge=1, le=99)]
     device_group: Name | None = None
     gpus: list[GpuIndex] | None = None  # passthrough GPUs by index
+    # what a bound vCenter reports (docs/vsphere.md); None for an inventory file's VM, and then left out of every
+    # dump, so a state without a vCenter writes, hashes and prints as before the field existed
+    power_state: VmPowerState | None = Field(default=None, exclude_if=_unset)
 
 
 # Driver-reserved memory on a dynamically shared GPU when the inventory does not say: KAI#2212 measured
@@ -350,10 +361,6 @@ class SharingPool(StrictModel):
 
 #: The longest down reason kept (the Ready condition's reason and message, from the cluster).
 MAX_DOWN_REASON = 512
-
-
-def _unset(value: object) -> bool:
-    return value is None
 
 
 class Taint(StrictModel):

@@ -72,6 +72,14 @@ __all__ = [
 
 # A state bound to a live cluster (issue 22): created from it, synced, compared (service/cluster_sync.py).
 from gpuadmin.cluster.read import ReadSettings
-from gpuadmin.service.cluster_sync import ClusterDiff, InitFromCluster, SyncResult, init_from_cluster
+from gpuadmin.service.cluster_sync import (
+    ClusterDiff,
+    InitFromCluster,
+    PasswordSource,
+    SyncResult,
+    init_from_cluster,
+    init_from_vcenter,
+)
 
-__all__ += ["ClusterDiff", "InitFromCluster", "ReadSettings", "SyncResult", "init_from_cluster"]
+__all__ += ["ClusterDiff", "InitFromCluster", "PasswordSource", "ReadSettings", "SyncResult", "init_from_cluster",
+            "init_from_vcenter"]

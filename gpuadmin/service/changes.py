@@ -132,8 +132,9 @@ class ChangeUseCases(ServiceCore):
                     self._record(fresh, "refused", f"{len(fresh.violations)} violation(s)", intent)
                     raise Refused(fresh)
                 binding = self.store.binding()
-                if binding is not None and not self.execution.model_only:
+                if binding is not None and binding.kind == "kubernetes" and not self.execution.model_only:
                     return self._execute(fresh, binding, intent)
+                # a vCenter's ops are not carried out by gpuadmin yet (docs/vsphere.md): the state alone changes
                 note = "" if binding is None else "model only: nothing was executed on the cluster"
                 return self._commit(fresh, self._entry(fresh, "allowed", "applied", note, intent))
         except LockHeld as held:

@@ -24,7 +24,7 @@ from gpuadmin.cluster.mirror import ClusterMirror, Delta
 from gpuadmin.engine.planner import plan
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Job, Queue
-from gpuadmin.service.cluster_sync import SYNC_ORIGIN, ClusterUseCases, Entities, SyncResult, _restores, _target
+from gpuadmin.service.cluster_sync import SYNC_ORIGIN, ClusterUseCases, Entities, SyncResult, _kube_target, _restores
 from gpuadmin.service.errors import Stale
 from gpuadmin.store import ClusterBinding, ClusterVersionChanges, JournalEntry, StaleRevision, Store
 
@@ -53,7 +53,7 @@ class ClusterChanges(ClusterUseCases):
         state = self.state
         delta = mirror.refresh(cache)
         made = cluster_inventory(delta.snapshot, binding.context, state.jobs)
-        target = _target(state, made.inventory)
+        target = _kube_target(state, made.inventory)
         in_play, target["queue"] = _queues(state, delta, target)
         scope = {"node": delta.nodes, "job": delta.jobs, "queue": in_play}
         # the part's own count of a queue's jobs is not the cluster's: that finding is a full sync's

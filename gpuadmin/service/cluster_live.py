@@ -32,10 +32,18 @@ from gpuadmin.service.results import Moved
 
 @dataclass(frozen=True)
 class ClusterLink:
-    """What the console's header says of a bound state: the kubeconfig context and API server it was bound to."""
+    """What the console's header says of a bound state: the kubeconfig context and API server it was bound to (a
+    vCenter: the user and the vCenter, and whether its certificate goes unverified)."""
 
     context: str
     server: str
+    kind: str = "kubernetes"
+    insecure: bool = False
+
+    @property
+    def watched(self) -> bool:
+        """The console follows this cluster between syncs: a Kubernetes cluster's watch (none for a vCenter yet)."""
+        return self.kind == "kubernetes"
 
 
 class ClusterFeed:
@@ -69,7 +77,9 @@ class ClusterLive(ClusterChanges):
     def cluster_link(self) -> ClusterLink | None:
         """The cluster this state is bound to, or None (a state made from files, an inventory in memory)."""
         binding = self.store.binding() if self.store is not None else None
-        return ClusterLink(binding.context, binding.server) if binding is not None else None
+        if binding is None:
+            return None
+        return ClusterLink(binding.context, binding.server, binding.kind, binding.insecure)
 
     @use_case("read")
     def watch_cluster(self, on_batch: Callable[[Batch], None], on_status: Callable[[WatchStatus], None],
@@ -80,8 +90,8 @@ class ClusterLive(ClusterChanges):
         from gpuadmin.cluster.connect import connect_bound
 
         binding = self.store.binding() if self.store is not None else None
-        if binding is None:
-            return None
+        if binding is None or binding.kind != "kubernetes":
+            return None  # a vCenter is read by `sync` (docs/vsphere.md): the console follows no vCenter yet
         connection = connect_bound(binding, kubeconfig)
         watch = ClusterWatch(HttpTransport.of_client(connection.client), on_batch, on_status).start()
         return ClusterFeed(watch, ClusterLink(binding.context, binding.server), connection)
@@ -119,7 +129,8 @@ class ClusterLive(ClusterChanges):
         settings = ReadSettings()
         read = read_from(feed.connection, settings, dict(self.state.jobs))
         result = self._locked(store, lambda: self._commit_sync(store, read))
-        if listings is not None:  # every collection listed: the cache can be followed from here
+        if listings is not None and read.snapshot is not None:  # every collection listed (read_from's listing
+            # always is): the cache can be followed from here
             feed.mirror = ClusterMirror.of_snapshot(read.snapshot, settings, listings, result.revision)
 
 

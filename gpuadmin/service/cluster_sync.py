@@ -17,18 +17,21 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
 from gpuadmin.cluster.connect import Connection, connect, connect_bound
 from gpuadmin.cluster.inventory import cluster_inventory
 from gpuadmin.cluster.read import ClusterSnapshot, Finding, ReadSettings, read_cluster
+from gpuadmin.cluster.vcenter import VcenterConnection, connect_vcenter, connect_vcenter_bound, read_vcenter
+from gpuadmin.cluster.vcenter_inventory import CLUSTER_LABEL, vcenter_inventory
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import dump, plan
 from gpuadmin.engine.rules import Violation
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.errors import Diagnostic, InputError
-from gpuadmin.model import Inventory, Job
+from gpuadmin.model import Inventory, Job, Node
 from gpuadmin.service.caller import Caller, resolve_caller, use_case
 from gpuadmin.service.core import ServiceCore, check_state
 from gpuadmin.service.errors import Conflict, Stale
@@ -41,14 +44,20 @@ NODE_FACTS_KEPT = ("shape", "rdma", "nvlink", "sharing")
 JOB_FACTS_KEPT = ("owner", "submitted", "isolation", "node_selector", "node_affinity", "vm")
 
 
+# A vCenter's password, asked for only when the bound cluster is one: (user, server) → the password
+PasswordSource = Callable[[str, str], str]
+
+
 @dataclass
 class ClusterRead:
     """One read of the cluster, as gpuadmin's entities, with what was found on the way."""
 
     binding: ClusterBinding
-    snapshot: ClusterSnapshot
+    versions: dict[tuple[str, str], str]  # each object's version as read (resourceVersion, changeVersion)
     inventory: Inventory
     findings: list[Finding]
+    passed_over: int = 0  # pods asking for no GPU; VMs holding none
+    snapshot: ClusterSnapshot | None = None  # a Kubernetes read's listing (the console's mirror starts from it)
 
 
 @dataclass
@@ -60,8 +69,8 @@ class InitFromCluster:
     warnings: list[Violation]  # the rules the cluster already breaks
 
     def to_json(self) -> dict[str, Any]:
-        return {"revision": self.revision, "context": self.binding.context, "server": self.binding.server,
-                "counts": self.counts, "findings": [f.to_json() for f in self.findings],
+        return {"revision": self.revision, **_binding_json(self.binding), "counts": self.counts,
+                "findings": [f.to_json() for f in self.findings],
                 "warnings": [_violation_json(v) for v in self.warnings]}
 
 
@@ -87,8 +96,8 @@ class ClusterDiff:
     findings: list[Finding]
 
     def to_json(self) -> dict[str, Any]:
-        return {"context": self.binding.context, "server": self.binding.server,
-                "drift": [d.to_json() for d in self.drift], "findings": [f.to_json() for f in self.findings]}
+        return {**_binding_json(self.binding), "drift": [d.to_json() for d in self.drift],
+                "findings": [f.to_json() for f in self.findings]}
 
 
 @dataclass
@@ -101,11 +110,19 @@ class SyncResult:
     warnings: list[Violation] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"context": self.binding.context, "server": self.binding.server, "revision": self.revision,
-                "entry": self.entry,
+        return {**_binding_json(self.binding), "revision": self.revision, "entry": self.entry,
                 "changed": [{"kind": k, "name": n, "action": a} for k, n, a in self.changed],
                 "findings": [f.to_json() for f in self.findings],
                 "warnings": [_violation_json(v) for v in self.warnings]}
+
+
+def _binding_json(binding: ClusterBinding) -> dict[str, Any]:
+    """A Kubernetes binding as before (context, server); a vCenter's also says its kind and whether its TLS
+    certificate goes unverified."""
+    if binding.kind == "kubernetes":
+        return {"context": binding.context, "server": binding.server}
+    return {"kind": binding.kind, "context": binding.context, "server": binding.server,
+            "insecure": binding.insecure}
 
 
 def _violation_json(violation: Violation) -> dict[str, str]:
@@ -117,7 +134,39 @@ def read_from(connection: Connection, settings: ReadSettings | None = None,
     """The cluster behind `connection`, read and made gpuadmin's entities."""
     snapshot = read_cluster(connection.client, settings)
     made = cluster_inventory(snapshot, connection.context, previous)
-    return ClusterRead(connection.binding(), snapshot, made.inventory, made.findings)
+    return ClusterRead(connection.binding(), snapshot.versions, made.inventory, made.findings, snapshot.other_pods,
+                       snapshot)
+
+
+def read_vcenter_from(connection: VcenterConnection) -> ClusterRead:
+    """The vCenter behind `connection`, read and made gpuadmin's entities (docs/vsphere.md); its session is
+    closed afterwards."""
+    try:
+        snapshot = read_vcenter(connection)
+    finally:
+        connection.close()
+    made = vcenter_inventory(snapshot, urlsplit(connection.server).hostname or connection.server)
+    return ClusterRead(connection.binding(), snapshot.versions, made.inventory, made.findings, made.other_vms)
+
+
+def init_from_vcenter(state_dir: Path, *, server: str, user: str, password: str, insecure: bool = False,
+                      force: bool = False, role: Role | None = None,
+                      caller: Caller | None = None) -> InitFromCluster:
+    """Create a state from a vCenter's GPU hosts and VMs and bind it there (user, address, `insecure`; never the
+    password). What the estate breaks of the rules comes back as warnings: the state is created all the same."""
+    caller = (caller or resolve_caller(state_dir)).lowered(role)
+    caller.require("init")
+    read = read_vcenter_from(connect_vcenter(server, user, password, insecure=insecure))
+    warnings = check_state(ClusterState.from_inventory(read.inventory))
+    with Store.create(state_dir, read.inventory, force=force, actor=caller.identity,
+                      command="gpuadmin init --from-cluster vcenter") as store:
+        store.bind(read.binding)
+        store.set_cluster_versions(read.versions)
+        revision = store.revision()
+    nodes = read.inventory.nodes
+    counts = {"hosts": len(nodes), "gpus": sum(len(n.gpus) for n in nodes), "vms": sum(len(n.vms) for n in nodes),
+              "other_vms": read.passed_over}
+    return InitFromCluster(revision, read.binding, counts, read.findings, warnings)
 
 
 def read_beside(connect_to: Callable[[], Connection], settings: ReadSettings | None,
@@ -145,7 +194,8 @@ def read_beside(connect_to: Callable[[], Connection], settings: ReadSettings | N
         raise
     connection, snapshot = _answered(answer)
     made = cluster_inventory(snapshot, connection.context, dict(state.jobs))
-    return ClusterRead(connection.binding(), snapshot, made.inventory, made.findings), state
+    return ClusterRead(connection.binding(), snapshot.versions, made.inventory, made.findings, snapshot.other_pods,
+                       snapshot), state
 
 
 def _answered(answer: queue.SimpleQueue[tuple[Connection, ClusterSnapshot] | BaseException],
@@ -168,10 +218,10 @@ def init_from_cluster(state_dir: Path, *, kubeconfig: Path | None = None, contex
     with Store.create(state_dir, read.inventory, force=force, actor=caller.identity,
                       command="gpuadmin init --from-cluster kubernetes") as store:
         store.bind(read.binding)
-        store.set_cluster_versions(read.snapshot.versions)
+        store.set_cluster_versions(read.versions)
         revision = store.revision()
     counts = {"nodes": len(read.inventory.nodes), "jobs": len(read.inventory.jobs),
-              "queues": len(read.inventory.queues), "other_pods": read.snapshot.other_pods}
+              "queues": len(read.inventory.queues), "other_pods": read.passed_over}
     return InitFromCluster(revision, read.binding, counts, read.findings, warnings)
 
 
@@ -186,15 +236,30 @@ class ClusterUseCases(ServiceCore):
                 "kubernetes [--kubeconfig FILE] [--context NAME]")])
         return self.store, binding
 
+    def _read_bound(self, binding: ClusterBinding, kubeconfig: Path | None, settings: ReadSettings | None,
+                    password: PasswordSource | None, connection: Connection | None = None,
+                    ) -> tuple[ClusterRead, ClusterState]:
+        """The bound cluster, read, and the state: a Kubernetes cluster through its context (listed while the
+        state loads: `read_beside`), a vCenter with its user and the password `password` gives (asked for only
+        here, never stored)."""
+        if binding.kind == "vcenter":
+            if password is None:
+                raise InputError([Diagnostic("this state is bound to a vCenter: its password is needed",
+                                             hint="set GPUADMIN_VCENTER_PASSWORD or give --password-file FILE")])
+            return read_vcenter_from(connect_vcenter_bound(binding, password(binding.context, binding.server))), \
+                self.state
+        return read_beside(lambda: connection or connect_bound(binding, kubeconfig), settings, lambda: self.state)
+
     @use_case("read")
-    def cluster_diff(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None) -> ClusterDiff:
+    def cluster_diff(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None,
+                     password: PasswordSource | None = None) -> ClusterDiff:
         """Where the state and its cluster differ, field by field; nothing is written."""
         _, binding = self._bound()
-        read, state = read_beside(lambda: connect_bound(binding, kubeconfig), settings, lambda: self.state)
-        return ClusterDiff(binding, _drift(state, _target(state, read.inventory)), read.findings)
+        read, state = self._read_bound(binding, kubeconfig, settings, password)
+        return ClusterDiff(binding, _drift(state, _target(state, read, binding)), read.findings)
 
     def sync(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None,
-             connection: Connection | None = None) -> SyncResult:
+             connection: Connection | None = None, password: PasswordSource | None = None) -> SyncResult:
         """Bring the cluster's truth into the state: one journal entry (origin `cluster`) of the restores from the
         state to the cluster, and the resourceVersions read, in one commit; none when nothing differs. Needs an
         operator (it writes the state); what it writes is the cluster's, not the caller's choice, so the ops'
@@ -202,7 +267,7 @@ class ClusterUseCases(ServiceCore):
         sync per batch does not reconnect (on OKE, run the exec plugin) every time."""
         self.caller.require("apply")
         store, binding = self._bound()
-        read, _ = read_beside(lambda: connection or connect_bound(binding, kubeconfig), settings, lambda: self.state)
+        read, _ = self._read_bound(binding, kubeconfig, settings, password, connection)
         return self._locked(store, lambda: self._commit_sync(store, read))
 
     def _locked(self, store: Store, write: Callable[[], _R]) -> _R:
@@ -218,9 +283,9 @@ class ClusterUseCases(ServiceCore):
         if self._state is None or self._state.revision != current:
             self._state = None
         state = self.state
-        changes = _restores(state, _target(state, read.inventory))
+        changes = _restores(state, _target(state, read, read.binding))
         if not changes:
-            store.set_cluster_versions(read.snapshot.versions)
+            store.set_cluster_versions(read.versions)
             return SyncResult(read.binding, current, None, [], read.findings, [])
         synced = plan(state, changes)
         plan_json = synced.to_json()
@@ -233,7 +298,7 @@ class ClusterUseCases(ServiceCore):
                                  actor=self.caller.identity, origin=SYNC_ORIGIN)
         try:
             revision = store.commit(synced.base_revision, synced.view, entry,
-                                    cluster_versions=read.snapshot.versions)
+                                    cluster_versions=read.versions)
         except StaleRevision as stale:
             raise Stale(str(stale)) from stale
         state.commit(synced.view)
@@ -246,7 +311,36 @@ _M = TypeVar("_M", bound=BaseModel)
 _R = TypeVar("_R")
 
 
-def _target(state: ClusterState, cluster: Inventory) -> Entities:
+def _target(state: ClusterState, read: ClusterRead, binding: ClusterBinding) -> Entities:
+    return _vcenter_target(state, read.inventory) if binding.kind == "vcenter" else \
+        _kube_target(state, read.inventory)
+
+
+def _vcenter_target(state: ClusterState, cluster: Inventory) -> Entities:
+    """What a vCenter-bound state becomes: the vCenter's hosts, with what vCenter does not report kept from the
+    state's own (`NODE_FACTS_KEPT`; the labels besides `vsphere.cluster`; the device groups, and each VM's, where
+    none are read); the queues and jobs are gpuadmin's own (vCenter has none) and stay as they are."""
+    nodes: dict[str, BaseModel] = {}
+    for node in cluster.nodes:
+        before = state.nodes.get(node.name)
+        nodes[node.name] = _kept_vsphere(_kept(node, before, NODE_FACTS_KEPT), before)
+    return {"queue": dict(state.queues), "node": nodes, "job": dict(state.jobs)}
+
+
+def _kept_vsphere(node: Node, before: Node | None) -> Node:
+    if before is None:
+        return node
+    labels = {**{k: v for k, v in before.labels.items() if k != CLUSTER_LABEL}, **node.labels}
+    update: dict[str, Any] = {"labels": labels}
+    if not node.device_groups and before.device_groups:
+        update["device_groups"] = before.device_groups
+    groups = {vm.name: vm.device_group for vm in before.vms if vm.device_group is not None}
+    update["vms"] = [vm.model_copy(update={"device_group": groups[vm.name]})
+                     if vm.device_group is None and vm.name in groups else vm for vm in node.vms]
+    return node.model_copy(update=update)
+
+
+def _kube_target(state: ClusterState, cluster: Inventory) -> Entities:
     """What the state becomes: the cluster's entities, with the facts the cluster does not report kept from the
     state's own (`NODE_FACTS_KEPT`, `JOB_FACTS_KEPT`)."""
     nodes: dict[str, BaseModel] = {}
@@ -334,4 +428,5 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-__all__ = ["ClusterDiff", "ClusterUseCases", "Drift", "InitFromCluster", "SyncResult", "init_from_cluster"]
+__all__ = ["ClusterDiff", "ClusterUseCases", "Drift", "InitFromCluster", "PasswordSource", "SyncResult",
+           "init_from_cluster", "init_from_vcenter"]

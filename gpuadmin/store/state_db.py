@@ -78,7 +78,7 @@ Verdict = Literal["allowed", "refused"]
 # wholly, in part (the state holds the part done), or not at all; the rest changed nothing
 Outcome = Literal["applied", "executed", "partial", "failed", "refused", "stale", "lock-held", "error"]
 CHANGED_STATE: frozenset[Outcome] = frozenset({"applied", "executed", "partial"})  # the outcomes with a revision
-ClusterKind = Literal["kubernetes"]
+ClusterKind = Literal["kubernetes", "vcenter"]
 EntityKind = Literal["node", "job", "queue"]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -127,9 +127,10 @@ CREATE TABLE journal (
 CREATE UNIQUE INDEX journal_applied_revision ON journal(revision) WHERE revision IS NOT NULL;
 CREATE TABLE cluster_binding (
     id       INTEGER PRIMARY KEY CHECK (id = 1),
-    kind     TEXT NOT NULL CHECK (kind IN ('kubernetes')),
+    kind     TEXT NOT NULL CHECK (kind IN ('kubernetes', 'vcenter')),
     context  TEXT NOT NULL,
-    server   TEXT NOT NULL
+    server   TEXT NOT NULL,
+    insecure INTEGER NOT NULL DEFAULT 0 CHECK (insecure IN (0, 1))
 );
 CREATE TABLE cluster_versions (
     kind             TEXT NOT NULL,
@@ -160,7 +161,22 @@ def _bind_to_clusters(conn: sqlite3.Connection) -> None:
 
 _JOURNAL_V2 = _SCHEMA[_SCHEMA.index("CREATE TABLE journal ("):_SCHEMA.index("CREATE UNIQUE INDEX journal_applied")]
 _JOURNAL_V2 = _JOURNAL_V2.replace("CREATE TABLE journal (", "CREATE TABLE journal_v2 (").rstrip().rstrip(";")
-MIGRATIONS: tuple[Migration, ...] = (_bind_to_clusters,)
+
+
+def _bind_to_vcenters(conn: sqlite3.Connection) -> None:
+    """Version 2 → 3 (issue 24): a state may be bound to a vCenter too, and records whether its TLS certificate
+    goes unverified (`--insecure`, shown wherever the binding is). SQLite cannot alter a CHECK: the one binding row
+    is copied into a table of the new shape."""
+    table = _SCHEMA[_SCHEMA.index("CREATE TABLE cluster_binding ("):_SCHEMA.index("CREATE TABLE cluster_versions")]
+    conn.execute(table.replace("CREATE TABLE cluster_binding (", "CREATE TABLE cluster_binding_v3 (")
+                 .rstrip().rstrip(";"))
+    conn.execute("INSERT INTO cluster_binding_v3 (id, kind, context, server) "
+                 "SELECT id, kind, context, server FROM cluster_binding")
+    conn.execute("DROP TABLE cluster_binding")
+    conn.execute("ALTER TABLE cluster_binding_v3 RENAME TO cluster_binding")
+
+
+MIGRATIONS: tuple[Migration, ...] = (_bind_to_clusters, _bind_to_vcenters)
 SCHEMA_VERSION = FIRST_SCHEMA_VERSION + len(MIGRATIONS)
 
 _JOURNAL_COLUMNS = (
@@ -182,12 +198,15 @@ def default_state_dir() -> Path:
 
 @dataclass(frozen=True)
 class ClusterBinding:
-    """The live cluster a state is bound to: the kubeconfig context's name and its API server's address, never a
-    credential (those stay in the kubeconfig)."""
+    """The live cluster a state is bound to: the kubeconfig context's name and its API server's address (a
+    vCenter: the user and the vCenter's address), never a credential (those stay in the kubeconfig, or are given
+    anew each time). `insecure`: the vCenter's TLS certificate is not verified (`--insecure`), shown wherever the
+    binding is."""
 
     kind: ClusterKind
     context: str
     server: str
+    insecure: bool = False
 
 
 @dataclass(frozen=True)
@@ -394,14 +413,16 @@ class Store:
     def binding(self) -> ClusterBinding | None:
         """The live cluster this state is bound to (`init --from-cluster`), or None for a state of files."""
         with self._db() as conn:
-            row = conn.execute("SELECT kind, context, server FROM cluster_binding WHERE id = 1").fetchone()
-        return None if row is None else ClusterBinding(kind=row[0], context=str(row[1]), server=str(row[2]))
+            row = conn.execute("SELECT kind, context, server, insecure FROM cluster_binding WHERE id = 1").fetchone()
+        return None if row is None else ClusterBinding(kind=row[0], context=str(row[1]), server=str(row[2]),
+                                                       insecure=bool(row[3]))
 
     def bind(self, binding: ClusterBinding) -> None:
         """Bind the state to a cluster (or re-bind it: one binding a state)."""
         with self._write() as conn:
-            conn.execute("INSERT OR REPLACE INTO cluster_binding (id, kind, context, server) VALUES (1, ?, ?, ?)",
-                         (binding.kind, binding.context, binding.server))
+            conn.execute("INSERT OR REPLACE INTO cluster_binding (id, kind, context, server, insecure) "
+                         "VALUES (1, ?, ?, ?, ?)", (binding.kind, binding.context, binding.server,
+                                                    int(binding.insecure)))
 
     def cluster_versions(self) -> dict[tuple[str, str], str]:
         """The resourceVersion of each cluster object as last synced, by (kind, name): a node's name, a pod's

@@ -61,9 +61,10 @@ class ClusterLinkKeeper:
         session = self._app.session
         if session.link is None:
             return
-        if session.readonly:
+        if session.readonly or not session.link.watched:
             # a sync writes the state, an operator's work: a viewer's console shows what operators' syncs bring in
-            # (the twice-a-second revision check), and its badge says it does not watch the cluster itself
+            # (the twice-a-second revision check), and its badge says it does not watch the cluster itself; nor
+            # does any console follow a vCenter yet (`gpuadmin sync` brings it in: docs/vsphere.md)
             self._show_state("unwatched")
             return
         self._generation += 1

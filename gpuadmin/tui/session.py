@@ -62,7 +62,9 @@ class Session:
         self.draft.clear()  # its changes were made for the state left behind
 
     def live_badge(self) -> LiveBadge | None:
-        return LiveBadge(self.link_state, self.link.context) if self.link is not None else None
+        if self.link is None:
+            return None
+        return LiveBadge(self.link_state, self.link.context, insecure=self.link.insecure)
 
     @property
     def place(self) -> str:

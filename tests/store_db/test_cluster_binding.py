@@ -1,5 +1,6 @@
-"""Schema version 2 (issue 22): a state bound to a live cluster, the resourceVersions it last synced, and journal
-entries that say what a change did on the cluster (executed / partial / failed, with its steps)."""
+"""Schema versions 2 (issue 22) and 3 (issue 24, a vCenter binding): a state bound to a live cluster, the
+resourceVersions it last synced, and journal entries that say what a change did on the cluster (executed / partial /
+failed, with its steps)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,37 @@ def test_a_new_state_is_bound_to_no_cluster_until_bound(tmp_path: Path) -> None:
         assert store.binding() == ClusterBinding(kind="kubernetes", context="oke-dr", server="https://10.0.0.2:6443")
 
 
+# The binding table as schema version 2 wrote it (issue 22): Kubernetes only, no `insecure`.
+V2_BINDING = """CREATE TABLE cluster_binding (
+    id INTEGER PRIMARY KEY CHECK (id = 1), kind TEXT NOT NULL CHECK (kind IN ('kubernetes')),
+    context TEXT NOT NULL, server TEXT NOT NULL)"""
+
+
+def test_a_vcenter_binding_keeps_its_user_server_and_insecure_flag(tmp_path: Path) -> None:
+    vcenter = ClusterBinding(kind="vcenter", context="administrator@vsphere.local",
+                             server="https://vc.example.com:443", insecure=True)
+    with Store.open(_state(tmp_path)) as store:
+        store.bind(vcenter)
+        assert store.binding() == vcenter
+        store.bind(BINDING)
+        assert store.binding() == BINDING and not BINDING.insecure
+
+
+def test_a_version_2_state_keeps_its_kubernetes_binding_and_may_then_bind_a_vcenter(tmp_path: Path) -> None:
+    state_dir = _state(tmp_path)
+    with sqlite3.connect(state_dir / "state.db") as conn:
+        conn.execute("DROP TABLE cluster_binding")
+        conn.execute(V2_BINDING)
+        conn.execute("INSERT INTO cluster_binding VALUES (1, 'kubernetes', 'oke-prod', 'https://10.0.0.1:6443')")
+        conn.execute("PRAGMA user_version = 2")
+    with Store.open(state_dir) as store:
+        assert store.binding() == BINDING
+        store.bind(ClusterBinding(kind="vcenter", context="ops", server="https://vc:443"))
+        assert store.binding() == ClusterBinding(kind="vcenter", context="ops", server="https://vc:443")
+    with sqlite3.connect(state_dir / "state.db") as conn:
+        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == 3
+
+
 def test_a_version_1_state_is_migrated_with_its_journal_kept(tmp_path: Path) -> None:
     state_dir = _state(tmp_path)
     rows = _as_version_1(state_dir)
@@ -65,7 +97,7 @@ def test_a_version_1_state_is_migrated_with_its_journal_kept(tmp_path: Path) -> 
         store.bind(BINDING)
         assert store.binding() == BINDING
     with sqlite3.connect(state_dir / "state.db") as conn:
-        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == state_db.SCHEMA_VERSION == 2
+        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == state_db.SCHEMA_VERSION == 3
         assert "execution" in [row[1] for row in conn.execute("PRAGMA table_info(journal)")]
 
 

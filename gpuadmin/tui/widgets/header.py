@@ -19,10 +19,12 @@ LIVE_BADGES = {"connecting": "CONNECTING", "live": "LIVE", "reconnecting": "RECO
 
 @dataclass(frozen=True)
 class LiveBadge:
-    """A bound state's link: the watch's state (`gpuadmin.cluster.watch.WatchState`) and the context's name."""
+    """A bound state's link: the watch's state (`gpuadmin.cluster.watch.WatchState`) and the context's name (a
+    vCenter's user); `insecure`: a vCenter whose TLS certificate is not verified (`--insecure`), said in words."""
 
     state: str
     context: str
+    insecure: bool = False
 
 
 def _tail(text: str, width: int) -> str:
@@ -49,6 +51,9 @@ class HeaderBar(Static):
             line.append(f" {LIVE_BADGES.get(live.state, live.state.upper())} ",
                         style="reverse bold" if live.state == "live" else "reverse")
             line.append(f" ctx {safe(live.context)}")
+            if live.insecure:
+                line.append("  ")
+                line.append(" TLS NOT VERIFIED ", style="reverse bold")
         rest = Text()
         rest.append(f"  rev {revision}")
         rest.append(f"  role {role}")

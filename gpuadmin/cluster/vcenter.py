@@ -1,0 +1,350 @@
+"""A connection to a vCenter through pyVmomi (VMware's official Python SDK), and one read of its GPU estate.
+
+What a state records of it is the user and the vCenter's address, and whether its TLS certificate goes
+unverified (`ClusterBinding`), never the password: that is given each time (a prompt, $GPUADMIN_VCENTER_PASSWORD
+or a file only its owner may read) and kept in memory only. TLS is verified unless `--insecure` is given; the
+binding records it and every command that shows the binding says so.
+
+The read asks the property collector for the properties gpuadmin needs of every HostSystem, VirtualMachine and
+ClusterComputeResource (one container view each, in pages of `PAGE_SIZE`), and keeps them as plain values: what
+vCenter returns is hostile input like anything else, checked where it is translated (`vcenter_inventory.py`).
+pyVmomi is imported only inside the functions that talk to vCenter (tests/test_architecture_kube_client.py).
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from gpuadmin.cluster.errors import MESSAGE_LIMIT, ClusterError, ClusterForbidden, ClusterUnreachable
+from gpuadmin.errors import Diagnostic, InputError
+from gpuadmin.store import ClusterBinding
+
+PAGE_SIZE = 500  # objects the property collector returns at a time
+CONNECT_TIMEOUT_S = 10
+NVIDIA_VENDOR = 0x10DE
+DISPLAY_CLASSES = {0x0300, 0x0302}  # VGA and 3D controllers: a data-centre GPU is the latter
+BRIDGE_CLASS = 0x0680  # "other bridge": an NVSwitch chip on an HGX board
+HOST_PATHS = ["name", "parent", "summary.config.product.version", "summary.hardware.numCpuThreads",
+              "summary.hardware.memorySize", "runtime.inMaintenanceMode", "runtime.connectionState",
+              "hardware.pciDevice", "config.graphicsInfo", "config.sharedPassthruGpuTypes", "config.pciPassthruInfo"]
+VM_PATHS = ["name", "config.version", "config.template", "config.changeVersion", "config.hardware.device",
+            "runtime.powerState", "runtime.host"]
+
+
+@dataclass(frozen=True)
+class VcenterAddress:
+    """Where the vCenter is: host, port, and the SDK's path."""
+
+    host: str
+    port: int
+    path: str = "/sdk"
+
+    @property
+    def server(self) -> str:
+        netloc = f"[{self.host}]" if ":" in self.host else self.host
+        return f"https://{netloc}:{self.port}"
+
+
+def parse_server(server: str) -> VcenterAddress:
+    """`https://vc.example.com[:443][/sdk]` or a bare host name: the vCenter's address. An InputError (exit 2)
+    for anything else: vCenter speaks HTTPS only, and a user:password in the URL would be journaled."""
+    text = server.strip()
+    if "://" not in text:
+        text = f"https://{text}"
+    try:
+        parts = urlsplit(text)
+        host, port = parts.hostname or "", parts.port or 443
+    except ValueError:
+        raise InputError([Diagnostic("--server: not a URL", hint="--server https://vcenter.example.com")]) from None
+    if parts.scheme != "https" or not host:
+        raise InputError([Diagnostic("--server: a vCenter is reached over https://", hint="--server "
+                                     "https://vcenter.example.com")])
+    if parts.username is not None or parts.password is not None:
+        raise InputError([Diagnostic("--server: no user or password in the URL (give --user; the password "
+                                     "from the prompt, $GPUADMIN_VCENTER_PASSWORD or --password-file)")])
+    return VcenterAddress(host, port, parts.path.rstrip("/") or "/sdk")
+
+
+@dataclass(frozen=True)
+class VcenterConnection:
+    """A logged-in session with one vCenter, and how the state names it."""
+
+    service: Any  # pyVmomi's vim.ServiceInstance (typed Any: pyVmomi is imported lazily, inside `connect_vcenter`)
+    user: str
+    server: str
+    insecure: bool
+
+    def binding(self) -> ClusterBinding:
+        return ClusterBinding(kind="vcenter", context=self.user, server=self.server, insecure=self.insecure)
+
+    def close(self) -> None:
+        try:
+            _pyvim().Disconnect(self.service)
+        except Exception:
+            return
+
+
+def _pyvmomi() -> tuple[Any, Any]:
+    """pyVmomi's `vim` and `vmodl` namespaces, loaded on first use (typed Any: their types are made at run time)."""
+    from pyVmomi import vim, vmodl
+
+    return vim, vmodl
+
+
+def _pyvim() -> Any:
+    """pyVmomi's connection helpers (SmartConnect, Disconnect), loaded on first use."""
+    from pyVim import connect
+
+    return connect
+
+
+def connect_vcenter(server: str, user: str, password: str, *, insecure: bool = False) -> VcenterConnection:
+    """Log in to the vCenter at `server`. Refused login: ClusterForbidden (exit 4); no answer, or a certificate
+    that does not verify: ClusterUnreachable (exit 3), saying so. The password appears in no message."""
+    import http.client
+
+    vim, vmodl = _pyvmomi()
+    address = parse_server(server)
+    context = ssl.create_default_context()
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    try:
+        service = _pyvim().SmartConnect(host=address.host, port=address.port, path=address.path, user=user,
+                                        pwd=password, sslContext=context, httpConnectionTimeout=CONNECT_TIMEOUT_S,
+                                        connectionPoolTimeout=-1)
+    except vim.fault.InvalidLogin:
+        raise ClusterForbidden(f"vCenter {address.server} refused the login of {user!r}: wrong user or password")\
+            from None
+    except ssl.SSLCertVerificationError as bad:
+        raise ClusterUnreachable(
+            f"vCenter {address.server}: its TLS certificate does not verify ({_short(bad.verify_message)}): add "
+            "its CA to the system's trust store, or give --insecure to skip the check (recorded in the "
+            "binding and shown)") from None
+    except (OSError, http.client.HTTPException, vmodl.MethodFault) as failed:
+        raise ClusterUnreachable(f"vCenter {address.server}: {type(failed).__name__}: {_short(str(failed))}")\
+            from None
+    return VcenterConnection(service, user, address.server, insecure)
+
+
+def connect_vcenter_bound(binding: ClusterBinding, password: str) -> VcenterConnection:
+    """The bound state's vCenter, with the user and TLS setting it was bound with."""
+    if binding.kind != "vcenter":
+        raise ClusterError(f"this state is bound to a {binding.kind} cluster, not a vCenter")
+    return connect_vcenter(binding.server, binding.context, password, insecure=binding.insecure)
+
+
+def _short(text: str | None) -> str:
+    text = text or "no answer"
+    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + "…"
+
+
+@dataclass(frozen=True)
+class PciGpu:
+    """An NVIDIA display or 3D controller of a host (`hardware.pciDevice[]`)."""
+
+    pci_id: str  # 0000:17:00.0
+    device_id: int  # 0x20B2
+    name: str
+
+
+@dataclass(frozen=True)
+class GraphicsDevice:
+    """A host's graphics device (`config.graphicsInfo[]`): its type and the VMs (by moId) that use it."""
+
+    pci_id: str
+    kind: str  # shared / sharedDirect (NVIDIA vGPU) / direct (passthrough) / basic
+    memory_kib: int
+    vms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HostRead:
+    moid: str
+    name: str
+    cluster: str | None  # the ClusterComputeResource's name; None for a standalone host
+    version: str | None  # summary.config.product.version: "8.0.1"
+    cpus: int | None
+    memory_bytes: int | None
+    maintenance: bool
+    connection: str  # connected / disconnected / notResponding
+    gpus: tuple[PciGpu, ...]
+    nvswitches: int
+    graphics: tuple[GraphicsDevice, ...]
+    passthrough: frozenset[str]  # the PCI ids enabled for DirectPath I/O
+    vgpu_types: tuple[str, ...]  # config.sharedPassthruGpuTypes
+
+
+@dataclass(frozen=True)
+class VmRead:
+    moid: str
+    name: str
+    host: str | None  # the host's moId
+    version: str | None  # config.version: "vmx-20"
+    power: str | None
+    vgpus: tuple[str, ...]  # the vGPU type of each VirtualPCIPassthrough with a vmiop backing
+    passthrough: tuple[str, ...]  # the PCI id of each VirtualPCIPassthrough with a device backing
+
+
+@dataclass
+class VcenterSnapshot:
+    hosts: list[HostRead] = field(default_factory=list)
+    vms: list[VmRead] = field(default_factory=list)
+    versions: dict[tuple[str, str], str] = field(default_factory=dict)  # ("vm", moId) → config.changeVersion
+
+
+def read_vcenter(connection: VcenterConnection) -> VcenterSnapshot:
+    """Every host and VM of the vCenter, with the properties gpuadmin reads. Failures: ClusterUnreachable."""
+    import http.client
+
+    vim, vmodl = _pyvmomi()
+    service = connection.service
+    try:
+        content = service.RetrieveContent()
+        clusters = {moid: str(props.get("name", "")) for moid, props in
+                    _collect(content, vim.ClusterComputeResource, ["name"])}
+        hosts = [_host(moid, props, clusters) for moid, props in _collect(content, vim.HostSystem, HOST_PATHS)]
+        vm_props = _collect(content, vim.VirtualMachine, VM_PATHS)
+    except vim.fault.NoPermission as refused:
+        raise ClusterForbidden(f"vCenter {connection.server}: {_short(refused.msg)} (docs/vsphere.md lists the "
+                               "privileges gpuadmin needs)") from None
+    except (OSError, http.client.HTTPException, vmodl.MethodFault) as failed:
+        raise ClusterUnreachable(f"vCenter {connection.server}: {type(failed).__name__}: {_short(str(failed))}")\
+            from None
+    snapshot = VcenterSnapshot(hosts=hosts)
+    for moid, props in vm_props:
+        if props.get("config.template") is True:
+            continue  # a template runs nowhere and holds no GPU
+        snapshot.vms.append(_vm(moid, props))
+        change = props.get("config.changeVersion")
+        if isinstance(change, str):
+            snapshot.versions[("vm", moid)] = change
+    return snapshot
+
+
+def _collect(content: Any, kind: Any, paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(moId, {path: value}) of every object of `kind`, through one container view, page by page."""
+    vim, vmodl = _pyvmomi()
+    collector = vmodl.query.PropertyCollector
+    view = content.viewManager.CreateContainerView(content.rootFolder, [kind], True)
+    try:
+        spec = collector.FilterSpec(
+            objectSet=[collector.ObjectSpec(obj=view, skip=True, selectSet=[
+                collector.TraversalSpec(name="view", path="view", skip=False, type=vim.view.ContainerView)])],
+            propSet=[collector.PropertySpec(type=kind, pathSet=paths)])
+        pc = content.propertyCollector
+        result = pc.RetrievePropertiesEx([spec], collector.RetrieveOptions(maxObjects=PAGE_SIZE))
+        found: list[tuple[str, dict[str, Any]]] = []
+        while result is not None:
+            for obj in result.objects or ():
+                found.append((str(obj.obj._moId), {p.name: p.val for p in obj.propSet or ()}))
+            result = pc.ContinueRetrievePropertiesEx(result.token) if result.token else None
+        return found
+    finally:
+        view.Destroy()
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _host(moid: str, props: dict[str, Any], clusters: dict[str, str]) -> HostRead:
+    parent = props.get("parent")
+    parent_id = str(getattr(parent, "_moId", "")) if parent is not None else ""
+    gpus: list[PciGpu] = []
+    nvswitches = 0
+    for device in props.get("hardware.pciDevice") or ():
+        vendor, device_id, klass = (_int(getattr(device, a, None)) for a in ("vendorId", "deviceId", "classId"))
+        if vendor is None or device_id is None or klass is None or vendor & 0xFFFF != NVIDIA_VENDOR:
+            continue
+        if klass & 0xFFFF in DISPLAY_CLASSES:
+            gpus.append(PciGpu(str(getattr(device, "id", "")), device_id & 0xFFFF,
+                               str(getattr(device, "deviceName", "") or "")))
+        elif klass & 0xFFFF == BRIDGE_CLASS:
+            nvswitches += 1
+    graphics = tuple(
+        GraphicsDevice(str(getattr(g, "pciId", "")), str(getattr(g, "graphicsType", "")),
+                       _int(getattr(g, "memorySizeInKB", None)) or 0,
+                       tuple(str(getattr(vm, "_moId", "")) for vm in getattr(g, "vm", None) or ()))
+        for g in props.get("config.graphicsInfo") or ())
+    passthrough = frozenset(str(getattr(p, "id", "")) for p in props.get("config.pciPassthruInfo") or ()
+                            if getattr(p, "passthruEnabled", False) is True)
+    host = props.get("runtime.connectionState")
+    return HostRead(
+        moid=moid, name=str(props.get("name", "")), cluster=clusters.get(parent_id),
+        version=_text(props.get("summary.config.product.version")),
+        cpus=_int(props.get("summary.hardware.numCpuThreads")),
+        memory_bytes=_int(props.get("summary.hardware.memorySize")),
+        maintenance=props.get("runtime.inMaintenanceMode") is True,
+        connection=str(host) if host is not None else "unknown",
+        gpus=tuple(sorted(gpus, key=lambda g: g.pci_id)), nvswitches=nvswitches, graphics=graphics,
+        passthrough=passthrough,
+        vgpu_types=tuple(t for t in props.get("config.sharedPassthruGpuTypes") or () if isinstance(t, str)))
+
+
+def _vm(moid: str, props: dict[str, Any]) -> VmRead:
+    vim, _ = _pyvmomi()
+    vgpus: list[str] = []
+    passthrough: list[str] = []
+    for device in props.get("config.hardware.device") or ():
+        if not isinstance(device, vim.vm.device.VirtualPCIPassthrough):
+            continue
+        backing = device.backing
+        if isinstance(backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo):
+            vgpus.append(str(backing.vgpu or ""))
+        elif isinstance(backing, vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo):
+            passthrough.append(str(backing.id or ""))
+    host = props.get("runtime.host")
+    power = props.get("runtime.powerState")
+    return VmRead(moid=moid, name=str(props.get("name", "")),
+                  host=str(getattr(host, "_moId", "")) if host is not None else None,
+                  version=_text(props.get("config.version")), power=str(power) if power is not None else None,
+                  vgpus=tuple(vgpus), passthrough=tuple(passthrough))
+
+
+PASSWORD_VARIABLE = "GPUADMIN_VCENTER_PASSWORD"
+
+
+def vcenter_password(user: str, server: str, password_file: Path | None = None,
+                     prompt: Callable[[str], str] | None = None) -> str:
+    """The vCenter password: from `password_file` (which only its owner may read: mode 0600 or 0400), else
+    $GPUADMIN_VCENTER_PASSWORD, else `prompt` (the CLI's getpass on a terminal). It is never stored, journaled
+    nor shown; an InputError (exit 2) when there is none."""
+    if password_file is not None:
+        try:
+            status = password_file.stat()
+            if not stat.S_ISREG(status.st_mode):
+                raise InputError([Diagnostic("the password file is not a regular file", file=str(password_file))])
+            if status.st_mode & 0o077:
+                raise InputError([Diagnostic(
+                    f"the password file may be read by others (mode {stat.S_IMODE(status.st_mode):04o})",
+                    file=str(password_file), hint=f"chmod 600 {password_file}")])
+            lines = password_file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as unreadable:
+            raise InputError([Diagnostic(f"the password file cannot be read ({type(unreadable).__name__})",
+                                         file=str(password_file))]) from None
+        if not lines or not lines[0]:
+            raise InputError([Diagnostic("the password file is empty: its first line is the password",
+                                         file=str(password_file))])
+        return lines[0]
+    given = os.environ.get(PASSWORD_VARIABLE, "")
+    if given:
+        return given
+    if prompt is not None:
+        typed = prompt(f"vCenter password for {user} at {server}: ")
+        if typed:
+            return typed
+    raise InputError([Diagnostic(f"no password for {user} at {server}",
+                                 hint=f"type it at the prompt, or set {PASSWORD_VARIABLE}, or give "
+                                      "--password-file FILE (mode 0600)")])

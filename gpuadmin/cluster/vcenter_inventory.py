@@ -1,0 +1,191 @@
+"""A vCenter snapshot as gpuadmin's inventory: each ESXi host a `platform: vsphere` node, its NVIDIA GPUs, and
+the VMs that hold a GPU (a vGPU or a passthrough device) on it. Pure: nothing here talks to vCenter.
+
+- A host's GPUs are its NVIDIA display and 3D controllers (`hardware.pciDevice`), indexed in PCI bus order (the
+  driver's and nvidia-smi's order); the catalog model by PCI device id, else the device name as read, kept as
+  not in the catalog with the graphics device's memory. NVSwitch chips (NVIDIA PCI bridges) make `nvlink:
+  nvswitch`.
+- A GPU enabled for DirectPath I/O (`config.pciPassthruInfo`) is `mode: passthrough`, held by the VM whose
+  passthrough device names its PCI id; a `sharedDirect` graphics device (NVIDIA vGPU) is `mode: vgpu`, its
+  `vgpus` the VMs the graphics device names (`config.graphicsInfo[].vm`, the running VMs on it) with their vGPU
+  type as a profile (`grid_a40-12c` → `A40-12C`); any other is `full`.
+- A VM that holds no GPU device is passed over (counted). Its hardware version is `config.version`'s number, its
+  power state vSphere's. The ESXi version `8.0.1` is `8.0U1`.
+- Every name and value is hostile input: a host or VM that cannot be translated (a name with control characters
+  or too long, no ESXi version, a hardware version that is not vmx-NN) is skipped with a finding, and the read
+  goes on. A vGPU type the host does not offer is read as it is, with a finding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from gpuadmin.adapters.kube_cluster import printable
+from gpuadmin.catalog import get_catalog
+from gpuadmin.catalog.entities import normalize_vgpu_type_name
+from gpuadmin.cluster.read import Finding
+from gpuadmin.cluster.vcenter import GraphicsDevice, HostRead, VcenterSnapshot, VmRead
+from gpuadmin.model import Inventory, Node
+from gpuadmin.model.inventory import Gpu, NotInCatalog, VGpu, Vm, VSphere
+
+NAME_LIMIT = 80  # vCenter's own limit on an inventory object's name
+SHOWN = 80  # characters of a hostile name a finding shows
+CLUSTER_LABEL = "vsphere.cluster"
+_ESXI = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)$")
+_HW = re.compile(r"^vmx-([0-9]{1,2})$")
+
+
+@dataclass
+class VcenterInventory:
+    inventory: Inventory
+    findings: list[Finding]
+    other_vms: int = 0  # VMs holding no GPU, passed over
+
+
+@dataclass
+class _Vms:
+    """The VMs read, by moId: those kept (with a GPU device and a good name) and the findings on the way."""
+
+    kept: dict[str, VmRead] = field(default_factory=dict)
+    models: dict[str, Vm] = field(default_factory=dict)
+    other: int = 0
+
+
+def esxi_version(version: str | None) -> str | None:
+    """vCenter's `8.0.1` as the inventory writes it (`8.0U1`; `8.0` for update 0), or None when it is not one."""
+    match = _ESXI.match(version or "")
+    if match is None:
+        return None
+    major, minor, update = match.groups()
+    return f"{int(major)}.{int(minor)}" + (f"U{int(update)}" if int(update) else "")
+
+
+def _name_problem(name: str) -> str | None:
+    if not name:
+        return "no name"
+    if len(name) > NAME_LIMIT:
+        return f"a name of {len(name)} characters (vCenter's limit is {NAME_LIMIT})"
+    if any(not c.isprintable() for c in name):
+        return "a name with control characters"
+    return None
+
+
+def vcenter_inventory(snapshot: VcenterSnapshot, cluster: str) -> VcenterInventory:
+    """The snapshot as an inventory named `cluster`, with the findings of making it."""
+    findings: list[Finding] = []
+    vms = _read_vms(snapshot, findings)
+    by_host: dict[str | None, dict[str, VmRead]] = {}
+    for moid, vm in vms.kept.items():
+        by_host.setdefault(vm.host, {})[moid] = vm
+    nodes: list[Node] = []
+    for host in sorted(snapshot.hosts, key=lambda h: h.name):
+        node = _node(host, by_host.get(host.moid, {}), vms, findings)
+        if node is not None:
+            nodes.append(node)
+    inventory = Inventory(version=1, cluster=cluster, queues=[], nodes=nodes, jobs=[])
+    return VcenterInventory(inventory, findings, vms.other)
+
+
+def _read_vms(snapshot: VcenterSnapshot, findings: list[Finding]) -> _Vms:
+    vms = _Vms()
+    for vm in sorted(snapshot.vms, key=lambda v: v.name):
+        if not vm.vgpus and not vm.passthrough:
+            vms.other += 1
+            continue
+        shown = printable(vm.name, SHOWN)
+        hw = _HW.match(vm.version or "")
+        name_problem = _name_problem(vm.name)
+        if name_problem is not None:
+            findings.append(Finding("vm", shown, "name", f"skipped: {name_problem}"))
+            continue
+        if hw is None:
+            findings.append(Finding("vm", shown, "config.version", f"skipped: {printable(vm.version or '', 20)!r} "
+                                                                     "is no hardware version (vmx-NN)"))
+            continue
+        if len(set(vm.vgpus)) > 1:
+            types = ", ".join(sorted(set(vm.vgpus)))
+            findings.append(Finding("vm", shown, "config.hardware.device", f"skipped: vGPUs of {len(set(vm.vgpus))} "
+                                    f"types ({printable(types, SHOWN)}): vSphere gives a VM one type"))
+            continue
+        power = vm.power if vm.power in ("poweredOn", "poweredOff", "suspended") else None
+        try:
+            vms.models[vm.moid] = Vm.model_validate({"name": vm.name, "hardware_version": int(hw.group(1)),
+                                                     "power_state": power})
+        except ValidationError as invalid:
+            findings.append(Finding("vm", shown, "", f"skipped: {invalid.errors()[0]['msg']}"))
+            continue
+        vms.kept[vm.moid] = vm
+    return vms
+
+
+def _node(host: HostRead, mine: dict[str, VmRead], vms: _Vms, findings: list[Finding]) -> Node | None:
+    """The host as a node, with `mine`, the VMs read that run on it (by moId)."""
+    shown = printable(host.name, SHOWN)
+    problem = _name_problem(host.name)
+    if problem is not None:
+        findings.append(Finding("host", shown, "name", f"skipped: {problem}"))
+        return None
+    version = esxi_version(host.version)
+    if version is None:
+        findings.append(Finding("host", shown, "summary.config.product.version",
+                                f"skipped: {printable(host.version or '', 20)!r} is no ESXi version"))
+        return None
+    graphics = {g.pci_id: g for g in host.graphics}
+    offered = {t.lower() for t in host.vgpu_types}
+    gpus = [_gpu(index, pci.pci_id, pci.device_id, pci.name, graphics.get(pci.pci_id), host, mine, vms, findings)
+            for index, pci in enumerate(host.gpus)]
+    for vm in mine.values():
+        for vgpu in sorted(set(vm.vgpus)):
+            if vgpu.lower() not in offered:
+                findings.append(Finding("vm", printable(vm.name, SHOWN), "config.hardware.device",
+                                        f"vGPU type {printable(vgpu, 40)!r} is not one host {shown} offers"))
+    index_of = {pci.pci_id: index for index, pci in enumerate(host.gpus)}
+    node_vms = []
+    for moid, vm in sorted(mine.items(), key=lambda item: item[1].name):
+        held = sorted(index_of[p] for p in vm.passthrough if p in index_of)
+        node_vms.append(vms.models[moid].model_copy(update={"gpus": held or None}))
+    state = "down" if host.connection != "connected" else "cordoned" if host.maintenance else "ready"
+    try:
+        return Node.model_validate({
+            "name": host.name, "platform": "vsphere", "vsphere": VSphere(version=version),
+            "cpus": host.cpus, "memory_gib": host.memory_bytes // 2**30 if host.memory_bytes else None,
+            "labels": {CLUSTER_LABEL: host.cluster} if host.cluster else {}, "state": state,
+            "down_reason": f"connectionState: {printable(host.connection, 40)}" if state == "down" else None,
+            "nvlink": "nvswitch" if host.nvswitches else None, "gpus": gpus, "vms": node_vms})
+    except ValidationError as invalid:
+        problem_at = invalid.errors()[0]
+        where = ".".join(str(p) for p in problem_at["loc"])
+        findings.append(Finding("host", shown, where, f"skipped: {problem_at['msg']}"))
+        return None
+
+
+def _gpu(index: int, pci_id: str, device_id: int, name: str, graphics: GraphicsDevice | None, host: HostRead,
+         mine: dict[str, VmRead], vms: _Vms, findings: list[Finding]) -> Gpu:
+    catalog = get_catalog()
+    model = catalog.model_by_pci_id(f"{device_id:04x}")
+    fields: dict[str, object] = {"index": index}
+    if model is not None:
+        fields["model"] = model.name
+    else:
+        memory = graphics.memory_kib // 1024 if graphics is not None and graphics.memory_kib else None
+        fields["model"] = printable(name, 80).strip() or f"PCI 10de:{device_id:04x}"
+        fields["not_in_catalog"] = NotInCatalog(memory_mib=memory, pci_device_id=f"0x{device_id:04X}")
+    if pci_id in host.passthrough:
+        holders = [vm.name for vm in mine.values() if pci_id in vm.passthrough]
+        fields.update(mode="passthrough", vm=holders[0] if holders else None)
+    elif graphics is not None and graphics.kind == "sharedDirect":
+        vgpus = []
+        for moid in graphics.vms:
+            vm = vms.kept.get(moid)
+            if vm is None or vm.host != host.moid:
+                continue  # a VM skipped with a finding, or one vCenter moved since
+            if not vm.vgpus:
+                findings.append(Finding("vm", printable(vm.name, SHOWN), "", f"uses GPU {index} of host "
+                                        f"{printable(host.name, SHOWN)} but has no vGPU device"))
+                continue
+            vgpus.append(VGpu(vm=vm.name, profile=normalize_vgpu_type_name(vm.vgpus[0])))
+        fields.update(mode="vgpu", vgpus=vgpus or None)
+    return Gpu.model_validate(fields)

@@ -1,0 +1,69 @@
+"""Changes to the simulated estate, made through the vSphere API with pyVmomi, as an administrator's client makes
+them (the simulator carries them out: tasks, the property collector)."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from tests.vsphere.vcsim import Simulator
+
+
+@contextmanager
+def session(simulator: Simulator) -> Iterator[Any]:
+    """A pyVmomi session with the simulator (its certificate is self-signed: not verified here)."""
+    from pyVim.connect import Disconnect, SmartConnect
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    parts = urlsplit(simulator.url)
+    service = SmartConnect(host=parts.hostname, port=parts.port, user=simulator.user, pwd=simulator.password,
+                           sslContext=context)
+    try:
+        yield service
+    finally:
+        Disconnect(service)
+
+
+def find(service: Any, kind: str, name: str) -> Any:
+    from pyVmomi import vim
+
+    content = service.RetrieveContent()
+    view = content.viewManager.CreateContainerView(content.rootFolder, [getattr(vim, kind)], True)
+    try:
+        return next(obj for obj in view.view if obj.name == name)
+    finally:
+        view.Destroy()
+
+
+def wait(task: Any) -> Any:
+    from pyVim.task import WaitForTask
+
+    WaitForTask(task)
+    return task.info.result
+
+
+def add_host(service: Any, cluster_name: str, host_name: str) -> Any:
+    """A host added to the cluster (AddHost_Task), as an admin adds one: the simulator's ESXi, without GPUs."""
+    from pyVmomi import vim
+
+    cluster = find(service, "ClusterComputeResource", cluster_name)
+    return wait(cluster.AddHost_Task(spec=vim.host.ConnectSpec(hostName=host_name), asConnected=True))
+
+
+def create_vgpu_vm(service: Any, name: str, host_name: str, vgpu: str) -> Any:
+    """A VM with one vGPU of type `vgpu`, created on the host (CreateVM_Task), as a VDI admin makes one."""
+    from pyVmomi import vim
+
+    host = find(service, "HostSystem", host_name)
+    device = vim.vm.device.VirtualPCIPassthrough(backing=vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(
+        vgpu=vgpu))
+    spec = vim.vm.ConfigSpec(name=name, guestId="otherGuest64", version="vmx-20",
+                             files=vim.vm.FileInfo(vmPathName="[gpu-ds]"),
+                             deviceChange=[vim.vm.device.VirtualDeviceSpec(operation="add", device=device)])
+    datacenter = service.RetrieveContent().rootFolder.childEntity[0]
+    return wait(datacenter.vmFolder.CreateVM_Task(config=spec, pool=host.parent.resourcePool, host=host))
