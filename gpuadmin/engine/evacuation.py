@@ -225,18 +225,23 @@ def _new_violations(view: View, touched: Touched, before: set[Violation]) -> lis
 
 
 def _reason(host: str, found: list[Violation]) -> str:
-    """One host's refusal of a VM in words: the first reason the rules gave, and the other rules that spoke."""
+    """One host's refusal of a VM in words: the first reason the rules gave its closest candidate (the one the
+    fewest rules refused), and the other rules that refused that candidate."""
     first = found[0]
     others = sorted({v.rule for v in found} - {first.rule})
     more = f"; also {', '.join(others)}" if others else ""
     return f"{host}: {first.message} ({first.rule}{more})"
 
 
-def _plan_vm(view: View, host: Node, vm: Vm, targets: Iterable[Node]) -> VmMove:
+def _plan_vm(view: View, host: Node, vm: Vm, inside: list[Job], targets: Iterable[Node]) -> VmMove:
     """The VM's move: every candidate on every target host tried under every rule, the best accepted one kept."""
     how = _holds(host, vm)
     fb = framebuffer_gib(host, vm.name) if how == "vmotion" else 0.0
     tolerated = tolerated_stun(vm, host) if how == "vmotion" else None
+    kept = [j.name for j in inside if not j.preemptible]
+    if how == "cold" and kept:  # the VM stays: node.drain-blocked refuses the maintenance, naming the jobs
+        return VmMove(vm.name, host.name, None, how, (), None, fb, None, None, tolerated,
+                      (f"it runs non-preemptible job(s) {', '.join(kept)}, which powering it off would stop",))
     stuns = get_catalog().vsphere.vmotion_stun_times
     best: tuple[tuple[int, int, int, str, tuple[int, ...]], VmMove] | None = None
     why_not: list[str] = []
@@ -248,7 +253,7 @@ def _plan_vm(view: View, host: Node, vm: Vm, targets: Iterable[Node]) -> VmMove:
         stun = stuns.estimate(fb, gbps) if gbps is not None else None
         touched_base = Touched(nodes={target.name}, gpus={(target.name, g.index) for g in target.gpus})
         before = set(check(view, touched_base))
-        found: list[Violation] = []
+        closest: list[Violation] = []  # the refused candidate nearest to acceptance: its reasons are the host's
         tried = accepted = False
         for gpus, group in _candidates(host, vm, target):
             tried = True
@@ -262,7 +267,8 @@ def _plan_vm(view: View, host: Node, vm: Vm, targets: Iterable[Node]) -> VmMove:
                                            before)
                 score = _room_kept(view, move)
             if problems:
-                found += problems
+                if not closest or len({v.rule for v in problems}) < len({v.rule for v in closest}):
+                    closest = problems
                 continue
             accepted = True
             if best is None or score < best[0]:
@@ -272,7 +278,7 @@ def _plan_vm(view: View, host: Node, vm: Vm, targets: Iterable[Node]) -> VmMove:
                     "free passthrough GPU of the same model" if how == "cold" else "GPU in vgpu mode")
             why_not.append(f"{target.name}: no {what}")
         elif not accepted:
-            why_not.append(_reason(target.name, found))
+            why_not.append(_reason(target.name, closest))
     if best is not None:
         return best[1]
     return VmMove(vm.name, host.name, None, how, (), None, fb, None, None, tolerated,
@@ -289,16 +295,21 @@ def _order(host: Node) -> list[Vm]:
                                             vm.name))
 
 
-def _jobs_in(view: View, vm: str) -> list[Job]:
-    return [job for job in view.jobs() if job.vm == vm and job.status == "running"]
+def _jobs_in(view: View, vms: set[str]) -> dict[str, list[Job]]:
+    """The running jobs inside each of these VMs: one scan of the jobs for a whole evacuation."""
+    out: dict[str, list[Job]] = {}
+    for job in view.jobs():
+        if job.vm in vms and job.status == "running":
+            out.setdefault(job.vm, []).append(job)
+    return out
 
 
-def _carry_jobs(view: View, move: VmMove, touched: Touched) -> None:
+def _carry_jobs(view: View, move: VmMove, inside: list[Job], touched: Touched) -> None:
     """Jobs inside a vMotioned VM keep running on the same GPUs, now on the destination; a powered-off VM's
     jobs stop: the preemptible ones are evicted, a non-preemptible one stays and blocks the maintenance (rule
     node.drain-blocked), as a drain's would."""
     mapping = dict(move.gpus)
-    for job in _jobs_in(view, move.vm):
+    for job in inside:
         if move.how == "vmotion" and move.target is not None:
             placement = [Slot(node=move.target, gpu=mapping.get(s.gpu, s.gpu), mig_start=s.mig_start)
                          if s.node == move.source else s for s in job.placement]
@@ -318,13 +329,15 @@ def evacuate(view: View, host_name: str, touched: Touched) -> list[VmMove]:
     targets = [n for n in view.nodes() if n.platform == "vsphere" and n.name != host_name]
     targets.sort(key=lambda n: n.name)
     moves: list[VmMove] = []
+    jobs = _jobs_in(view, {vm.name for vm in host.vms})
     for vm in _order(host):
         current = view.node(host_name) or host
         record = _vm_record(current, vm.name) or vm
-        move = _plan_vm(view, current, record, [view.node(t.name) or t for t in targets])
+        inside = jobs.get(vm.name, [])
+        move = _plan_vm(view, current, record, inside, [view.node(t.name) or t for t in targets])
         if move.target is not None:
             _apply(view, move, touched)
-            _carry_jobs(view, move, touched)
+            _carry_jobs(view, move, inside, touched)
         view.evacuations.setdefault(host_name, []).append(move)
         moves.append(move)
     touched.nodes.add(host_name)

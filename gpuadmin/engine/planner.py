@@ -146,6 +146,8 @@ class Plan:
         first entity it removes; "yes" for any other plan."""
         if not self.destructive:
             return "yes"
+        if self.view.evacuations:  # the host going into maintenance, not the first host a VM moves to
+            return sorted(self.view.evacuations)[0]
         nodes = sorted({d.name for d in self.diff if d.kind == "node"})
         if nodes:
             return nodes[0]
