@@ -135,7 +135,6 @@ def _apply(view: View, move: VmMove, touched: Touched) -> None:
         touched.gpus.add((source.name, gpu.index))
     view.put_node(source.name, source.model_copy(update={
         "gpus": src_gpus, "vms": [v for v in source.vms if v.name != vm.name]}))
-    target = view.node(target.name) or target  # the source edit above never is the target
     back = {b: a for a, b in mapping.items()}
     dst_gpus: list[Gpu] = []
     for gpu in target.gpus:
