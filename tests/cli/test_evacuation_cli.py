@@ -55,7 +55,8 @@ def test_the_plan_document_lists_the_moves(spares: Path, tmp_path: Path) -> None
     assert result.code == 0, result.err
     check_golden("plan-evacuate.json", result.out)
     moves = json.loads(result.out)["evacuations"]["esx-legacy-01"]
-    assert [(m["vm"], m["how"], m["to"]) for m in moves][0] == ("hpc-vm-01", "cold", "esx-legacy-02")
+    first = moves[0]
+    assert (first["vm"], first["how"], first["to"]) == ("hpc-vm-01", "cold", "esx-legacy-02")
 
 
 def test_a_host_without_room_is_refused_naming_each_vm() -> None:
@@ -65,7 +66,7 @@ def test_a_host_without_room_is_refused_naming_each_vm() -> None:
     text = result.out + result.err
     for vm in ("train-vm-02", "train-vm-03"):
         assert f"[vsphere.evacuation-room] node/esx-hgx-02: VM {vm} on esx-hgx-02 has nowhere to go" in text
-    assert f"✗ train-vm-02: nowhere to go (see the violations)" in text
+    assert "✗ train-vm-02: nowhere to go (see the violations)" in text
     assert "Traceback" not in result.err
 
 
