@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from gpuadmin.catalog.entities import (
     Board,
+    Confidence,
     GpuModel,
     MigProfile,
     Provenance,
@@ -61,6 +62,43 @@ class NvswitchVgpuRules:
     provenance: Provenance
 
 
+@dataclass(frozen=True, slots=True)
+class StunEstimate:
+    """A vMotion stun time estimate, seconds, and how sure it is: `verified` where it is a row of the table at
+    the table's link speed, `derived` where interpolated or scaled to another speed, `uncertain` where the frame
+    buffer lies beyond the table's last row (extrapolated)."""
+
+    seconds: float
+    confidence: Confidence
+
+
+@dataclass(frozen=True, slots=True)
+class StunTimeTable:
+    """VMware's vGPU vMotion stun times, (frame buffer GiB, seconds) at `reference_gbps`."""
+
+    reference_gbps: int
+    rows: tuple[tuple[int, int], ...]
+    provenance: Provenance
+
+    def estimate(self, framebuffer_gib: float, gbps: float) -> StunEstimate:
+        """The stun time of copying `framebuffer_gib` over a `gbps` link: linear between rows (from 0 s at
+        0 GiB below the first), the last segment extended beyond the last, scaled by reference / link speed."""
+        points = ((0, 0), *self.rows)
+        sure: Confidence = "verified"
+        if framebuffer_gib > points[-1][0]:
+            (x0, y0), (x1, y1) = points[-2], points[-1]
+            sure = "uncertain"
+        else:
+            index = next(i for i in range(1, len(points)) if framebuffer_gib <= points[i][0])
+            (x0, y0), (x1, y1) = points[index - 1], points[index]
+            if framebuffer_gib != x1:
+                sure = "derived"
+        seconds = (y0 + (y1 - y0) * (framebuffer_gib - x0) / (x1 - x0)) * self.reference_gbps / gbps
+        if gbps != self.reference_gbps and sure == "verified":
+            sure = "derived"
+        return StunEstimate(seconds, sure)
+
+
 def _version_key(text: str) -> EsxiVersion:
     return parse_esxi_version(text)
 
@@ -84,6 +122,7 @@ class VsphereLimits:
     device_group_sizes: tuple[int, ...]
     device_group_sizes_provenance: Provenance
     nvswitch: NvswitchVgpuRules
+    vmotion_stun_times: StunTimeTable
 
     # -- passthrough ---------------------------------------------------------------------------------------
     def passthrough_row(self, esxi_version: str, hardware_version: int) -> PassthroughRow:

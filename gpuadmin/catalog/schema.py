@@ -21,6 +21,7 @@ from gpuadmin.catalog.catalog import (
     HardwareVersionRow,
     NvswitchVgpuRules,
     PassthroughRow,
+    StunTimeTable,
     VgpusPerVmRow,
     VsphereLimits,
     normalize_pci_device_id,
@@ -661,6 +662,25 @@ class NvswitchEntry(_Sourced):
     plain_passthrough: bool
 
 
+class StunTimesEntry(_Sourced):
+    reference_gbps: Positive
+    rows: list[Annotated[list[Positive], Field(min_length=2, max_length=2)]] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _increasing(self) -> StunTimesEntry:
+        sizes = [gib for gib, _ in self.rows]
+        stuns = [s for _, s in self.rows]
+        if sizes != sorted(set(sizes)) or stuns != sorted(stuns):
+            problems = _Problems("vmotion stun times")
+            problems.add(("rows",), f"stun rows must grow with the frame buffer, got {self.rows}", self.rows)
+            problems.raise_any()
+        return self
+
+    def record(self) -> StunTimeTable:
+        return StunTimeTable(reference_gbps=self.reference_gbps, rows=tuple((gib, s) for gib, s in self.rows),
+                             provenance=self.provenance)
+
+
 class VsphereEntry(_Strict):
     passthrough_devices_per_vm: list[PassthroughEntry] = Field(min_length=1)
     max_hardware_version: list[HardwareVersionEntry] = Field(min_length=1)
@@ -671,6 +691,7 @@ class VsphereEntry(_Strict):
     nvswitch_device_groups_since: SinceEntry
     device_group_sizes: GroupSizesEntry
     nvswitch: NvswitchEntry
+    vmotion_stun_times: StunTimesEntry
 
     @model_validator(mode="after")
     def _rows_in_esxi_order(self) -> VsphereEntry:
@@ -709,6 +730,7 @@ class VsphereEntry(_Strict):
             device_group_sizes_provenance=self.device_group_sizes.provenance,
             nvswitch=NvswitchVgpuRules(time_sliced_vgpu=nvs.time_sliced_vgpu, mig_backed_vgpu=nvs.mig_backed_vgpu,
                                        plain_passthrough=nvs.plain_passthrough, provenance=nvs.provenance),
+            vmotion_stun_times=self.vmotion_stun_times.record(),
         )
 
 

@@ -223,13 +223,27 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         'drain',
         ("cordon, and evict the node's preemptible jobs; a non-preemptible one "
-         'blocks it.'),
+         'blocks it. On a vSphere host: evacuate its VMs too (as `evacuate-'
+         'host`).'),
         ('drain',),
         (
             Arg('NODE', 'node', 'name',
                 'the node (several: one change each, in one plan)', many=True, each=True),
         ),
         'gpuadmin drain gpu-h100-03 --dry-run',
+    ),
+    Verb(
+        'evacuate-host',
+        ('maintenance mode for a vSphere host: each VM moved first (vMotion for '
+         'vGPU VMs, within its tolerated stun time; power off and on elsewhere '
+         'for passthrough or device-group VMs), as the engine plans it; `drain` '
+         'on a vSphere host does the same.'),
+        ('evacuate',),
+        (
+            Arg('NODE', 'node', 'name',
+                'the node'),
+        ),
+        'gpuadmin evacuate esx-vdi-01 --dry-run',
     ),
     Verb(
         'submit-job',

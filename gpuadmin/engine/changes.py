@@ -181,6 +181,15 @@ class Drain(StrictModel):
     node: Name
 
 
+class EvacuateHost(StrictModel):
+    """Put a vSphere host into maintenance mode: every VM on it moved to another host first (vMotion for vGPU
+    VMs; power off, relocate and power on for VMs with passthrough GPUs or a device group), as the engine plans
+    it (gpuadmin/engine/evacuation.py). `drain` on a vSphere host plans the same."""
+
+    op: Literal["evacuate-host"]
+    node: Name
+
+
 class SubmitJob(StrictModel):
     op: Literal["submit-job"]
     job: Job
@@ -288,6 +297,7 @@ Change = Annotated[
     | RepairNode
     | SetGpuHealth
     | Drain
+    | EvacuateHost
     | SubmitJob
     | CancelJob
     | BindJob
@@ -321,6 +331,7 @@ __all__ = [
     "Cordon",
     "DetachVm",
     "Drain",
+    "EvacuateHost",
     "PreemptJob",
     "RemoveNode",
     "RemoveQueue",

@@ -22,7 +22,7 @@ from typing import Any, Literal, NamedTuple, get_args
 from pydantic import BaseModel
 
 from gpuadmin.engine import changes as ch
-from gpuadmin.engine import planner
+from gpuadmin.engine import evacuation, planner
 from gpuadmin.engine.rules import Touched
 from gpuadmin.engine.state import View
 
@@ -123,6 +123,12 @@ class OpSpec:
 _STATE_ONLY = Runs("state", "gpuadmin's state only (the node is not asked to do anything)")
 _VCENTER = Unsupported("no vCenter call is rendered yet: the plan's diff is the instruction")
 _NO_MAINTENANCE_MODE = Unsupported("vCenter maintenance mode is not rendered")
+# What an evacuation will execute once gpuadmin is bound to a vCenter (issue 24); until then it is planned only.
+_EVACUATION_PLANNED = Unsupported(
+    "planned only, nothing is executed yet: on a bound vCenter it is to run RelocateVM_Task per vMotioned VM; "
+    "PowerOffVM_Task, RelocateVM_Task, PowerOnVM_Task per VM with passthrough GPUs or a device group; then "
+    "EnterMaintenanceMode_Task on the host. Until then the plan's moves are the instruction")
+_HOSTS_VSPHERE_ONLY = Unsupported("only an ESXi host has VMs to evacuate: drain the node (refused: change.fields)")
 _PODS_NOT_VMS = Unsupported("a Kubernetes node runs pods, not VMs")
 _QUEUE_STATE = Runs("state", "gpuadmin's state; `gpuadmin export queues` writes the queue objects")
 _RESTORED_COMMANDS = Runs("commands", "what the restored node's before/after renders, as the forward ops")
@@ -314,9 +320,19 @@ _SPECS = (
     _spec(ch.Drain, planner._drain, "operator", destructive=True, idempotent=True,
           console=Console("r", "edit.drain", "Drain"),
           verb=Verb(("drain",), (_NODES,), "gpuadmin drain gpu-h100-03 --dry-run"),
-          fields="`node`", doc="cordon, and evict the node's preemptible jobs; a non-preemptible one blocks it.",
-          runs={"baremetal": _STATE_ONLY, "vsphere": _NO_MAINTENANCE_MODE,
+          fields="`node`", doc="cordon, and evict the node's preemptible jobs; a non-preemptible one blocks it. "
+                                 "On a vSphere host: evacuate its VMs too (as `evacuate-host`).",
+          runs={"baremetal": _STATE_ONLY, "vsphere": _EVACUATION_PLANNED,
                 "kubernetes": Runs("commands", "kubectl drain --ignore-daemonsets --delete-emptydir-data -- NODE")}),
+    _spec(ch.EvacuateHost, evacuation.evacuate_host, "operator", destructive=True, idempotent=True,
+          console=NotInConsole("the console's drain (r) on a vSphere host plans the evacuation"),
+          verb=Verb(("evacuate",), (_NODE,), "gpuadmin evacuate esx-vdi-01 --dry-run"),
+          fields="`node`",
+          doc="maintenance mode for a vSphere host: each VM moved first (vMotion for vGPU VMs, within its "
+              "tolerated stun time; power off and on elsewhere for passthrough or device-group VMs), as the "
+              "engine plans it; `drain` on a vSphere host does the same.",
+          runs={"baremetal": _HOSTS_VSPHERE_ONLY, "kubernetes": _HOSTS_VSPHERE_ONLY,
+                "vsphere": _EVACUATION_PLANNED}),
     _spec(ch.SubmitJob, planner._submit, "operator", idempotent=False,
           console=Console("n", "edit.submit_job", "New job"),
           verb=Verb(("submit",), _JOB_ARGS, "gpuadmin submit finetune-8b --queue research --gpus 8 --dry-run",

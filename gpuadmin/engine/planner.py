@@ -134,8 +134,11 @@ class Plan:
     @property
     def vgpus_lost(self) -> int:
         """How many vGPUs the nodes this plan keeps lose (a removed node's go with it: that is a removal)."""
-        return sum((_vgpus(d.before) - _vgpus(d.after)).total() for d in self.diff
-                   if d.kind == "node" and d.action == "modify")
+        moved = {m.vm for planned in self.view.evacuations.values() for m in planned if m.target is not None}
+        return sum(count for (_, vm, _), count in
+                   sum((_vgpus(d.before) - _vgpus(d.after) for d in self.diff
+                        if d.kind == "node" and d.action == "modify"), Counter()).items()
+                   if vm not in moved)  # an evacuated VM takes its vGPUs along to its new host
 
     @property
     def confirmation_token(self) -> str:
@@ -143,6 +146,8 @@ class Plan:
         first entity it removes; "yes" for any other plan."""
         if not self.destructive:
             return "yes"
+        if self.view.evacuations:  # the host going into maintenance, not the first host a VM moves to
+            return sorted(self.view.evacuations)[0]
         nodes = sorted({d.name for d in self.diff if d.kind == "node"})
         if nodes:
             return nodes[0]
@@ -164,6 +169,10 @@ class Plan:
             "diff": [d.to_json() for d in self.diff],
             "effects": self.effects.to_json(),
             "commands": self.commands,
+            # each evacuated host's VM moves (evacuate-host, drain on vSphere); absent from every other plan
+            **({"evacuations": {host: [m.to_json() for m in moves]
+                                for host, moves in sorted(self.view.evacuations.items())}}
+               if self.view.evacuations else {}),
         }
 
 
@@ -474,6 +483,10 @@ def _running_on(view: View, node: Node) -> list[Job]:
 def _drain(view: View, c: ch.Drain, touched: Touched) -> None:
     node = _node(view, c.node)
     _change_state(view, c.node, "draining", "drain", touched)
+    if node.platform == "vsphere":  # an ESXi host is drained of its VMs: maintenance mode with evacuation
+        from gpuadmin.engine.evacuation import evacuate  # it imports this module's handlers' helpers
+
+        evacuate(view, c.node, touched)
     for job in _running_on(view, node):
         if job.preemptible:
             _evict(view, job, touched)

@@ -12,10 +12,13 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from gpuadmin.engine.usage import ZERO, Usage, job_usage
 from gpuadmin.model import Gpu, Inventory, Job, Node, Queue
+
+if TYPE_CHECKING:  # the evacuation planner reads and writes views: its moves are only carried here
+    from gpuadmin.engine.evacuation import VmMove
 
 EntityKind = Literal["node", "job", "queue"]
 GpuKey = tuple[str, int]  # (node name, GPU index)
@@ -165,6 +168,9 @@ class View:
         # GPU: (VM, profile) → how many. Any other vGPU a VM loses is a violation (vgpu.not-dropped).
         self.vgpus_removed: dict[GpuKey, Counter[tuple[str, str]]] = {}
         self._queue_usage_edits: dict[str, Usage] = {}
+        # The VM moves each evacuated host's plan makes (evacuate-host, drain on vSphere), by host: the rules
+        # vsphere.evacuation-room and vsphere.stun-time judge them, and the plan's review shows them.
+        self.evacuations: dict[str, list[VmMove]] = {}
         self._reads: CheckReads | None = None  # set only while the rules read a frozen view (`reading`)
 
     @property

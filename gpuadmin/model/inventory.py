@@ -73,6 +73,10 @@ MAX_WEIGHT = 1_000_000.0
 #: RDMA NICs of one node and the speed of one, Gb/s.
 MAX_NICS = 64
 MAX_NIC_GBPS = 100_000
+#: A vMotion link's speed, Gbit/s (400 GbE is today's fastest Ethernet port; 10x that is a typo, not a NIC).
+MAX_VMOTION_GBPS = 4000.0
+#: A VM's tolerated vMotion stun time, seconds (one hour: vMotion itself gives up long before).
+MAX_STUN_S = 3600.0
 #: A position in a table (`restore`'s `seq`): SQLite's largest integer.
 MAX_SEQ = 2**63 - 1
 #: Entities of one inventory: Kubernetes' tested limits are 5,000 nodes and 150,000 pods per cluster; the
@@ -305,17 +309,38 @@ class Rdma(StrictModel):
     network: Name
 
 
+def _unset(value: object) -> bool:
+    return value is None
+
+
+# Finite and positive: NaN, inf and negative speeds or stun times are refused where they are written (file:line).
+VmotionGbps = Annotated[float, Field(gt=0, le=MAX_VMOTION_GBPS, allow_inf_nan=False)]
+StunSeconds = Annotated[float, Field(gt=0, le=MAX_STUN_S, allow_inf_nan=False)]
+
+
 class VSphere(StrictModel):
+    """An ESXi host's facts. `vmotion_gbps`: the speed of its vMotion link (a vMotion runs at the slower of the
+    two hosts' links); `tolerated_stun_s`: the vMotion stun time its VMs tolerate when a VM does not say (the
+    vSphere cluster's default: written here, or filled from `vsphere_clusters`). Both are left out of every dump
+    while unset, so that a host without them writes and hashes as it did before they existed."""
+
     version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+(U[0-9]+)?$")]
+    vmotion_gbps: VmotionGbps | None = Field(default=None, exclude_if=_unset)
+    tolerated_stun_s: StunSeconds | None = Field(default=None, exclude_if=_unset)
+
+
+class VsphereCluster(StrictModel):
+    """A vSphere cluster's defaults, for the hosts labelled `vsphere.cluster: NAME`: expanded onto each host's
+    `vsphere` record when the inventory is read (a host's own value wins), as `sharing_pools` are."""
+
+    name: Name
+    vmotion_gbps: VmotionGbps | None = None
+    tolerated_stun_s: StunSeconds | None = None
 
 
 class DeviceGroup(StrictModel):
     name: Name
     gpus: list[GpuIndex]
-
-
-def _unset(value: object) -> bool:
-    return value is None
 
 
 #: vSphere's `runtime.powerState` of a VM, as a bound vCenter reports it
@@ -330,6 +355,9 @@ class Vm(StrictModel):
     # what a bound vCenter reports (docs/vsphere.md); None for an inventory file's VM, and then left out of every
     # dump, so a state without a vCenter writes, hashes and prints as before the field existed
     power_state: VmPowerState | None = Field(default=None, exclude_if=_unset)
+    # the vMotion stun time this VM tolerates (its host's `tolerated_stun_s` when unset): a vMotion estimated
+    # above it is refused (rule vsphere.stun-time)
+    tolerated_stun_s: StunSeconds | None = Field(default=None, exclude_if=_unset)
 
 
 # Driver-reserved memory on a dynamically shared GPU when the inventory does not say: KAI#2212 measured
@@ -661,6 +689,7 @@ class Inventory(StrictModel):
     cluster: Name
     queues: list[Queue] = Field(default_factory=list, max_length=MAX_QUEUES)
     sharing_pools: list[SharingPool] = Field(default_factory=list, max_length=MAX_QUEUES)
+    vsphere_clusters: list[VsphereCluster] = Field(default_factory=list, max_length=MAX_QUEUES)
     nodes: list[Node] = Field(default_factory=list, max_length=MAX_NODES)
     jobs: list[Job] = Field(default_factory=list, max_length=MAX_JOBS)
 
@@ -678,6 +707,30 @@ class Inventory(StrictModel):
             )
             if node.sharing is None and pool is not None:
                 node = node.model_copy(update={"sharing": pool.sharing})
+            nodes.append(node)
+        self.nodes = nodes
+        return self
+
+    @model_validator(mode="after")
+    def _expand_vsphere_clusters(self) -> Inventory:
+        """A vSphere cluster's defaults fill the `vsphere` record of each host labelled `vsphere.cluster: NAME`
+        where the host leaves them unset, so the engine reads only the per-host fields (a state keeps no
+        cluster records, as it keeps no sharing pools)."""
+        if not self.vsphere_clusters:
+            return self
+        by_name = {c.name: c for c in self.vsphere_clusters}
+        if len(by_name) < len(self.vsphere_clusters):
+            names = [c.name for c in self.vsphere_clusters]
+            twice = next(name for i, name in enumerate(names) if name in names[:i])
+            raise ValueError(f"vsphere_clusters names {twice!r} twice: one record per vSphere cluster")
+        nodes: list[Node] = []
+        for node in self.nodes:
+            cluster = by_name.get(node.labels.get("vsphere.cluster", ""))
+            if node.vsphere is not None and cluster is not None:
+                fill = {key: getattr(cluster, key) for key in ("vmotion_gbps", "tolerated_stun_s")
+                        if getattr(node.vsphere, key) is None and getattr(cluster, key) is not None}
+                if fill:
+                    node = node.model_copy(update={"vsphere": node.vsphere.model_copy(update=fill)})
             nodes.append(node)
         self.nodes = nodes
         return self

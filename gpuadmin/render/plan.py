@@ -122,8 +122,9 @@ def _freed(diff: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def _vgpus_taken(diff: list[dict[str, Any]]) -> list[str]:
-    """`NODE/GPU: VM PROFILE` for every vGPU a node keeps but a VM loses (taking one is destructive)."""
+def _vgpus_taken(diff: list[dict[str, Any]], moved: set[str]) -> list[str]:
+    """`NODE/GPU: VM PROFILE` for every vGPU a node keeps but a VM loses (taking one is destructive); a VM
+    `moved` off an evacuated host takes its vGPUs along and loses none."""
     out = []
     for d in diff:
         if d["kind"] != "node" or d["action"] != "modify":
@@ -134,7 +135,7 @@ def _vgpus_taken(diff: list[dict[str, Any]]) -> list[str]:
             for vgpu in gpu.get("vgpus") or ():
                 if vgpu in left:
                     left.remove(vgpu)
-                else:
+                elif vgpu["vm"] not in moved:
                     out.append(f"{d['name']}/{gpu['index']}: {vgpu['vm']} {vgpu['profile']}")
     return out
 
@@ -149,9 +150,39 @@ def effect_lines(data: dict[str, Any]) -> list[str]:
             lines.append(f"  {key}: " + ", ".join(
                 safe(n) + (f" (frees {safe(freed[n])})" if key == "evicted" and n in freed else "")
                 for n in names))
-    taken = _vgpus_taken(data["diff"])
+    moved = {m["vm"] for moves in (data.get("evacuations") or {}).values() for m in moves if m["to"] is not None}
+    taken = _vgpus_taken(data["diff"], moved)
     if taken:
         lines.append(f"  vGPUs taken from VMs: {', '.join(safe(t) for t in taken)}")
+    return lines
+
+
+def _move_line(move: dict[str, Any]) -> str:
+    """One VM's planned move off an evacuated host: how, where to, which GPUs (or group), the stun estimate."""
+    if move["to"] is None:
+        return f"  ✗ {safe(move['vm'])}: nowhere to go (see the violations)"
+    how = "vMotion" if move["how"] == "vmotion" else "power off, relocate, power on"
+    held = (f"group {safe(move['device_group']['from'])} -> {safe(move['device_group']['to'])}"
+            if move["device_group"] else
+            ", ".join(f"GPU {g['from']} -> {g['to']}" for g in move["gpus"]) or "no GPU")
+    if move["how"] != "vmotion":
+        stun = "stun: none, the VM is powered off"
+    elif move["stun_s"] is None:
+        stun = "stun: unknown (no vMotion link speed)"
+    else:
+        stun = (f"stun ~{move['stun_s']:g} s ({move['framebuffer_gib']:g} GiB at {move['link_gbps']:g} Gbit/s, "
+                f"{move['stun_confidence']})")
+        if move["tolerated_stun_s"] is not None:
+            stun += f", tolerates {move['tolerated_stun_s']:g} s"
+    return f"  {safe(move['vm'])}: {how} to {safe(move['to'])} ({held}); {stun}"
+
+
+def evacuation_lines(data: dict[str, Any]) -> list[str]:
+    """Every evacuated host's VM moves, then the maintenance mode they lead to."""
+    lines: list[str] = []
+    for host, moves in (data.get("evacuations") or {}).items():
+        lines.append(f"Evacuation of {safe(host)} ({len(moves)} VM(s)), then maintenance mode:")
+        lines += [_move_line(m) for m in moves]
     return lines
 
 
@@ -173,7 +204,7 @@ def plan_heading(data: dict[str, Any]) -> list[str]:
 
 def plan_text(data: dict[str, Any]) -> str:
     """The text form of `Plan.to_json()`; status is in words, never colour alone."""
-    lines = plan_heading(data)
+    lines = plan_heading(data) + evacuation_lines(data)  # the moves first: what the review is about
     if data["diff"]:
         lines.append("Diff:" if data["allowed"] else "Diff (refused: nothing is applied):")
         for d in data["diff"]:

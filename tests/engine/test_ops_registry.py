@@ -83,8 +83,9 @@ def _applied(state: ClusterState, changes: list[ch.Change]) -> ClusterState:
     return state
 
 
-def test_drain_alone_makes_a_plan_destructive() -> None:
-    assert {s.op for s in ops.OPS.values() if s.destructive} == {"drain"}
+def test_only_drain_and_evacuate_host_alone_make_a_plan_destructive() -> None:
+    # a host's evacuation powers VMs off and puts it in maintenance mode: confirmed by typing, as a drain is
+    assert {s.op for s in ops.OPS.values() if s.destructive} == {"drain", "evacuate-host"}
 
 
 def test_every_rule_id_the_planner_raises_is_a_registered_one() -> None:

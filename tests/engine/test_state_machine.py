@@ -431,6 +431,7 @@ GENERATORS: dict[str, Callable[[Draw], dict[str, Any]]] = {
     "cordon": _node_op("cordon"),
     "uncordon": _node_op("uncordon"),
     "drain": _node_op("drain"),
+    "evacuate-host": _node_op("evacuate-host"),
     "repair-node": _repair_node,
     "set-gpu-health": _set_gpu_health,
     "submit-job": _submit_job,

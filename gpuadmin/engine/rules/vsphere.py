@@ -169,3 +169,51 @@ def vm_references(view: View, name: str) -> Iterable[Violation]:
                     f"VM {vm.name} on {name} lists passthrough GPU {index}, which {state}",
                     "attach the GPU with attach-vm (it sets the GPU to passthrough)",
                 )
+
+
+@rule(
+    "vsphere.evacuation-room",
+    "A host enters maintenance mode only with every VM given a destination: a VM with nowhere to go is named "
+    "with each host's reasons (the rules' own).",
+    "node",
+)
+def evacuation_room(view: View, name: str) -> Iterable[Violation]:
+    for move in view.evacuations.get(name, ()):
+        if move.target is None:
+            yield Violation(
+                "vsphere.evacuation-room",
+                node_target(name),
+                f"VM {move.vm} on {name} has nowhere to go: {'; '.join(move.why_not)}",
+                "free room on a host that accepts it (or add one), power the VM off yourself, or enter "
+                "maintenance mode later",
+            )
+
+
+@rule(
+    "vsphere.stun-time",
+    "A vMotion's estimated stun time (VMware's table, at the slower host's vMotion link) is at most what the VM "
+    "tolerates, or else its vSphere cluster's default; with a tolerance set, an unknown link speed is refused.",
+    "node",
+)
+def stun_time(view: View, name: str) -> Iterable[Violation]:
+    for planned in view.evacuations.values():
+        for move in planned:
+            if move.target != name or move.how != "vmotion" or move.tolerated_stun_s is None:
+                continue
+            if move.stun is None:
+                yield Violation(
+                    "vsphere.stun-time",
+                    node_target(name),
+                    f"VM {move.vm}'s stun time moving {move.source} → {name} cannot be estimated: a host has "
+                    f"no vmotion_gbps, and the VM tolerates {move.tolerated_stun_s:g} s",
+                    "give both hosts 'vsphere: {vmotion_gbps: N}' in the inventory",
+                )
+            elif move.stun.seconds > move.tolerated_stun_s:
+                yield Violation(
+                    "vsphere.stun-time",
+                    node_target(name),
+                    f"VM {move.vm}'s vMotion {move.source} → {name} would stun it about {move.stun.seconds:.1f} s "
+                    f"({move.framebuffer_gib:g} GiB of frame buffer at {move.link_gbps:g} Gbit/s, "
+                    f"{move.stun.confidence}); it tolerates {move.tolerated_stun_s:g} s",
+                    "a faster vMotion link, a higher tolerated_stun_s for the VM, or power it off for the move",
+                )

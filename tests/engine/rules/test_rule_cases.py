@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from _rulekit import Scenario, base_inventory, everything
 
+from gpuadmin.catalog.catalog import StunEstimate
+from gpuadmin.engine.evacuation import VmMove, evacuate
 from gpuadmin.engine.rules import RULES, check
 from gpuadmin.model import DeviceGroup, DynamicSharing, GpuHealth, Inventory, Job, MigInstance, NotInCatalog, VGpu, Vm
 
@@ -146,6 +148,30 @@ def vgpu_host(version: str, model: str, *profiles: str) -> Scenario:
             "vms": [{"name": vm, "hardware_version": 20} for vm in vms],
         }
     )
+
+
+def evac_hosts(vm: dict[str, Any], gpu: dict[str, Any], dest_gpus: list[dict[str, Any]]) -> Scenario:
+    """The base cluster and two more vSphere hosts on 25 Gbit/s vMotion links: esx-src, whose GPU 0 (`gpu`)
+    serves `vm`, and esx-dst with `dest_gpus`; esx-src then evacuated by the engine (evacuate-host's planning)."""
+    scenario = S().add_node({
+        "name": "esx-src", "platform": "vsphere", "vsphere": {"version": "8.0U1", "vmotion_gbps": 25},
+        "nvlink": "none", "gpus": [{"index": 0, **gpu}], "vms": [vm]})
+    scenario.add_node({
+        "name": "esx-dst", "platform": "vsphere", "vsphere": {"version": "8.0U1", "vmotion_gbps": 25},
+        "nvlink": "none", "gpus": dest_gpus})
+    evacuate(scenario.view, "esx-src", scenario.touched)
+    return scenario
+
+
+def stun_move(seconds: float, tolerated: float) -> Scenario:
+    """The base cluster where a plan vMotions VM mover (8 GiB) from an evacuated host onto esx2's GPU 1 at this
+    estimated stun, the VM tolerating `tolerated` seconds (the move as the evacuation records it)."""
+    scenario = S()
+    scenario.view.evacuations["esx-gone"] = [VmMove(
+        "mover", "esx-gone", "esx2", "vmotion", ((0, 1),), None, 8.0, 25.0, StunEstimate(seconds, "derived"),
+        tolerated)]
+    scenario.touched.nodes.add("esx2")
+    return scenario
 
 
 def with_job(raw: dict[str, Any]) -> Inventory:
@@ -747,6 +773,23 @@ CASES: list[Case] = [
         lambda: S().gpu("esx2", 3, vm="ghost"),
         "node/esx2",
     ),
+    Case(
+        "vsphere.evacuation-room",
+        "an A40-8C VM vMotioned onto an empty A40",
+        lambda: evac_hosts({"name": "m-01", "hardware_version": 20},
+                           {"model": "A40", "mode": "vgpu", "vgpus": [{"vm": "m-01", "profile": "A40-8C"}]},
+                           [{"index": 0, "model": "A40", "mode": "vgpu"}]),
+    ),
+    Case(
+        "vsphere.evacuation-room",
+        "a passthrough L40S VM and no free passthrough L40S anywhere",
+        lambda: evac_hosts({"name": "pt-9", "hardware_version": 20, "gpus": [0]},
+                           {"model": "L40S", "mode": "passthrough", "vm": "pt-9"},
+                           [{"index": 0, "model": "L40S", "mode": "full"}]),
+        "node/esx-src",
+    ),
+    Case("vsphere.stun-time", "10 s of stun, 30 tolerated", lambda: stun_move(10.0, 30.0)),
+    Case("vsphere.stun-time", "40 s of stun, 30 tolerated", lambda: stun_move(40.0, 30.0), "node/esx2"),
     # ---------------------------------------- groups
     Case(
         "group.size",
