@@ -83,6 +83,8 @@ class Step:
     status: StepStatus
     calls: tuple[str, ...] = ()
     message: str = ""
+    # a failed step's part that the cluster holds nonetheless, as changes (`Context.held`: a drain's cordon)
+    held: tuple[Any, ...] = ()
 
     def as_journal(self) -> dict[str, Any]:
         """The step as the journal stores it (`JournalEntry.execution`)."""
@@ -176,7 +178,7 @@ def _step(run: _Run, executor: Executor, change: Any, context: Context) -> Step:
     except ClusterError as error:
         run.error = error
         run.changed = run.changed or context.api.wrote
-        return Step(op, target, "failed", tuple(context.api.calls), str(error))
+        return Step(op, target, "failed", tuple(context.api.calls), str(error), tuple(context.held))
     run.changed = True
     return Step(op, target, done.status, tuple(context.api.calls), done.message)
 

@@ -173,6 +173,7 @@ class ChangeUseCases(ServiceCore):
         if run.outcome == "partial":
             held = [change for change, step in zip(fresh.changes, run.steps, strict=True)
                     if step.status in ("executed", "already", "state-only")]
+            held += run.failed_step.held if run.failed_step is not None else ()  # e.g. the cordon of a drain
             part = plan(self.state, held, fresh.released)
             entry = self._entry(part, "allowed", "partial", str(run.error), intent)
             entry.execution = steps

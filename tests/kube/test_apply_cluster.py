@@ -127,6 +127,23 @@ def test_a_plan_that_fails_half_way_is_partial_and_a_rerun_completes_it(
     assert queue is not None and queue["spec"]["resources"]["gpu"]["quota"] == 8
 
 
+def test_a_drain_whose_eviction_is_refused_leaves_the_node_cordoned_in_the_state_as_on_the_cluster(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    state = bound(capsys, tmp_path, kubeconfig)
+    double.deny.add(("create", "pods/eviction"))  # the cordon goes through, the eviction of trainer-0 does not
+    code, _, err = cli(capsys, "--state", state, "drain", "gpu-a", "--yes", "--kubeconfig", kubeconfig)
+    assert code == ExitCode.NOT_PERMITTED, err
+    outcome, revision, steps, _ = last_entry(state)
+    assert (outcome, revision) == ("partial", 1) and steps is not None and steps[0]["status"] == "failed"
+    assert unschedulable(double, "gpu-a") and double.get("pods", "trainer-0", "team-a") is not None
+    with Store.open(state) as store:  # exactly what the cluster holds: cordoned, its pod still running there
+        loaded = store.load()
+        assert loaded.nodes["gpu-a"].state == "cordoned"
+        assert loaded.jobs["team-a/trainer"].status == "running"
+    code, out, _ = cli(capsys, "--state", state, "diff", "--kubeconfig", kubeconfig)
+    assert code == ExitCode.OK, out  # the next sync has nothing to bring in
+
+
 def test_an_unreachable_cluster_is_exit_3_with_the_state_unchanged(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
     state = bound(capsys, tmp_path, kubeconfig)
