@@ -18,14 +18,17 @@ from gpuadmin.cluster.watch import Batch, ClusterWatch, HttpTransport, WatchStat
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.cluster_sync import ClusterUseCases
 from gpuadmin.service.results import Moved
+from gpuadmin.store import ClusterBinding
 
 
 @dataclass(frozen=True)
 class ClusterLink:
-    """What the console's header says of a bound state: the kubeconfig context and API server it was bound to."""
+    """What the console's header says of a bound state: the kubeconfig context and API server it was bound to;
+    and the binding, for its review of a plan to say what apply executes there (`planned_cluster_steps`)."""
 
     context: str
     server: str
+    binding: ClusterBinding
 
 
 class ClusterFeed:
@@ -51,7 +54,7 @@ class ClusterLive(ClusterUseCases):
     def cluster_link(self) -> ClusterLink | None:
         """The cluster this state is bound to, or None (a state made from files, an inventory in memory)."""
         binding = self.store.binding() if self.store is not None else None
-        return ClusterLink(binding.context, binding.server) if binding is not None else None
+        return ClusterLink(binding.context, binding.server, binding) if binding is not None else None
 
     @use_case("read")
     def watch_cluster(self, on_batch: Callable[[Batch], None], on_status: Callable[[WatchStatus], None],
@@ -66,7 +69,7 @@ class ClusterLive(ClusterUseCases):
             return None
         connection = connect_bound(binding, kubeconfig)
         watch = ClusterWatch(HttpTransport.of_client(connection.client), on_batch, on_status).start()
-        return ClusterFeed(watch, ClusterLink(binding.context, binding.server), connection)
+        return ClusterFeed(watch, ClusterLink(binding.context, binding.server, binding), connection)
 
     def sync_watched(self, feed: ClusterFeed | None = None) -> Moved | None:
         """Bring the cluster's truth in after the watch reported changes: the sync's own use case (`sync`: one

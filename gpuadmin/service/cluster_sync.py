@@ -11,7 +11,7 @@ owner, submission time, preemptibility, isolation, selectors) is kept from the s
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -117,6 +117,15 @@ def read_from(connection: Connection, settings: ReadSettings | None = None,
     return ClusterRead(connection.binding(), snapshot, made.inventory, made.findings)
 
 
+def read_settings(binding: ClusterBinding) -> ReadSettings:
+    """Where a bound state's sync and diff read the GPU Operator's configs: the places stored with the binding; a
+    state bound before they were stored looks them up as `init` does (the ClusterPolicy's names, else the
+    defaults)."""
+    return ReadSettings(namespace=binding.operator_namespace or ReadSettings.namespace,
+                        mig_parted_configmap=binding.mig_parted_configmap,
+                        device_plugin_configmap=binding.device_plugin_configmap)
+
+
 def init_from_cluster(state_dir: Path, *, kubeconfig: Path | None = None, context: str | None = None,
                       force: bool = False, role: Role | None = None, caller: Caller | None = None,
                       settings: ReadSettings | None = None) -> InitFromCluster:
@@ -124,7 +133,13 @@ def init_from_cluster(state_dir: Path, *, kubeconfig: Path | None = None, contex
     the cluster breaks of the rules comes back as warnings: the state is created all the same."""
     caller = (caller or resolve_caller(state_dir)).lowered(role)
     caller.require("init")
+    settings = settings or ReadSettings()
     read = read_from(connect(kubeconfig, context), settings)
+    # where the GPU Operator keeps its configs, as given or found (the ClusterPolicy's names): stored with the
+    # binding, so that every later sync, diff and execution looks at these, not at what its options say then
+    mig_parted, device_plugin = read.snapshot.configmap_names
+    read.binding = replace(read.binding, operator_namespace=settings.namespace, mig_parted_configmap=mig_parted,
+                           device_plugin_configmap=device_plugin)
     warnings = check_state(ClusterState.from_inventory(read.inventory))
     with Store.create(state_dir, read.inventory, force=force, actor=caller.identity,
                       command="gpuadmin init --from-cluster kubernetes") as store:
@@ -148,15 +163,14 @@ class ClusterUseCases(ServiceCore):
         return self.store, binding
 
     @use_case("read")
-    def cluster_diff(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None) -> ClusterDiff:
+    def cluster_diff(self, kubeconfig: Path | None = None) -> ClusterDiff:
         """Where the state and its cluster differ, field by field; nothing is written."""
         _, binding = self._bound()
         state = self.state
-        read = read_from(connect_bound(binding, kubeconfig), settings, dict(state.jobs))
+        read = read_from(connect_bound(binding, kubeconfig), read_settings(binding), dict(state.jobs))
         return ClusterDiff(binding, _drift(state, _target(state, read.inventory)), read.findings)
 
-    def sync(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None,
-             connection: Connection | None = None) -> SyncResult:
+    def sync(self, kubeconfig: Path | None = None, connection: Connection | None = None) -> SyncResult:
         """Bring the cluster's truth into the state: one journal entry (origin `cluster`) of the restores from the
         state to the cluster, and the resourceVersions read, in one commit; none when nothing differs. Needs an
         operator (it writes the state); what it writes is the cluster's, not the caller's choice, so the ops'
@@ -164,7 +178,8 @@ class ClusterUseCases(ServiceCore):
         sync per batch does not reconnect (on OKE, run the exec plugin) every time."""
         self.caller.require("apply")
         store, binding = self._bound()
-        read = read_from(connection or connect_bound(binding, kubeconfig), settings, dict(self.state.jobs))
+        read = read_from(connection or connect_bound(binding, kubeconfig), read_settings(binding),
+                         dict(self.state.jobs))
         try:
             with store.write_lock(self.caller.identity, self.command, timeout=self.lock_wait):
                 return self._commit_sync(store, read)
@@ -287,4 +302,5 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-__all__ = ["ClusterDiff", "ClusterUseCases", "Drift", "InitFromCluster", "SyncResult", "init_from_cluster"]
+__all__ = ["ClusterDiff", "ClusterUseCases", "Drift", "InitFromCluster", "SyncResult", "init_from_cluster",
+           "read_settings"]
