@@ -8,9 +8,10 @@ NodeResourcesFit plugins), and jobs that run inside a vSphere VM.
 * `VmSlots`          — the healthy GPUs each VM holds that no job in it runs on yet (the index never offers a GPU a
                        VM holds, so a job without `vm` never lands there);
 * `untolerated`      — kube-scheduler's TaintToleration filter: the first NoSchedule or NoExecute taint of a node
-                       that none of the job's tolerations tolerates (PreferNoSchedule never filters); it applies to
-                       every job once a schedulable node has such a taint (`NodeNeeds.taints`), with or without
-                       tolerations, and to none on a cluster without (the fast path stays untouched);
+                       that none of the job's tolerations tolerates (PreferNoSchedule never filters); asked of a
+                       job only where a schedulable node has such a taint the job does not tolerate
+                       (`NodeNeeds.taints`): a job that tolerates them all, and every job of a cluster without
+                       them, keeps the cycle's fast path;
 * `node_status`      — whether one node passes them, in kube-scheduler's words ("Insufficient cpu",
                        "didn't match node selector/affinity", "node(s) had untolerated taint {key: value}");
 * `filter_node`      — the cycle's whole filter chain on one node (state, node-level, GPUs) as one `Status`.
@@ -18,6 +19,7 @@ NodeResourcesFit plugins), and jobs that run inside a vSphere VM.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuadmin.engine.rules.vsphere import vm_gpus
@@ -43,7 +45,8 @@ class NodeNeeds:
     selector: tuple[tuple[str, str], ...] = ()
     affinity: tuple[tuple[str, AffinityOperator, tuple[str, ...]], ...] = ()
     vm: str | None = None
-    taints: bool = False  # the taint filter applies (a schedulable node has a NoSchedule / NoExecute taint)
+    taints: bool = False  # the taint filter applies (a schedulable node has a NoSchedule / NoExecute taint the
+    # job does not tolerate)
     tolerations: tuple[TolerationKey, ...] = ()
 
     def __bool__(self) -> bool:
@@ -83,20 +86,29 @@ def taint_status(taint: Taint) -> Status:
     return Status(UNTOLERATED_TAINT, f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")
 
 
-def taints_filter(state: ClusterState) -> bool:
-    """Whether the taint filter applies in this state: some schedulable (ready) node has a taint it filters on.
-    A cordoned or down node carries the node controller's taints, but the node-state filter keeps every job off it
-    first, as kube-scheduler's NodeUnschedulable does."""
-    return any(node.state == "ready" and any(t.effect in FILTERING_EFFECTS for t in node.taints or ())
-               for node in state.nodes.values())
+def taints_filter(state: ClusterState) -> tuple[Taint, ...]:
+    """The distinct taints the filter acts on in this state: NoSchedule / NoExecute taints of schedulable (ready)
+    nodes. A cordoned or down node carries the node controller's taints, but the node-state filter keeps every job
+    off it first, as kube-scheduler's NodeUnschedulable does."""
+    found: dict[tuple[str, str, str], Taint] = {}
+    for node in state.nodes.values():
+        if node.state == "ready":
+            for taint in node.taints or ():
+                if taint.effect in FILTERING_EFFECTS:
+                    found.setdefault((taint.key, taint.value, taint.effect), taint)
+    return tuple(found.values())
 
 
-def needs_of(job: Job, taints: bool = False) -> NodeNeeds:
-    """The job's node-level needs; `taints`: the taint filter applies in this state (`taints_filter`)."""
+def needs_of(job: Job, taints: Sequence[Taint] = ()) -> NodeNeeds:
+    """The job's node-level needs. `taints`: those the filter acts on in this state (`taints_filter`); a job that
+    tolerates every one of them passes the filter on every node, so it is not asked of it (the fast path: a GPU
+    Operator cluster's `nvidia.com/gpu:NoSchedule` taint, which its GPU pods tolerate, slows nothing)."""
+    tolerations = tuple(sorted({t.as_tuple() for t in job.tolerations or ()}, key=repr))
+    checked = any(not any(tolerates(t, taint) for t in tolerations) for taint in taints)
     req = job.request
     if req.cpus is None and req.memory_gib is None and not job.node_selector and not job.node_affinity and (
         job.vm is None
-    ) and not taints:
+    ) and not checked:
         return NO_NEEDS
     return NodeNeeds(
         req.cpus or 0.0,
@@ -104,8 +116,8 @@ def needs_of(job: Job, taints: bool = False) -> NodeNeeds:
         tuple(sorted((job.node_selector or {}).items())),
         tuple(t.as_tuple() for t in job.node_affinity or ()),
         job.vm,
-        taints,
-        tuple(sorted({t.as_tuple() for t in job.tolerations or ()}, key=repr)) if taints else (),
+        checked,
+        tolerations if checked else (),
     )
 
 

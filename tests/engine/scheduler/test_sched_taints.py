@@ -143,3 +143,33 @@ def _tolerates(toleration: dict[str, Any], taint: Taint) -> bool:
     if toleration["operator"] == "Exists":
         return toleration["key"] in ("", taint.key)
     return toleration["key"] == taint.key and toleration.get("value", "") == taint.value
+
+
+@pytest.mark.parametrize("sample", ["oci-h100.yaml", "k8s-mixed.yaml"])
+def test_jobs_that_tolerate_every_taint_are_scheduled_as_on_an_untainted_cluster(sample: str) -> None:
+    """Differential: a job tolerating every taint the filter acts on is not asked of it (the fast path); its cycle
+    decides exactly what the same cycle decides without the taints. A job that does not tolerate them is kept off."""
+    from pathlib import Path
+
+    from gpuadmin.engine.scheduler import schedule
+    from gpuadmin.engine.state import ClusterState
+    from gpuadmin.store.inventory_io import load_inventory
+
+    inventory = load_inventory(Path(__file__).resolve().parents[3] / "sample-inventories" / sample)
+    data = inventory.model_dump(mode="json", exclude_none=True)
+    for raw in data["nodes"]:
+        if raw.get("state", "ready") == "ready":
+            raw["taints"] = [GPU_TAINT, {"key": "pool", "value": "gpu", "effect": "NoExecute"}]
+    for raw in data["jobs"]:
+        raw["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}, {"key": "pool", "value": "gpu"}]
+    plain = ClusterState.from_inventory(inventory)
+    tainted = ClusterState.from_inventory(type(inventory).model_validate(data, strict=False))
+    assert taints_filter(tainted) and not any(needs_of(j, taints_filter(tainted)).taints
+                                              for j in tainted.jobs.values())
+    assert binds(schedule(tainted)) == binds(schedule(plain))
+    for raw in data["jobs"]:
+        raw["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]  # not the pool taint
+    kept_off = schedule(ClusterState.from_inventory(type(inventory).model_validate(data, strict=False)))
+    assert binds(kept_off) == {}
+    assert {kept_off.explanation(name).reason for name in kept_off.pending} <= {
+        "untolerated-taint", "unknown-queue", "over-limit", "over-quota", "nonpreemptible-over-quota"}
