@@ -24,11 +24,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from pydantic import ValidationError
+
 from gpuadmin.adapters._common import held_by_the_models, input_error
 from gpuadmin.adapters.kube_nodes import _quantity, node_of_object, node_state
 from gpuadmin.adapters.pods import JOB_ANNOTATION, MANAGED_BY, QUEUE_ANNOTATION
 from gpuadmin.catalog import MIG_RESOURCE_PREFIX, get_catalog, mig_device_resource_name
-from gpuadmin.model import Job, Node, Queue, Slot, Taint
+from gpuadmin.model import Job, Node, Queue, Slot, Taint, Toleration
 from gpuadmin.model.inventory import (
     MAX_DOWN_REASON,
     JobStatus,
@@ -98,6 +100,7 @@ class ClusterPod:
     owner: str | None  # the controlling owner, "Kind/name"
     pod_group: str | None = None  # the PodGroup alone (KAI's annotation or the coscheduling label), no owner
     gpuadmin_job: str | None = None  # the job gpuadmin submitted the pod for (`export pods`' annotation)
+    tolerations: tuple[Toleration, ...] = ()  # spec.tolerations
 
     @property
     def job_name(self) -> str:
@@ -105,7 +108,8 @@ class ClusterPod:
 
     def job(self, placement: list[Slot] | None = None) -> Job:
         return Job(name=self.job_name, queue=self.queue, request=self.request, priority=self.priority,
-                   status=self.status, placement=(placement or []) if self.status == "running" else [])
+                   status=self.status, placement=(placement or []) if self.status == "running" else [],
+                   tolerations=list(self.tolerations) or None)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -152,6 +156,25 @@ def _taints(spec: Mapping[str, Any], where: Place, file: str) -> tuple[Taint, ..
                               f"{', '.join(TAINT_EFFECTS)}", file, path=(*at, "effect"))
         value = _label_value(taint.get("value"), "taint value", (*at, "value"), file)
         out.append(Taint(key=str(key), value=value, effect=taint["effect"]))
+    return tuple(out)
+
+
+def _tolerations(spec: Mapping[str, Any], where: Place, file: str) -> tuple[Toleration, ...]:
+    """A pod's `spec.tolerations`, each as Kubernetes validates it (a located refusal otherwise); its
+    `tolerationSeconds` is not kept (it does not decide where the pod may go)."""
+    raw_list = spec.get("tolerations") or []
+    if not isinstance(raw_list, list):
+        raise input_error("spec.tolerations is not a list", file, path=(*where, "spec", "tolerations"))
+    out = []
+    for i, raw in enumerate(raw_list):
+        item = _mapping(raw)
+        fields = {k: item[k] for k in ("key", "operator", "value", "effect") if item.get(k) not in (None, "")}
+        try:
+            out.append(Toleration.model_validate(fields))
+        except ValidationError as bad:
+            problem = bad.errors()[0]
+            raise input_error(f"toleration: {problem['msg'][:200]}", file,
+                              path=(*where, "spec", "tolerations", i)) from None
     return tuple(out)
 
 
@@ -338,6 +361,7 @@ def cluster_pod(item: Any, where: Place = ("pods", 0), file: str = "<cluster>") 
         owner=owner,
         pod_group=pod_group,
         gpuadmin_job=submitted[0] if submitted is not None else None,
+        tolerations=_tolerations(spec, where, file),
     )
 
 

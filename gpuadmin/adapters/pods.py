@@ -18,7 +18,8 @@
 - Placement: a running job is pinned to its node(s) (`kubernetes.io/hostname`); a pending job with a
   `model` is steered by GFD's `nvidia.com/gpu.product` label of that model. The job's `node_selector` is the
   pod's `nodeSelector`; its `node_affinity` expressions join the same required `nodeSelectorTerm`
-  (`affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`).
+  (`affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`). Its `tolerations` are the pod's
+  `spec.tolerations`, as Kubernetes writes them (an empty key or value and an unset effect left out).
 - A job in a VM (`vm:`) runs on the Kubernetes node that VM is: it is pinned to `kubernetes.io/hostname` =
   the VM's name (a kubelet registers under its host name, which for a VM is the VM's), pending or running.
 - Who and when: `owner` as the annotation `gpuadmin/owner` (any login name, `DOMAIN\\user` or `a@corp`
@@ -204,6 +205,9 @@ def _pod_spec(
         spec["nodeSelector"] = dict(sorted(job.node_selector.items()))
     if affinity is not None:
         spec["affinity"] = affinity
+    if job.tolerations:
+        spec["tolerations"] = [{k: v for k, v in t.model_dump(mode="json", exclude_none=True).items() if v != ""}
+                               for t in job.tolerations]  # as kubectl shows them: no empty key or value
     return spec
 
 

@@ -34,13 +34,18 @@ EXIT_CODES = ("exit codes: 0 applied (or nothing to apply); 1 refused by a rule;
               "(full, read-only); 130 not confirmed")
 
 
-def show(plan: Plan, fmt: str, steps: Sequence[Any] = ()) -> None:
-    """The plan as `fmt`; with the `steps` a bound cluster carried out, a document gains `execution` (text shows
-    them after the apply, on stderr)."""
+def show(service: Service, plan: Plan, fmt: str, steps: Sequence[Any] = ()) -> None:
+    """The plan as `fmt`. On a bound state it says what apply will execute on the cluster (the executors' API
+    calls: a document's `cluster_steps`), not commands for someone to run; with the `steps` the cluster carried
+    out, a document gains `execution` (text shows them after the apply, on stderr)."""
     from gpuadmin.cli import output
     from gpuadmin.render.plan import plan_text
 
+    planned = service.cluster_steps(plan)
+    on_cluster = [step.to_json() for step in planned] if planned is not None else None
     data = plan.to_json() if fmt in ("json", "yaml") else {}
+    if on_cluster is not None and fmt in ("json", "yaml"):
+        data["cluster_steps"] = on_cluster
     if steps:
         data["execution"] = [step.as_journal() for step in steps]
     if fmt == "json":
@@ -50,7 +55,7 @@ def show(plan: Plan, fmt: str, steps: Sequence[Any] = ()) -> None:
     else:
         from gpuadmin.cli import style
 
-        sys.stdout.write(style.plan(plan_text(plan.to_json())))
+        sys.stdout.write(style.plan(plan_text(plan.to_json(), on_cluster)))
 
 
 STDIN = Path("-")
@@ -71,7 +76,7 @@ def _plan(args: argparse.Namespace, ctx: Context) -> int:
     service = ctx.service()
     changes, source = load(service, args.file)
     plan = service.plan(changes, source=source)
-    show(plan, args.output)
+    show(service, plan, args.output)
     if args.save is not None:
         service.save_plan(plan, args.save, force=args.force)
         sys.stderr.write(f"gpuadmin: plan saved to {safe(args.save)}\n")
@@ -99,16 +104,16 @@ def submit(service: Service, plan: Plan, *, yes: bool, fmt: str, verb: str = "ap
     so that it holds the steps executed on a bound cluster (`execution`)."""
     after = fmt in ("json", "yaml") and yes
     if not after:
-        show(plan, fmt)
+        show(service, plan, fmt)
     try:
         result = service.submit(plan, confirmed=ask_confirmation(plan, yes), expected_hash=expected_hash,
                                 intent=intent)
     except Exception:
         if after:  # refused, stale or failed on the cluster: the plan is still what the document says
-            show(plan, fmt)
+            show(service, plan, fmt)
         raise
     if after:
-        show(plan, fmt, result.steps if result is not None else ())
+        show(service, plan, fmt, result.steps if result is not None else ())
     if result is None:
         sys.stderr.write("gpuadmin: nothing to apply\n")
     elif result.steps:

@@ -25,10 +25,15 @@ DEFAULT_VCENTER_USER = "administrator@vsphere.local"  # vCenter's own administra
 DIFF_VALUE_WIDTH = 60  # characters of a value `diff` prints in its table (-o json has them whole)
 
 
-def add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    """Where the cluster is, and where its GPU Operator keeps its configs (the ClusterPolicy's names)."""
+def add_kubeconfig_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", type=Path, default=None, metavar="FILE",
                         help="the kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """Where the cluster is, and where its GPU Operator keeps its configs (the ClusterPolicy's names): `init
+    --from-cluster`'s, stored with the binding for every later sync, diff and execution."""
+    add_kubeconfig_option(parser)
     parser.add_argument("--gpu-operator-namespace", default=None, metavar="NS",
                         help="the GPU Operator's namespace (default gpu-operator)")
     parser.add_argument("--mig-parted-configmap", default=None, metavar="NAME",
@@ -37,6 +42,10 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device-plugin-configmap", default=None, metavar="NAME",
                         help="the device plugin's ConfigMap (default: as the ClusterPolicy's "
                              "devicePlugin.config.name says, else time-slicing-config)")
+    add_password_option(parser)
+
+
+def add_password_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--password-file", type=Path, default=None, metavar="FILE",
                         help="a vCenter's password: the first line of FILE, which only you may read (mode 0600); "
                              "else $GPUADMIN_VCENTER_PASSWORD, else a prompt")
@@ -139,7 +148,7 @@ def _init_from_vcenter(args: argparse.Namespace, ctx: Context) -> int:
 def _sync(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
 
-    synced = ctx.service().sync(args.kubeconfig, settings_of(args), password=password_source(args))
+    synced = ctx.service().sync(args.kubeconfig, password=password_source(args))
     if args.output == "json":
         output.as_json(synced.to_json())
     else:
@@ -166,7 +175,7 @@ def _diff(args: argparse.Namespace, ctx: Context) -> int:
     from gpuadmin.cli import output
     from gpuadmin.render.columns import Column
 
-    found = ctx.service().cluster_diff(args.kubeconfig, settings_of(args), password=password_source(args))
+    found = ctx.service().cluster_diff(args.kubeconfig, password=password_source(args))
     if args.output == "json":
         output.as_json(found.to_json())
     elif found.drift:
@@ -201,11 +210,13 @@ server, with its message, or a vCenter login refused"""
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     sync = sub.add_parser("sync", help="bring the bound cluster's truth into the state (one journal entry)",
                           epilog=SYNC_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_cluster_options(sync)
+    add_kubeconfig_option(sync)
+    add_password_option(sync)
     sync.add_argument("-o", "--output", choices=("text", "json"), default="text")
     sync.set_defaults(func=_sync)
     diff = sub.add_parser("diff", help="where the state and the bound cluster differ (nothing is written)",
                           epilog=DIFF_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_cluster_options(diff)
+    add_kubeconfig_option(diff)
+    add_password_option(diff)
     diff.add_argument("-o", "--output", choices=("text", "json"), default="text")
     diff.set_defaults(func=_diff)

@@ -10,6 +10,7 @@ from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
+    from gpuadmin.service import Service
 
 
 def _schedule(args: argparse.Namespace, ctx: Context) -> int:
@@ -25,27 +26,32 @@ def _schedule(args: argparse.Namespace, ctx: Context) -> int:
         ctx.caller().require("schedule", result.changes)
         asks = not args.yes and result.plan.allowed and not result.plan.empty
         if asks:  # the operator reads the plan, then is asked: shown first, as `apply` does
-            _show_cycle(result, args.output, None)
+            _show_cycle(service, result, args.output, None)
         applied = service.submit(result.plan, confirmed=ask_confirmation(result.plan, args.yes))
         revision = applied.revision if applied is not None else None
         steps = applied.steps if applied is not None else ()
         if asks:
             return _applied(revision, steps)
-        _show_cycle(result, args.output, revision)
+        _show_cycle(service, result, args.output, revision)
         return _applied(revision, steps)
-    _show_cycle(result, args.output, revision)
+    _show_cycle(service, result, args.output, revision)
     return _applied(revision)
 
 
-def _show_cycle(result: Any, fmt: str, revision: int | None) -> None:
+def _show_cycle(service: Service, result: Any, fmt: str, revision: int | None) -> None:
+    """The cycle; on a bound state its plan says what apply executes on the cluster (the Bindings), as `plan`."""
     from gpuadmin.cli import output
     from gpuadmin.render.schedule import cycle_json, cycle_text
 
     data = cycle_json(result, applied_revision=revision)
+    planned = service.cluster_steps(result.plan)
+    on_cluster = [step.to_json() for step in planned] if planned is not None else None
     if fmt == "json":
+        if on_cluster is not None:
+            data["plan"]["cluster_steps"] = on_cluster
         output.as_json(data)
     else:
-        sys.stdout.write(cycle_text(data))
+        sys.stdout.write(cycle_text(data, on_cluster))
     sys.stdout.flush()
 
 

@@ -260,7 +260,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> int:
         parser.error(_named(verb, bad))
     if args.dry_run:
         plan = service.plan(changes)
-        show(plan, args.output)
+        show(service, plan, args.output)
         return ExitCode.OK if plan.allowed else ExitCode.REFUSED
     return apply_changes(ctx, service, changes, yes=args.yes, fmt=args.output)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from gpuadmin.adapters.pods import QueueSystem
@@ -59,6 +59,9 @@ class Context:
     settings: ExecuteSettings
     deadline: float  # time.monotonic() after which a wait gives up
     sleep: Callable[[float], None] = time.sleep
+    # what of the step the cluster holds already, as changes, should the step fail after writing part of it (a
+    # drain's cordon before an eviction is refused): the state of a partial outcome takes these too
+    held: list[Any] = field(default_factory=list)
 
     def node(self, name: str) -> Node:
         node = self.after.node(name)

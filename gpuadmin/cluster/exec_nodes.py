@@ -111,6 +111,7 @@ def _evicted(context: Context, key: tuple[str, str]) -> bool:
 
 def drain(context: Context, change: ch.Drain) -> Done:
     cordoned = set_unschedulable(context, change.node, True)
+    context.held.append(ch.Cordon(op="cordon", node=change.node))  # an eviction refused below leaves it cordoned
     pods = pods_on(context, change.node)
     if not pods and cordoned.status == "already":
         return Done("already", f"node {change.node} is cordoned and runs no pod to evict")

@@ -43,10 +43,29 @@ class NotExecuted:
     why: str
 
 
-EXECUTORS: dict[str, Executor | NotExecuted] = {
-    "set-mig": exec_gpus.set_mig,
-    "set-mode": exec_gpus.set_mode,
-    "set-time-slicing": exec_gpus.set_time_slicing,
+@dataclass(frozen=True)
+class Executes:
+    """The op's executor, and the API calls it makes, in words (what a plan on a bound state says `apply` will do
+    on the cluster, `planned_steps`). `calls` may name the settings' places: {operator_namespace},
+    {mig_parted_configmap}, {device_plugin_configmap}, {jobs_namespace}, {kai_root_queue}."""
+
+    run: Executor
+    calls: str
+
+
+_CORDON_CALLS = "GET node; PATCH node spec.unschedulable (strategic merge, with the synced resourceVersion)"
+_TIME_SLICING_CALLS = ("GET, then POST or PATCH ConfigMap {operator_namespace}/{device_plugin_configmap}; GET node; "
+                       "PATCH node label nvidia.com/device-plugin.config")
+_MIG_CALLS = ("GET, then POST or PATCH ConfigMap {operator_namespace}/{mig_parted_configmap} (config.yaml); GET node; "
+              "PATCH node label nvidia.com/mig.config; GET node until nvidia.com/mig.config.state is success; then "
+              "as set-time-slicing")
+_PODS_READ = "GET the pod (or LIST the job's pods by label)"
+
+EXECUTORS: dict[str, Executes | NotExecuted] = {
+    "set-mig": Executes(exec_gpus.set_mig, _MIG_CALLS),
+    "set-mode": Executes(exec_gpus.set_mode, "entering or leaving MIG: as set-mig (leaving: nvidia.com/mig.config="
+                         "all-disabled); else " + _TIME_SLICING_CALLS),
+    "set-time-slicing": Executes(exec_gpus.set_time_slicing, _TIME_SLICING_CALLS),
     "set-sharing": NotExecuted("dynamic sharing (fractions of whole GPUs) is the KAI scheduler's cluster-wide "
                                "setting: nothing on the node changes"),
     "set-device-groups": NotExecuted("device groups exist on vSphere hosts only"),
@@ -54,24 +73,63 @@ EXECUTORS: dict[str, Executor | NotExecuted] = {
     "remove-vgpu": NotExecuted("a Kubernetes node runs pods, not VMs"),
     "attach-vm": NotExecuted("a Kubernetes node runs pods, not VMs"),
     "detach-vm": NotExecuted("a Kubernetes node runs pods, not VMs"),
-    "cordon": exec_nodes.cordon,
-    "uncordon": exec_nodes.uncordon,
-    "repair-node": exec_nodes.repair_node,
-    "drain": exec_nodes.drain,
-    "submit-job": exec_workloads.submit_job,
-    "cancel-job": exec_workloads.cancel_job,
-    "bind-job": exec_workloads.bind_job,
-    "preempt-job": exec_workloads.preempt_job,
-    "set-quota": exec_workloads.set_quota,
-    "add-queue": exec_workloads.add_queue,
-    "remove-queue": exec_workloads.remove_queue,
+    "evacuate-host": NotExecuted("a Kubernetes node runs pods, not VMs: its drain evicts them"),
+    "cordon": Executes(exec_nodes.cordon, _CORDON_CALLS),
+    "uncordon": Executes(exec_nodes.uncordon, _CORDON_CALLS),
+    "repair-node": Executes(exec_nodes.repair_node, _CORDON_CALLS + "; GET node (its Ready condition)"),
+    "drain": Executes(exec_nodes.drain, _CORDON_CALLS + "; LIST pods on the node; POST pods/NS/NAME/eviction for "
+                      "each but DaemonSet and mirror pods (a PodDisruptionBudget's 429 retried until the timeout); "
+                      "LIST pods until they ended"),
+    "submit-job": Executes(exec_workloads.submit_job, "GET, POST PVC {jobs_namespace}/gpuadmin-shared; GET, POST the "
+                           "Pod (a pending gang: its Indexed batch/v1 Job) in {jobs_namespace}"),
+    "cancel-job": Executes(exec_workloads.cancel_job, _PODS_READ + "; DELETE each pod; DELETE the job's Indexed Job"),
+    "bind-job": Executes(exec_workloads.bind_job, _PODS_READ + "; POST pods/NS/NAME/binding for each (all or none)"),
+    "preempt-job": Executes(exec_workloads.preempt_job, _PODS_READ + "; POST pods/NS/NAME/eviction for each"),
+    "set-quota": Executes(exec_workloads.set_quota, "GET queue; server-side APPLY the KAI Queue's spec.resources.gpu "
+                          "and spec.priority"),
+    "add-queue": Executes(exec_workloads.add_queue, "GET queue; GET root queue {kai_root_queue} (APPLY it where "
+                          "missing); server-side APPLY the KAI Queue"),
+    "remove-queue": Executes(exec_workloads.remove_queue, "DELETE the KAI Queue"),
     "add-node": NotExecuted("a node joins a cluster by its kubelet registering, not through gpuadmin"),
     "remove-node": NotExecuted("gpuadmin forgets the node; deleting a Node object is the cluster's own "
                                "decommissioning, not gpuadmin's"),
-    "restore": exec_workloads.restore,
+    "restore": Executes(exec_workloads.restore, "a node: as cordon / uncordon, and as set-mig / set-time-slicing "
+                        "where its GPUs changed; a queue: as add-queue or remove-queue; a job: as submit-job or "
+                        "cancel-job"),
     "set-gpu-health": NotExecuted("a GPU's health fence is gpuadmin's own: its scheduler and rules keep new work off "
                                   "the GPU; nothing on the node changes (cordon or drain it to move pods)"),
 }
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """What `apply` will do on the bound cluster for one change of a plan: the API calls its executor makes, or
+    (`executes` False) why the change is gpuadmin's state only."""
+
+    op: str
+    target: str
+    executes: bool
+    calls: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "target": self.target, "executes": self.executes, "calls": self.calls}
+
+
+def planned_steps(changes: Sequence[Any], settings: ExecuteSettings) -> list[PlannedStep]:
+    """Each change as its executor will carry it out (`EXECUTORS`), in plan order, with the settings' places."""
+    places = {"operator_namespace": settings.operator_namespace,
+              "mig_parted_configmap": settings.mig_parted_configmap,
+              "device_plugin_configmap": settings.device_plugin_configmap,
+              "jobs_namespace": settings.jobs_namespace, "kai_root_queue": settings.kai_root_queue}
+    out = []
+    for change in changes:
+        op = spec_of(change).op
+        entry = EXECUTORS[op]
+        if isinstance(entry, NotExecuted):
+            out.append(PlannedStep(op, target_of(change), False, f"nothing on the cluster: {entry.why}"))
+        else:
+            out.append(PlannedStep(op, target_of(change), True, entry.calls.format(**places)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -83,6 +141,8 @@ class Step:
     status: StepStatus
     calls: tuple[str, ...] = ()
     message: str = ""
+    # a failed step's part that the cluster holds nonetheless, as changes (`Context.held`: a drain's cordon)
+    held: tuple[Any, ...] = ()
 
     def as_journal(self) -> dict[str, Any]:
         """The step as the journal stores it (`JournalEntry.execution`)."""
@@ -161,7 +221,7 @@ def execute(conn: Connection, changes: Sequence[Any], before: View, after: View,
         if isinstance(executor, NotExecuted):
             run.steps.append(Step(op, target_of(change), "state-only", message=executor.why))
             continue
-        run.steps.append(_step(run, executor, change, Context(
+        run.steps.append(_step(run, executor.run, change, Context(
             api=Api(conn.client), before=before, after=after, versions=known, settings=settings,
             deadline=time.monotonic() + timeout, sleep=sleep)))
     if run.error is not None:
@@ -176,7 +236,7 @@ def _step(run: _Run, executor: Executor, change: Any, context: Context) -> Step:
     except ClusterError as error:
         run.error = error
         run.changed = run.changed or context.api.wrote
-        return Step(op, target, "failed", tuple(context.api.calls), str(error))
+        return Step(op, target, "failed", tuple(context.api.calls), str(error), tuple(context.held))
     run.changed = True
     return Step(op, target, done.status, tuple(context.api.calls), done.message)
 
@@ -187,4 +247,5 @@ def _outcome(run: _Run) -> Outcome:
     return "partial" if run.changed else "failed"
 
 
-__all__ = ["EXECUTORS", "ExecuteSettings", "Execution", "NotExecuted", "Step", "execute", "target_of"]
+__all__ = ["EXECUTORS", "ExecuteSettings", "Executes", "Execution", "NotExecuted", "PlannedStep", "Step", "execute",
+           "planned_steps", "target_of"]

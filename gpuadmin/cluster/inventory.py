@@ -233,7 +233,7 @@ def _job(unit: list[ClusterPod], snapshot: ClusterSnapshot, nodes: dict[str, Nod
     request = first.request if len(unit) == 1 else first.request.model_copy(update={"nodes": len(unit)})
     try:
         return Job(name=name, queue=queue, request=request, priority=max(p.priority for p in unit), status=status,
-                   placement=placement, scheduler=_scheduler(first))
+                   placement=placement, scheduler=_scheduler(first), tolerations=list(first.tolerations) or None)
     except ValidationError as invalid:
         problem = invalid.errors()[0]
         where = ".".join(str(p) for p in problem["loc"])

@@ -25,7 +25,12 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
 from gpuadmin.catalog import get_catalog
-from gpuadmin.model.k8s_names import LABEL_VALUE_MAX, dns1123_subdomain_problems
+from gpuadmin.model.k8s_names import (
+    LABEL_VALUE_MAX,
+    dns1123_subdomain_problems,
+    label_value_problems,
+    qualified_name_problems,
+)
 
 Platform = Literal["baremetal", "vsphere"]  # where the node's hardware is: a physical host, or an ESXi host
 Orchestrator = Literal["kubernetes", "none"]  # who places pods on it: Kubernetes (a worker node), or nobody
@@ -399,6 +404,52 @@ class Taint(StrictModel):
     effect: TaintEffect
 
 
+TolerationOperator = Literal["Exists", "Equal"]
+
+
+class Toleration(StrictModel):
+    """A pod's toleration of node taints (`spec.tolerations[]`), as Kubernetes matches it (`tolerates`): `Equal`
+    (the default) tolerates a taint of this key and value, `Exists` one of this key whatever its value; an empty key
+    with `Exists` tolerates every taint; an unset `effect` matches every effect. `tolerationSeconds` (how long a
+    NoExecute taint lets a running pod stay) is not kept: it does not decide where a pod may be placed."""
+
+    key: Annotated[str, Field(max_length=253)] = ""
+    operator: TolerationOperator = "Equal"
+    value: Annotated[str, Field(max_length=LABEL_VALUE_MAX)] = ""
+    effect: TaintEffect | None = None
+
+    @model_validator(mode="after")
+    def _as_kubernetes_validates(self) -> Toleration:
+        if self.key and qualified_name_problems(self.key):
+            raise ValueError(f"key {self.key[:40]!r} is not a Kubernetes qualified name: "
+                             f"{qualified_name_problems(self.key)[0]}")
+        if self.value and label_value_problems(self.value):
+            raise ValueError(f"value {self.value[:40]!r} is not a label value: {label_value_problems(self.value)[0]}")
+        if not self.key and self.operator != "Exists":
+            raise ValueError("a toleration without a key must have operator: Exists (it tolerates every taint)")
+        if self.operator == "Exists" and self.value:
+            raise ValueError("operator Exists takes no value")
+        return self
+
+    def as_tuple(self) -> TolerationKey:
+        return self.key, self.operator, self.value, self.effect
+
+
+#: A toleration as a hashable tuple (key, operator, value, effect), for the scheduler's memo keys.
+TolerationKey = tuple[str, TolerationOperator, str, TaintEffect | None]
+
+
+def tolerates(toleration: TolerationKey, taint: Taint) -> bool:
+    """Kubernetes' `Toleration.ToleratesTaint` (k8s.io/api core/v1 toleration.go): an unset effect matches every
+    effect; an empty key (operator Exists) every key; Exists any value, Equal the same value."""
+    key, operator, value, effect = toleration
+    if effect is not None and effect != taint.effect:
+        return False
+    if key and key != taint.key:
+        return False
+    return operator == "Exists" or value == taint.value
+
+
 class Node(StrictModel):
     """A host. `platform` is its hardware place, `orchestrator` who schedules pods on it: an OCI
     `BM.GPU.H100.8` OKE worker is `platform: baremetal` + `orchestrator: kubernetes`.
@@ -653,6 +704,9 @@ class Job(StrictModel):
     # `gpuadmin`'s; another scheduler's job is a fact it reads and explains (docs/scheduling.md). Left out of dumps
     # while None, so that states without a cluster write, hash and print as before.
     scheduler: Name | None = Field(default=None, exclude_if=_unset)
+    # the node taints the job tolerates (its pods' `spec.tolerations`); the scheduler's taint filter keeps it off
+    # a node with a NoSchedule or NoExecute taint none of them tolerates. Left out of dumps while None, as `scheduler`.
+    tolerations: list[Toleration] | None = Field(default=None, exclude_if=_unset)
 
     @model_validator(mode="after")
     def _placement_matches_status(self) -> Job:

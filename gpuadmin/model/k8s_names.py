@@ -6,7 +6,9 @@ apimachinery's validators do (kubernetes/apimachinery pkg/util/validation/valida
   (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`) joined by `.`: node and most object names, and what the device plugin
   allows after `nvidia.com/` in a resource name;
 - `label_value_problems`: `IsValidLabelValue` — empty, or at most 63 characters
-  `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
+  `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`;
+- `qualified_name_problems`: `IsQualifiedName` — a label's, a taint's or a toleration's key: an optional DNS-1123
+  subdomain prefix and `/`, then a name of at most 63 characters of a label value's charset.
 
 The whole value must match (`fullmatch`): a regex `$` would let a trailing newline through.
 """
@@ -42,4 +44,17 @@ def label_value_problems(value: str) -> list[str]:
     if value and not _LABEL_VALUE_RE.fullmatch(value):
         problems.append("a label value must be empty or consist of alphanumeric characters, '-', '_' or '.', and "
                         "must start and end with an alphanumeric character")
+    return problems
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    prefix, slash, name = value.rpartition("/")
+    if slash and not prefix:
+        return ["prefix part must be non-empty"]
+    problems = dns1123_subdomain_problems(prefix) if prefix else []
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > LABEL_VALUE_MAX or not _LABEL_VALUE_RE.fullmatch(name):
+        problems.append(f"name part must be no more than {LABEL_VALUE_MAX} characters of alphanumerics, '-', '_' "
+                        "or '.', starting and ending with an alphanumeric character")
     return problems

@@ -1,11 +1,15 @@
-"""A plan as text: verdict, violations with their rule ids, diff, effects and node commands."""
+"""A plan as text: verdict, violations with their rule ids, diff, effects, and the node commands it implies (or, on a
+state bound to a cluster, the API calls apply will make there)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from gpuadmin.render.text import safe
+
+CALLS_WIDTH = 110  # a planned step's API calls are wrapped to this width
 
 
 def _flat_dict(value: Any) -> bool:
@@ -202,8 +206,21 @@ def plan_heading(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def plan_text(data: dict[str, Any]) -> str:
-    """The text form of `Plan.to_json()`; status is in words, never colour alone."""
+def cluster_step_lines(steps: Sequence[dict[str, Any]]) -> list[str]:
+    """What `apply` will do on the bound cluster, change by change (`PlannedStep.to_json()`): the API calls of its
+    executor, or why the change is gpuadmin's state only."""
+    lines = ["On the cluster (apply executes these API calls, change by change; nothing for anyone to run):"]
+    for step in steps:
+        lines.append(f"  {safe(step['op'])} {safe(step['target'])}:")
+        lines += textwrap.wrap(safe(step["calls"]), CALLS_WIDTH, initial_indent="      ",
+                               subsequent_indent="      ", break_on_hyphens=False)
+    return lines
+
+
+def plan_text(data: dict[str, Any], on_cluster: Sequence[dict[str, Any]] | None = None) -> str:
+    """The text form of `Plan.to_json()`; status is in words, never colour alone. `on_cluster`: on a state bound
+    to a cluster, what apply will execute there (`cluster_step_lines`), shown instead of the node commands: nobody
+    runs those by hand there."""
     lines = plan_heading(data) + evacuation_lines(data)  # the moves first: what the review is about
     if data["diff"]:
         lines.append("Diff:" if data["allowed"] else "Diff (refused: nothing is applied):")
@@ -224,7 +241,10 @@ def plan_text(data: dict[str, Any]) -> str:
     if effects:
         lines.append("Effects:")
         lines += effects
-    if data["commands"] and data["allowed"]:
+    if on_cluster is not None:
+        if on_cluster and data["allowed"]:
+            lines += cluster_step_lines(on_cluster)
+    elif data["commands"] and data["allowed"]:
         lines.append("Node commands:")
         for node, cmds in data["commands"].items():
             lines.append(f"  {safe(node)}:")

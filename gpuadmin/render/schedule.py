@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
@@ -25,10 +26,11 @@ def cycle_json(result: Any, *, applied_revision: int | None = None) -> dict[str,
     }
 
 
-def cycle_text(data: dict[str, Any]) -> str:
-    # the summary first (its first line: the counts), then the full plan, then every pending job's reason
+def cycle_text(data: dict[str, Any], on_cluster: Sequence[dict[str, Any]] | None = None) -> str:
+    """The summary first (its first line: the counts), then the full plan (`on_cluster`: what apply executes on a
+    bound state's cluster, as `plan_text`), then every pending job's reason."""
     lines = [f"Scheduling cycle ({data['policy']}): " + summary_text(data["summary"]).rstrip("\n")]
-    lines.append(plan_text(data["plan"]).rstrip("\n"))
+    lines.append(plan_text(data["plan"], on_cluster).rstrip("\n"))
     if data["pending"]:
         lines.append("Pending:")
         for item in data["pending"]:

@@ -17,7 +17,7 @@ from gpuadmin.model import Inventory, Node
 from gpuadmin.model.inventory import Orchestrator, Platform
 from gpuadmin.model.telemetry import SourceStatus
 from gpuadmin.service.caller import Caller, admin_reasons, check_action, resolve_caller, whoami
-from gpuadmin.service.changes import read_saved_plan
+from gpuadmin.service.changes import planned_cluster_steps, read_saved_plan
 from gpuadmin.service.cluster_live import ClusterFeed, ClusterLink
 from gpuadmin.service.core import ServiceCore, check_state
 from gpuadmin.service.documents import (
@@ -67,7 +67,9 @@ __all__ = [
     "consumer_refused", "default_state_dir", "inventory_text",
     "load_model_file",  # the located YAML reader, for the console's settings files
     "lower_role",
-    "named_mig_layouts", "read_nodes", "read_saved_plan", "resolve_caller", "validate_document", "whoami",
+    "named_mig_layouts",
+    "planned_cluster_steps",  # what apply executes on a bound state's cluster, change by change (a plan's review)
+    "read_nodes", "read_saved_plan", "resolve_caller", "validate_document", "whoami",
 ]
 
 # A state bound to a live cluster (issue 22): created from it, synced, compared (service/cluster_sync.py).

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -39,6 +39,30 @@ from gpuadmin.store.changes_io import load_changes, located_in, parse_changes
 from gpuadmin.store.identity import user_name
 from gpuadmin.store.plan_files import read_plan_file, write_plan_file
 from gpuadmin.store.state_db import Outcome, Verdict
+
+if TYPE_CHECKING:
+    from gpuadmin.cluster.exec_base import ExecuteSettings
+    from gpuadmin.cluster.execute import PlannedStep
+
+
+def execute_settings(binding: ClusterBinding) -> ExecuteSettings:
+    """Where the executors write on a bound state's cluster: the GPU Operator's places stored with the binding (the
+    ConfigMaps its mig-manager and device plugin read); a state bound before they were stored writes where
+    `gpuadmin export` does (`ExecuteSettings`' defaults)."""
+    from gpuadmin.cluster.exec_base import ExecuteSettings
+
+    default = ExecuteSettings()
+    return ExecuteSettings(
+        operator_namespace=binding.operator_namespace or default.operator_namespace,
+        mig_parted_configmap=binding.mig_parted_configmap or default.mig_parted_configmap,
+        device_plugin_configmap=binding.device_plugin_configmap or default.device_plugin_configmap)
+
+
+def planned_cluster_steps(changes: Sequence[ch.Change], binding: ClusterBinding) -> list[PlannedStep]:
+    """Each change as the executors will carry it out on the binding's cluster (pure: nothing is read)."""
+    from gpuadmin.cluster.execute import planned_steps
+
+    return planned_steps(changes, execute_settings(binding))
 
 
 class ChangeUseCases(ServiceCore):
@@ -159,12 +183,12 @@ class ChangeUseCases(ServiceCore):
         holds, then the failure is raised) or failed (nothing changes; the failure is raised). The steps go into the
         entry either way. Called under the write lock: nobody else changes the state while the cluster is."""
         from gpuadmin.cluster.connect import connect_bound
-        from gpuadmin.cluster.execute import ExecuteSettings, execute
+        from gpuadmin.cluster.execute import execute
 
         assert self.store is not None
         connection = connect_bound(binding, self.execution.kubeconfig)
         run = execute(connection, fresh.changes, View(self.state), fresh.view, self.store.cluster_versions(),
-                      timeout=self.execution.timeout_s, settings=ExecuteSettings())
+                      timeout=self.execution.timeout_s, settings=execute_settings(binding))
         steps = [step.as_journal() for step in run.steps]
         if run.outcome == "executed":
             entry = self._entry(fresh, "allowed", "executed", "", intent)
@@ -174,6 +198,7 @@ class ChangeUseCases(ServiceCore):
         if run.outcome == "partial":
             held = [change for change, step in zip(fresh.changes, run.steps, strict=True)
                     if step.status in ("executed", "already", "state-only")]
+            held += run.failed_step.held if run.failed_step is not None else ()  # e.g. the cordon of a drain
             part = plan(self.state, held, fresh.released)
             entry = self._entry(part, "allowed", "partial", str(run.error), intent)
             entry.execution = steps
@@ -183,6 +208,16 @@ class ChangeUseCases(ServiceCore):
             entry.execution = steps
             self.store.record(entry)
         raise run.error
+
+    @use_case("read")
+    def cluster_steps(self, the_plan: Plan) -> list[PlannedStep] | None:
+        """What applying the plan will do on the bound cluster, change by change: the API calls of each change's
+        executor (`gpuadmin.cluster.execute.EXECUTORS`), or why it is gpuadmin's state only. None where apply
+        executes nothing (a state of files, `--model-only`): the plan's node commands say what to run there."""
+        binding = self.store.binding() if self.store is not None else None
+        if binding is None or self.execution.model_only:
+            return None
+        return planned_cluster_steps(the_plan.changes, binding)
 
     def _rebase_or_refuse(self, the_plan: Plan, current: int, expected_hash: str | None,
                           intent: Intent | None) -> None:

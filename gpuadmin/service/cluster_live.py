@@ -21,24 +21,32 @@ from typing import Any
 
 from gpuadmin.cluster.connect import Connection
 from gpuadmin.cluster.mirror import ClusterMirror
-from gpuadmin.cluster.read import ReadSettings
 from gpuadmin.cluster.watch import Batch, ClusterWatch, HttpTransport, WatchStatus
 from gpuadmin.service.caller import use_case
 from gpuadmin.service.cluster_changes import ClusterChanges
-from gpuadmin.service.cluster_sync import read_from
+from gpuadmin.service.cluster_sync import read_from, read_settings
 from gpuadmin.service.errors import Stale
 from gpuadmin.service.results import Moved
+from gpuadmin.store import ClusterBinding
 
 
 @dataclass(frozen=True)
 class ClusterLink:
     """What the console's header says of a bound state: the kubeconfig context and API server it was bound to (a
-    vCenter: the user and the vCenter, and whether its certificate goes unverified)."""
+    vCenter: the user and the vCenter, and whether its certificate goes unverified); and the binding, for its
+    review of a plan to say what apply executes there (`planned_cluster_steps`)."""
 
     context: str
     server: str
-    kind: str = "kubernetes"
-    insecure: bool = False
+    binding: ClusterBinding
+
+    @property
+    def kind(self) -> str:
+        return self.binding.kind
+
+    @property
+    def insecure(self) -> bool:
+        return self.binding.insecure
 
     @property
     def watched(self) -> bool:
@@ -77,9 +85,7 @@ class ClusterLive(ClusterChanges):
     def cluster_link(self) -> ClusterLink | None:
         """The cluster this state is bound to, or None (a state made from files, an inventory in memory)."""
         binding = self.store.binding() if self.store is not None else None
-        if binding is None:
-            return None
-        return ClusterLink(binding.context, binding.server, binding.kind, binding.insecure)
+        return ClusterLink(binding.context, binding.server, binding) if binding is not None else None
 
     @use_case("read")
     def watch_cluster(self, on_batch: Callable[[Batch], None], on_status: Callable[[WatchStatus], None],
@@ -94,7 +100,7 @@ class ClusterLive(ClusterChanges):
             return None  # a vCenter is read by `sync` (docs/vsphere.md): the console follows no vCenter yet
         connection = connect_bound(binding, kubeconfig)
         watch = ClusterWatch(HttpTransport.of_client(connection.client), on_batch, on_status).start()
-        return ClusterFeed(watch, ClusterLink(binding.context, binding.server), connection)
+        return ClusterFeed(watch, ClusterLink(binding.context, binding.server, binding), connection)
 
     def sync_watched(self, feed: ClusterFeed | None = None) -> Moved | None:
         """Bring the cluster's truth in after the watch reported changes: one journal entry, origin `cluster`, none
@@ -125,8 +131,8 @@ class ClusterLive(ClusterChanges):
                 feed.mirror = mirror
                 return
         self.caller.require("apply")
-        store, _ = self._bound()
-        settings = ReadSettings()
+        store, binding = self._bound()
+        settings = read_settings(binding)
         read = read_from(feed.connection, settings, dict(self.state.jobs))
         result = self._locked(store, lambda: self._commit_sync(store, read))
         if listings is not None and read.snapshot is not None:  # every collection listed (read_from's listing

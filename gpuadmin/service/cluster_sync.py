@@ -14,7 +14,7 @@ import json
 import queue
 import threading
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -132,7 +132,11 @@ def _violation_json(violation: Violation) -> dict[str, str]:
 def read_from(connection: Connection, settings: ReadSettings | None = None,
               previous: dict[str, Job] | None = None) -> ClusterRead:
     """The cluster behind `connection`, read and made gpuadmin's entities."""
-    snapshot = read_cluster(connection.client, settings)
+    return made_from(connection, read_cluster(connection.client, settings), previous)
+
+
+def made_from(connection: Connection, snapshot: ClusterSnapshot, previous: dict[str, Job] | None) -> ClusterRead:
+    """A Kubernetes listing made gpuadmin's entities (the jobs `previous` holds keep what pods do not say)."""
     made = cluster_inventory(snapshot, connection.context, previous)
     return ClusterRead(connection.binding(), snapshot.versions, made.inventory, made.findings, snapshot.other_pods,
                        snapshot)
@@ -193,9 +197,7 @@ def read_beside(connect_to: Callable[[], Connection], settings: ReadSettings | N
         _answered(answer)  # raises the read's own failure, if it had one
         raise
     connection, snapshot = _answered(answer)
-    made = cluster_inventory(snapshot, connection.context, dict(state.jobs))
-    return ClusterRead(connection.binding(), snapshot.versions, made.inventory, made.findings, snapshot.other_pods,
-                       snapshot), state
+    return made_from(connection, snapshot, dict(state.jobs)), state
 
 
 def _answered(answer: queue.SimpleQueue[tuple[Connection, ClusterSnapshot] | BaseException],
@@ -206,6 +208,15 @@ def _answered(answer: queue.SimpleQueue[tuple[Connection, ClusterSnapshot] | Bas
     return got
 
 
+def read_settings(binding: ClusterBinding) -> ReadSettings:
+    """Where a bound state's sync and diff read the GPU Operator's configs: the places stored with the binding; a
+    state bound before they were stored looks them up as `init` does (the ClusterPolicy's names, else the
+    defaults)."""
+    return ReadSettings(namespace=binding.operator_namespace or ReadSettings.namespace,
+                        mig_parted_configmap=binding.mig_parted_configmap,
+                        device_plugin_configmap=binding.device_plugin_configmap)
+
+
 def init_from_cluster(state_dir: Path, *, kubeconfig: Path | None = None, context: str | None = None,
                       force: bool = False, role: Role | None = None, caller: Caller | None = None,
                       settings: ReadSettings | None = None) -> InitFromCluster:
@@ -213,7 +224,15 @@ def init_from_cluster(state_dir: Path, *, kubeconfig: Path | None = None, contex
     the cluster breaks of the rules comes back as warnings: the state is created all the same."""
     caller = (caller or resolve_caller(state_dir)).lowered(role)
     caller.require("init")
-    read = read_from(connect(kubeconfig, context), settings)
+    settings = settings or ReadSettings()
+    connection = connect(kubeconfig, context)
+    snapshot = read_cluster(connection.client, settings)
+    read = made_from(connection, snapshot, None)
+    # where the GPU Operator keeps its configs, as given or found (the ClusterPolicy's names): stored with the
+    # binding, so that every later sync, diff and execution looks at these, not at what its options say then
+    mig_parted, device_plugin = snapshot.configmap_names
+    read.binding = replace(read.binding, operator_namespace=settings.namespace, mig_parted_configmap=mig_parted,
+                           device_plugin_configmap=device_plugin)
     warnings = check_state(ClusterState.from_inventory(read.inventory))
     with Store.create(state_dir, read.inventory, force=force, actor=caller.identity,
                       command="gpuadmin init --from-cluster kubernetes") as store:
@@ -236,8 +255,8 @@ class ClusterUseCases(ServiceCore):
                 "kubernetes [--kubeconfig FILE] [--context NAME]")])
         return self.store, binding
 
-    def _read_bound(self, binding: ClusterBinding, kubeconfig: Path | None, settings: ReadSettings | None,
-                    password: PasswordSource | None, connection: Connection | None = None,
+    def _read_bound(self, binding: ClusterBinding, kubeconfig: Path | None, password: PasswordSource | None,
+                    connection: Connection | None = None,
                     ) -> tuple[ClusterRead, ClusterState]:
         """The bound cluster, read, and the state: a Kubernetes cluster through its context (listed while the
         state loads: `read_beside`), a vCenter with its user and the password `password` gives (asked for only
@@ -248,18 +267,18 @@ class ClusterUseCases(ServiceCore):
                                              hint="set GPUADMIN_VCENTER_PASSWORD or give --password-file FILE")])
             return read_vcenter_from(connect_vcenter_bound(binding, password(binding.context, binding.server))), \
                 self.state
-        return read_beside(lambda: connection or connect_bound(binding, kubeconfig), settings, lambda: self.state)
+        return read_beside(lambda: connection or connect_bound(binding, kubeconfig), read_settings(binding),
+                           lambda: self.state)
 
     @use_case("read")
-    def cluster_diff(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None,
-                     password: PasswordSource | None = None) -> ClusterDiff:
+    def cluster_diff(self, kubeconfig: Path | None = None, password: PasswordSource | None = None) -> ClusterDiff:
         """Where the state and its cluster differ, field by field; nothing is written."""
         _, binding = self._bound()
-        read, state = self._read_bound(binding, kubeconfig, settings, password)
+        read, state = self._read_bound(binding, kubeconfig, password)
         return ClusterDiff(binding, _drift(state, _target(state, read, binding)), read.findings)
 
-    def sync(self, kubeconfig: Path | None = None, settings: ReadSettings | None = None,
-             connection: Connection | None = None, password: PasswordSource | None = None) -> SyncResult:
+    def sync(self, kubeconfig: Path | None = None, connection: Connection | None = None,
+             password: PasswordSource | None = None) -> SyncResult:
         """Bring the cluster's truth into the state: one journal entry (origin `cluster`) of the restores from the
         state to the cluster, and the resourceVersions read, in one commit; none when nothing differs. Needs an
         operator (it writes the state); what it writes is the cluster's, not the caller's choice, so the ops'
@@ -267,7 +286,7 @@ class ClusterUseCases(ServiceCore):
         sync per batch does not reconnect (on OKE, run the exec plugin) every time."""
         self.caller.require("apply")
         store, binding = self._bound()
-        read, _ = self._read_bound(binding, kubeconfig, settings, password, connection)
+        read, _ = self._read_bound(binding, kubeconfig, password, connection)
         return self._locked(store, lambda: self._commit_sync(store, read))
 
     def _locked(self, store: Store, write: Callable[[], _R]) -> _R:
@@ -429,4 +448,4 @@ def _canonical(value: Any) -> str:
 
 
 __all__ = ["ClusterDiff", "ClusterUseCases", "Drift", "InitFromCluster", "PasswordSource", "SyncResult",
-           "init_from_cluster", "init_from_vcenter"]
+           "init_from_cluster", "init_from_vcenter", "read_settings"]

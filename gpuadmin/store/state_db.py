@@ -126,11 +126,14 @@ CREATE TABLE journal (
 );
 CREATE UNIQUE INDEX journal_applied_revision ON journal(revision) WHERE revision IS NOT NULL;
 CREATE TABLE cluster_binding (
-    id       INTEGER PRIMARY KEY CHECK (id = 1),
-    kind     TEXT NOT NULL CHECK (kind IN ('kubernetes', 'vcenter')),
-    context  TEXT NOT NULL,
-    server   TEXT NOT NULL,
-    insecure INTEGER NOT NULL DEFAULT 0 CHECK (insecure IN (0, 1))
+    id                      INTEGER PRIMARY KEY CHECK (id = 1),
+    kind                    TEXT NOT NULL CHECK (kind IN ('kubernetes', 'vcenter')),
+    context                 TEXT NOT NULL,
+    server                  TEXT NOT NULL,
+    insecure                INTEGER NOT NULL DEFAULT 0 CHECK (insecure IN (0, 1)),
+    operator_namespace      TEXT,
+    mig_parted_configmap    TEXT,
+    device_plugin_configmap TEXT
 );
 CREATE TABLE cluster_versions (
     kind             TEXT NOT NULL,
@@ -139,6 +142,23 @@ CREATE TABLE cluster_versions (
     PRIMARY KEY (kind, name)
 ) WITHOUT ROWID;
 """
+
+# The cluster tables as version 2 made them: the step to version 2 creates these, whatever `_SCHEMA` says now (the
+# steps after it bring them up, as they bring up a state migrated long ago).
+_CLUSTER_TABLES_V2 = (
+    """CREATE TABLE cluster_binding (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    kind     TEXT NOT NULL CHECK (kind IN ('kubernetes')),
+    context  TEXT NOT NULL,
+    server   TEXT NOT NULL
+)""",
+    """CREATE TABLE cluster_versions (
+    kind             TEXT NOT NULL,
+    name             TEXT NOT NULL,
+    resource_version TEXT NOT NULL,
+    PRIMARY KEY (kind, name)
+) WITHOUT ROWID""",
+)
 
 
 def _bind_to_clusters(conn: sqlite3.Connection) -> None:
@@ -154,29 +174,46 @@ def _bind_to_clusters(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE journal")
     conn.execute("ALTER TABLE journal_v2 RENAME TO journal")
     conn.execute("CREATE UNIQUE INDEX journal_applied_revision ON journal(revision) WHERE revision IS NOT NULL")
-    for statement in _SCHEMA.split(";"):
-        if "CREATE TABLE cluster_" in statement:
-            conn.execute(statement)
+    for statement in _CLUSTER_TABLES_V2:
+        conn.execute(statement)
+
+
+def _store_gpu_operator_places(conn: sqlite3.Connection) -> None:
+    """Version 3 → 4: the binding records where the bound cluster's GPU Operator keeps its configs (its namespace,
+    the mig-parted and device-plugin ConfigMaps), as `init --from-cluster` was given or found them, so that every
+    later sync, diff and execution looks at the same ones. A state bound before has none (NULL): it goes on
+    looking them up as it did."""
+    for column in ("operator_namespace", "mig_parted_configmap", "device_plugin_configmap"):
+        conn.execute(f"ALTER TABLE cluster_binding ADD COLUMN {column} TEXT")
 
 
 _JOURNAL_V2 = _SCHEMA[_SCHEMA.index("CREATE TABLE journal ("):_SCHEMA.index("CREATE UNIQUE INDEX journal_applied")]
 _JOURNAL_V2 = _JOURNAL_V2.replace("CREATE TABLE journal (", "CREATE TABLE journal_v2 (").rstrip().rstrip(";")
 
 
+# The binding as version 3 made it (kubernetes or vcenter, and `insecure`): the step to version 3 creates it whatever
+# `_SCHEMA` says now, as the step to version 2 does its tables.
+_CLUSTER_BINDING_V3 = """CREATE TABLE cluster_binding_v3 (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    kind     TEXT NOT NULL CHECK (kind IN ('kubernetes', 'vcenter')),
+    context  TEXT NOT NULL,
+    server   TEXT NOT NULL,
+    insecure INTEGER NOT NULL DEFAULT 0 CHECK (insecure IN (0, 1))
+)"""
+
+
 def _bind_to_vcenters(conn: sqlite3.Connection) -> None:
     """Version 2 → 3 (issue 24): a state may be bound to a vCenter too, and records whether its TLS certificate
     goes unverified (`--insecure`, shown wherever the binding is). SQLite cannot alter a CHECK: the one binding row
     is copied into a table of the new shape."""
-    table = _SCHEMA[_SCHEMA.index("CREATE TABLE cluster_binding ("):_SCHEMA.index("CREATE TABLE cluster_versions")]
-    conn.execute(table.replace("CREATE TABLE cluster_binding (", "CREATE TABLE cluster_binding_v3 (")
-                 .rstrip().rstrip(";"))
+    conn.execute(_CLUSTER_BINDING_V3)
     conn.execute("INSERT INTO cluster_binding_v3 (id, kind, context, server) "
                  "SELECT id, kind, context, server FROM cluster_binding")
     conn.execute("DROP TABLE cluster_binding")
     conn.execute("ALTER TABLE cluster_binding_v3 RENAME TO cluster_binding")
 
 
-MIGRATIONS: tuple[Migration, ...] = (_bind_to_clusters, _bind_to_vcenters)
+MIGRATIONS: tuple[Migration, ...] = (_bind_to_clusters, _bind_to_vcenters, _store_gpu_operator_places)
 SCHEMA_VERSION = FIRST_SCHEMA_VERSION + len(MIGRATIONS)
 
 _JOURNAL_COLUMNS = (
@@ -207,6 +244,11 @@ class ClusterBinding:
     context: str
     server: str
     insecure: bool = False
+    # where the cluster's GPU Operator keeps its configs, as `init --from-cluster` was given or found them (its
+    # ClusterPolicy's names); None in a state bound before they were stored (schema version 3 or older)
+    operator_namespace: str | None = None
+    mig_parted_configmap: str | None = None
+    device_plugin_configmap: str | None = None
 
 
 @dataclass(frozen=True)
@@ -413,16 +455,23 @@ class Store:
     def binding(self) -> ClusterBinding | None:
         """The live cluster this state is bound to (`init --from-cluster`), or None for a state of files."""
         with self._db() as conn:
-            row = conn.execute("SELECT kind, context, server, insecure FROM cluster_binding WHERE id = 1").fetchone()
-        return None if row is None else ClusterBinding(kind=row[0], context=str(row[1]), server=str(row[2]),
-                                                       insecure=bool(row[3]))
+            row = conn.execute("SELECT kind, context, server, insecure, operator_namespace, mig_parted_configmap, "
+                               "device_plugin_configmap FROM cluster_binding WHERE id = 1").fetchone()
+        if row is None:
+            return None
+        namespace, mig_parted, device_plugin = (None if value is None else str(value) for value in row[4:])
+        return ClusterBinding(kind=row[0], context=str(row[1]), server=str(row[2]), insecure=bool(row[3]),
+                              operator_namespace=namespace, mig_parted_configmap=mig_parted,
+                              device_plugin_configmap=device_plugin)
 
     def bind(self, binding: ClusterBinding) -> None:
         """Bind the state to a cluster (or re-bind it: one binding a state)."""
         with self._write() as conn:
-            conn.execute("INSERT OR REPLACE INTO cluster_binding (id, kind, context, server, insecure) "
-                         "VALUES (1, ?, ?, ?, ?)", (binding.kind, binding.context, binding.server,
-                                                    int(binding.insecure)))
+            conn.execute("INSERT OR REPLACE INTO cluster_binding (id, kind, context, server, insecure, "
+                         "operator_namespace, mig_parted_configmap, device_plugin_configmap) "
+                         "VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+                         (binding.kind, binding.context, binding.server, int(binding.insecure),
+                          binding.operator_namespace, binding.mig_parted_configmap, binding.device_plugin_configmap))
 
     def cluster_versions(self) -> dict[tuple[str, str], str]:
         """The resourceVersion of each cluster object as last synced, by (kind, name): a node's name, a pod's

@@ -34,7 +34,17 @@ from gpuadmin.errors import Diagnostic, GpuadminError, InputError
 from gpuadmin.render.cycle_summary import cycle_summary, summary_text
 from gpuadmin.render.plan import step_lines
 from gpuadmin.render.text import safe, to_ascii
-from gpuadmin.service import Moved, Plan, Remedy, Reversal, Service, Stale, confirmation, console_of
+from gpuadmin.service import (
+    Moved,
+    Plan,
+    Remedy,
+    Reversal,
+    Service,
+    Stale,
+    confirmation,
+    console_of,
+    planned_cluster_steps,
+)
 from gpuadmin.tui.cluster_link import ClusterBatchArrived, ClusterLinkKeeper, ClusterStatusChanged
 from gpuadmin.tui.draft import DraftEdit, draft_items, draft_lines, draft_title
 from gpuadmin.tui.edits import EDITS, EDITS_BY_ID, Edit, Row
@@ -910,9 +920,12 @@ class GpuadminApp(App[int]):
 
         notes = "\n".join(text for text in (note, marks.note() if marks is not None else "") if text)
         lines = draft_lines(draft, plan.to_json()["violations"]) if draft is not None and len(draft) > 1 else None
+        link = self.session.link
+        on_cluster = ([step.to_json() for step in planned_cluster_steps(plan.changes, link.binding)]
+                      if link is not None else None)  # a bound state: apply executes there, nobody runs commands
         self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, notes, summary, draft=lines,
                                           discard=self._discard_draft if draft is not None else None,
-                                          dry_run=dry_run), decided)
+                                          dry_run=dry_run, on_cluster=on_cluster), decided)
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:

@@ -447,3 +447,20 @@ def test_a_job_in_a_vm_is_pinned_to_the_vms_node_and_not_warned_about() -> None:
         assert _expressions(manifest["spec"]) == [
             {"key": "kubernetes.io/hostname", "operator": "In", "values": ["train-vm-01"]}
         ]
+
+
+def test_pods_carry_the_jobs_tolerations_and_read_back_with_them() -> None:
+    from gpuadmin.adapters.kube_cluster import cluster_pod
+
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                   {"key": "dedicated", "value": "infer"}, {"operator": "Exists"}]
+    job = Job.model_validate({"name": "serve", "queue": "research", "request": {"gpus": 1},
+                              "tolerations": tolerations})
+    (manifest,) = [m for m in export_pods([job], NODES) if m["kind"] == "Pod"]
+    validate_any(manifest)
+    assert manifest["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "dedicated", "operator": "Equal", "value": "infer"}, {"operator": "Exists"}]
+    assert cluster_pod(manifest).job().tolerations == job.tolerations
+    plain = Job.model_validate({"name": "plain", "queue": "research", "request": {"gpus": 1}})
+    assert all("tolerations" not in m.get("spec", {}) for m in export_pods([plain], NODES))

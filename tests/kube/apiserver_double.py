@@ -15,7 +15,9 @@ reads it (tests/kube/test_apiserver_double.py runs kubectl against it):
   `deny`; the pods/eviction subresource honouring PodDisruptionBudgets (429); the pods/binding subresource;
 - a simulated GPU Operator mig-manager: a node whose `nvidia.com/mig.config` label changes gets
   `nvidia.com/mig.config.state=pending`, then `success` after `mig_delay_s` seconds — or `failed` when the config is
-  in `mig_failing_configs` or not in the mig-parted config the double was given.
+  in `mig_failing_configs` or not in the mig-parted config the double was given. On `success` the node is relabelled
+  as GPU Feature Discovery relabels a real one after the mig-manager applied the config (its `nvidia.com/mig-*`
+  labels and the device plugin's resources, tests/kube/gfd.py), where the mig-parted ConfigMap holds the config.
 
 Simplifications, on purpose: strategic merge merges lists of objects by their `name` key and knows no `$patch`
 directives; server-side apply merges like a merge patch and never reports field-ownership conflicts; there is no
@@ -42,6 +44,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
+
+from tests.kube import gfd
 
 Obj = dict[str, Any]
 
@@ -253,21 +257,27 @@ class ApiServerDouble:
     def _mig_manager_works(self, node_name: str, wanted: str) -> None:
         self._set_mig_state(node_name, wanted, "pending")
         with self._changed:  # reentrant: a relabel noticed at once is still inside its write
-            known = self._mig_configmap_configs() if self.mig_configmap is not None else self.mig_configs
+            known = set(self._mig_parted_configs()) if self.mig_configmap is not None else self.mig_configs
         fails = wanted in self.mig_failing_configs or (known is not None and wanted not in known)
         self._later(self.mig_delay_s, self._set_mig_state, node_name, wanted, "failed" if fails else "success")
 
-    def _mig_configmap_configs(self) -> set[str]:
-        """The config names of the mig-parted ConfigMap (none where it is missing or not a mig-parted file)."""
-        assert self.mig_configmap is not None
-        namespace, name = self.mig_configmap
+    def _mig_parted_configs(self) -> dict[str, Any]:
+        """The configs of the mig-parted ConfigMap the mig-manager reads (none where it is missing or not a
+        mig-parted file): `mig_configmap`, else the one the ClusterPolicy's `migManager.config.name` names in
+        `gpu-operator`, else the GPU Operator's `default-mig-parted-config`."""
+        if self.mig_configmap is not None:
+            namespace, name = self.mig_configmap
+        else:
+            policy = next((o for (p, _, _), o in self._objects.items() if p == "clusterpolicies"), {})
+            named = ((policy.get("spec") or {}).get("migManager") or {}).get("config") or {}
+            namespace, name = "gpu-operator", named.get("name") or "default-mig-parted-config"
         configmap = self._objects.get(("configmaps", namespace, name)) or {}
         try:
             loaded = yaml.safe_load((configmap.get("data") or {}).get("config.yaml") or "") or {}
         except yaml.YAMLError:
-            return set()
+            return {}
         configs = loaded.get("mig-configs") if isinstance(loaded, dict) else None
-        return set(configs) if isinstance(configs, dict) else set()
+        return configs if isinstance(configs, dict) else {}
 
     def _set_mig_state(self, node_name: str, config: str, state: str) -> None:
         with self._changed:
@@ -276,6 +286,14 @@ class ApiServerDouble:
             if node is None or node["metadata"].get("labels", {}).get(MIG_CONFIG) != config:
                 return
             node = copy.deepcopy(node)
+            applied = self._mig_parted_configs().get(config) if state == "success" else None
+            if isinstance(applied, list):  # GFD relabels the node, the device plugin advertises the new devices
+                node["metadata"]["labels"], resources = gfd.relabelled(node, applied)
+                for part in ("capacity", "allocatable"):
+                    held = node.setdefault("status", {}).setdefault(part, {})
+                    for key in [k for k in held if k == gfd.WHOLE_GPU or k.startswith("nvidia.com/mig-")]:
+                        del held[key]
+                    held.update(resources)
             node["metadata"]["labels"][MIG_STATE] = state
             self._write(KINDS[0], node, "MODIFIED")
             if state != "pending":

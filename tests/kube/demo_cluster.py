@@ -81,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     name, cluster = _cluster(args)
-    double = ApiServerDouble(mig_delay_s=args.mig_delay, mig_configs=cluster.mig_configs)
+    # its mig-manager reads the mig-parted ConfigMap the seeded ClusterPolicy points at, as the GPU Operator's does:
+    # the configs gpuadmin writes there are applied, and GFD relabels the node
+    double = ApiServerDouble(mig_delay_s=args.mig_delay,
+                             mig_configmap=(seed.GPU_OPERATOR_NAMESPACE, seed.MIG_PARTED_CONFIGMAP))
     try:
         double.start(args.port)
     except OSError as exc:

@@ -69,6 +69,7 @@ from gpuadmin.catalog import MIG_RESOURCE_PREFIX, GpuModel, get_catalog, mig_dev
 from gpuadmin.engine.commands import mig_config_name
 from gpuadmin.model import Inventory, Job, Node, Queue
 from gpuadmin.store.inventory_io import load_inventory
+from tests.kube import gfd
 from tests.kube.apiserver_double import ApiServerDouble
 from tests.kube.cluster_objects import FIXTURES, cluster_policy, node_conditions
 
@@ -187,21 +188,7 @@ def _mig_labels(node: Node, model: GpuModel, product: str) -> dict[str, str]:
         for instance in gpu.mig or ():
             counts[instance.profile] += 1
             replicas[instance.profile] = max(replicas.get(instance.profile, 1), instance.replicas or 1)
-    labels: dict[str, str] = {}
-    for name, count in sorted(counts.items()):
-        profile = model.mig_profile(name)
-        key = mig_device_resource_name(name)
-        device = key.removeprefix(MIG_RESOURCE_PREFIX)
-        labels[f"{key}.count"] = str(count)
-        labels[f"{key}.replicas"] = str(replicas[name])
-        labels[f"{key}.sharing-strategy"] = "time-slicing" if replicas[name] > 1 else "none"
-        labels[f"{key}.product"] = f"{product}-MIG-{device}"
-        if profile is not None:
-            labels[f"{key}.slices.gi"] = str(profile.compute_slices)
-            labels[f"{key}.slices.ci"] = str(profile.compute_slices)
-            if profile.memory_gib is not None:
-                labels[f"{key}.memory"] = str(round(profile.memory_gib * 1024))
-    return labels
+    return gfd.mig_labels(model, product, counts, replicas)
 
 
 def device_plugin_resources(node: Node) -> dict[str, str]:

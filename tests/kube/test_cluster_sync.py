@@ -359,3 +359,38 @@ def test_fractions_sharing_a_gpu_keep_their_slots_from_sync_to_sync(
         jobs = store.load().jobs
     assert jobs["team-a/half-0"].placement == jobs["team-a/half-1"].placement  # one GPU, half each
     assert cli(capsys, "--state", state, "diff", "--kubeconfig", kubeconfig)[0] == ExitCode.OK
+
+
+def test_a_pod_of_another_scheduler_kept_off_by_a_taint_is_explained_with_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    # gpu-a, the one ready node with whole GPUs free, is tainted nvidia.com/gpu=present:NoSchedule
+    needy = objects.pod("needy", namespace="team-a", labels={"kai.scheduler/queue": "team-a"},
+                        scheduler="kai-scheduler")
+    needy["spec"]["tolerations"] = [{"key": "dedicated", "operator": "Equal", "value": "infer",
+                                     "effect": "NoSchedule", "tolerationSeconds": 60}]
+    double.create(needy)
+    double.create(objects.pod("tolerant", namespace="team-a", labels={"kai.scheduler/queue": "team-a"},
+                              scheduler="kai-scheduler"))  # tolerates nvidia.com/gpu, as NVIDIA's examples do
+    state = tmp_path / "state"
+    assert init(capsys, state, kubeconfig)[0] == ExitCode.OK
+    with Store.open(state) as store:
+        tolerations = store.load().jobs["team-a/needy"].tolerations
+    assert [t.model_dump(exclude_none=True) for t in tolerations or ()] == [
+        {"key": "dedicated", "operator": "Equal", "value": "infer", "effect": "NoSchedule"}]
+    code, out, _ = cli(capsys, "--state", state, "explain", "team-a/needy", "-o", "json")
+    why = json.loads(out)
+    assert why["reason"] == "untolerated-taint", why
+    assert "node(s) had untolerated taint {nvidia.com/gpu: present}" in why["message"]
+    code, out, _ = cli(capsys, "--state", state, "explain", "team-a/tolerant", "-o", "json")
+    assert code == ExitCode.OK and json.loads(out)["reason"] == "other-scheduler"  # it fits: KAI places it
+
+
+def test_a_pod_with_a_toleration_kubernetes_would_refuse_is_skipped_with_a_finding(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, double: ApiServerDouble, kubeconfig: Path) -> None:
+    hostile = objects.pod("hostile", namespace="team-a")
+    hostile["spec"]["tolerations"] = [{"key": "\x1b[31mred", "operator": "Exists"}]
+    double.create(hostile)
+    code, _, err = init(capsys, tmp_path / "state", kubeconfig)
+    assert code == ExitCode.OK
+    assert "pods/team-a/hostile" in err or "hostile" in err
+    assert "spec.tolerations" in err and "\x1b" not in err

@@ -59,6 +59,29 @@ def test_set_mig_writes_the_config_labels_the_node_and_waits_for_the_mig_manager
     assert labels(live, "gpu-b")[MIG_CONFIG] == "all-balanced"  # the other node keeps its config
 
 
+def test_gfd_relabels_the_node_after_the_mig_manager_so_a_sync_reads_the_new_layout(live: Cluster) -> None:
+    before = live.state().nodes["gpu-a"].gpus
+    assert [sorted(i.profile for i in g.mig or ()) for g in before] == [["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]]
+    assert statuses(live.run([WHOLE_GPU_7G])) == ["executed"]
+    node_labels = labels(live, "gpu-a")
+    assert node_labels["nvidia.com/mig-7g.80gb.count"] == "1"
+    assert node_labels["nvidia.com/mig-7g.80gb.product"] == "NVIDIA-H100-80GB-HBM3-MIG-7g.80gb"
+    assert not [k for k in node_labels if k.startswith(("nvidia.com/mig-1g", "nvidia.com/mig-2g", "nvidia.com/mig-3g"))]
+    allocatable = (live.double.get("nodes", "gpu-a") or {})["status"]["allocatable"]
+    assert allocatable["nvidia.com/mig-7g.80gb"] == "1" and "nvidia.com/mig-1g.10gb" not in allocatable
+    synced = live.state().nodes["gpu-a"]  # read back as a sync reads the cluster
+    assert [(g.mode, [i.profile for i in g.mig or ()]) for g in synced.gpus] == [("mig", ["7g.80gb"])]
+    assert labels(live, "gpu-b")["nvidia.com/mig-1g.10gb.count"] == "2"  # the other node is not relabelled
+
+
+def test_gfd_relabels_a_node_that_leaves_mig_as_whole_gpus(live: Cluster) -> None:
+    assert statuses(live.run([{"op": "set-mode", "node": "gpu-a", "gpu": 0, "mode": "full"}])) == ["executed"]
+    node_labels = labels(live, "gpu-a")
+    assert not [k for k in node_labels if k.startswith("nvidia.com/mig-")]
+    assert node_labels["nvidia.com/gpu.replicas"] == "1"
+    assert [g.mode for g in live.state().nodes["gpu-a"].gpus] == ["full"]
+
+
 def test_a_rerun_finds_the_layout_applied(live: Cluster) -> None:
     parsed, before, after = live.planned([WHOLE_GPU_7G])
     assert statuses(execute(live.conn, parsed, before, after, live.versions(), timeout=2, settings=FAST)) == [

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuadmin.cluster.errors import ClusterForbidden, ClusterUnreachable
-from gpuadmin.cluster.execute import EXECUTORS, NotExecuted, execute
+from gpuadmin.cluster.execute import EXECUTORS, Executes, NotExecuted, execute
 from gpuadmin.engine import ops
 from gpuadmin.errors import ExitCode
 from gpuadmin.model import MigInstance
@@ -28,9 +28,11 @@ def test_every_op_has_an_executor_or_says_why_it_has_none() -> None:
         runs = spec.runs["kubernetes"]
         executor = EXECUTORS[op]
         if isinstance(runs, ops.Runs) and runs.kind == "commands":
-            assert callable(executor), f"{op} renders commands for Kubernetes: it needs an executor"
+            assert isinstance(executor, Executes), f"{op} renders commands for Kubernetes: it needs an executor"
         if isinstance(executor, NotExecuted):
             assert executor.why.strip(), op
+        else:  # what a plan on a bound state says apply will call
+            assert callable(executor.run) and executor.calls.strip(), op
 
 
 def test_a_failure_stops_the_plan_and_the_steps_say_where(live: Cluster) -> None:

@@ -1,6 +1,6 @@
-"""Schema versions 2 (issue 22) and 3 (issue 24, a vCenter binding): a state bound to a live cluster, the
-resourceVersions it last synced, and journal entries that say what a change did on the cluster (executed / partial /
-failed, with its steps)."""
+"""Schema versions 2 (issue 22), 3 (issue 24, a vCenter binding) and 4 (the binding records where the cluster's GPU
+Operator keeps its configs): a state bound to a live cluster, the resourceVersions it last synced, and journal
+entries that say what a change did on the cluster (executed / partial / failed, with its steps)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_a_version_2_state_keeps_its_kubernetes_binding_and_may_then_bind_a_vcen
         store.bind(ClusterBinding(kind="vcenter", context="ops", server="https://vc:443"))
         assert store.binding() == ClusterBinding(kind="vcenter", context="ops", server="https://vc:443")
     with sqlite3.connect(state_dir / "state.db") as conn:
-        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == 3
+        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == state_db.SCHEMA_VERSION == 4
 
 
 def test_a_version_1_state_is_migrated_with_its_journal_kept(tmp_path: Path) -> None:
@@ -97,8 +97,52 @@ def test_a_version_1_state_is_migrated_with_its_journal_kept(tmp_path: Path) -> 
         store.bind(BINDING)
         assert store.binding() == BINDING
     with sqlite3.connect(state_dir / "state.db") as conn:
-        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == state_db.SCHEMA_VERSION == 3
+        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == state_db.SCHEMA_VERSION == 4
         assert "execution" in [row[1] for row in conn.execute("PRAGMA table_info(journal)")]
+        assert "mig_parted_configmap" in [row[1] for row in conn.execute("PRAGMA table_info(cluster_binding)")]
+
+
+PLACED = ClusterBinding("kubernetes", "oke-prod", "https://10.0.0.1:6443", operator_namespace="nvidia-gpu-operator",
+                        mig_parted_configmap="custom-mig-parted", device_plugin_configmap="time-slicing-config-fine")
+
+
+def test_the_binding_keeps_where_the_gpu_operator_keeps_its_configs(tmp_path: Path) -> None:
+    with Store.open(_state(tmp_path)) as store:
+        store.bind(PLACED)
+        assert store.binding() == PLACED
+        store.bind(BINDING)  # re-bound without them (as a state bound before they were stored reads)
+        assert store.binding() == BINDING and BINDING.mig_parted_configmap is None
+
+
+def test_a_version_2_binding_is_migrated_with_no_places(tmp_path: Path) -> None:
+    state_dir = _state(tmp_path)
+    with Store.open(state_dir) as store:
+        store.bind(BINDING)
+        store.set_cluster_versions({("node", "n1"): "42"})
+    with sqlite3.connect(state_dir / "state.db") as conn:  # the table as version 2 wrote it, its row kept
+        conn.execute("DROP TABLE cluster_binding")
+        conn.execute(state_db._CLUSTER_TABLES_V2[0])
+        conn.execute("INSERT INTO cluster_binding VALUES (1, 'kubernetes', 'oke-prod', 'https://10.0.0.1:6443')")
+        conn.execute("PRAGMA user_version = 2")
+    with Store.open(state_dir) as store:
+        assert store.binding() == BINDING and store.cluster_versions() == {("node", "n1"): "42"}
+        store.bind(PLACED)
+        assert store.binding() == PLACED
+    with sqlite3.connect(state_dir / "state.db") as conn:
+        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == state_db.SCHEMA_VERSION
+
+
+def test_a_version_3_vcenter_binding_keeps_its_insecure_mark_through_version_4(tmp_path: Path) -> None:
+    state_dir = _state(tmp_path)
+    with sqlite3.connect(state_dir / "state.db") as conn:  # the table as version 3 wrote it
+        conn.execute("DROP TABLE cluster_binding")
+        conn.execute(state_db._CLUSTER_BINDING_V3.replace("cluster_binding_v3", "cluster_binding"))
+        conn.execute("INSERT INTO cluster_binding VALUES (1, 'vcenter', 'ops', 'https://vc:443', 1)")
+        conn.execute("PRAGMA user_version = 3")
+    with Store.open(state_dir) as store:
+        assert store.binding() == ClusterBinding(kind="vcenter", context="ops", server="https://vc:443", insecure=True)
+    with sqlite3.connect(state_dir / "state.db") as conn:
+        assert int(conn.execute("PRAGMA user_version").fetchone()[0]) == state_db.SCHEMA_VERSION
 
 
 def test_an_executed_change_keeps_its_steps_and_the_cluster_versions(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from gpuadmin.tui.app import GpuadminApp
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from tests.kube import cluster_objects as objects
 from tests.kube.apiserver_double import ApiServerDouble
-from tests.tui.tuikit import ROOT, cursor_row, errors, grid, header, make_app, notes, press, settle
+from tests.tui.tuikit import ROOT, cursor_row, errors, grid, header, make_app, notes, press, settle, static_text
 
 SIZE = (120, 36)
 WITHIN_S = 1.0  # issue 22: the console updates within 1 s of an event
@@ -164,6 +164,10 @@ async def test_a_cordon_applied_in_the_console_is_executed_on_the_cluster(double
         assert row is not None and row["NAME"] == "gpu-a"
         await press(pilot, "c")
         assert isinstance(app.screen, PlanReviewScreen)
+        review = static_text(app, "#review")  # what apply will execute there, not commands for someone to run
+        assert "On the cluster (apply executes these API calls" in review and "cordon node gpu-a:" in review
+        assert "PATCH node spec.unschedulable" in review
+        assert "Node commands" not in review and "kubectl" not in review
         await press(pilot, "y")
         await within(lambda: any("executed on the cluster" in text for _, _, text in notes(app)), limit=5)
         said = next(text for _, _, text in notes(app) if "executed on the cluster" in text)

@@ -37,6 +37,7 @@ from gpuadmin.engine.scheduler.node_filters import (
     VmSlots,
     allowed_nodes,
     needs_of,
+    taints_filter,
 )
 from gpuadmin.engine.scheduler.order import Cost, JobOrder, QueueBook, estimate_cost, fair_shares, make_books
 from gpuadmin.engine.scheduler.preempt import Eligible, find_eviction
@@ -170,13 +171,14 @@ class Cycle:
         cost_of: dict[Shape, Cost] = {}
         books = self.books
         shape_by_request: dict[tuple[object, ...], Shape] = {}  # jobs asking alike share one shape (and its cost)
+        taints = taints_filter(self.state)  # a schedulable node is tainted: every job's tolerations are checked
         for i, job in enumerate(self.state.jobs.values()):
             if job.status not in PENDING:
                 continue
             self.fifo[job.name] = i
             shape = _memo_shape(shape_by_request, job)
             self.shapes[job.name] = shape
-            needs = needs_of(job)
+            needs = needs_of(job, taints)
             if needs:
                 self.needs[job.name] = needs
             cost = cost_of.get(shape)

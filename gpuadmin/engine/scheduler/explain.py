@@ -21,10 +21,11 @@ from gpuadmin.engine.scheduler.cycle import Cycle
 from gpuadmin.engine.scheduler.fgd import unit_need
 from gpuadmin.engine.scheduler.filters import gpu_status, mig_profile_name, model_ok, node_ok
 from gpuadmin.engine.scheduler.index import NodeCap
-from gpuadmin.engine.scheduler.node_filters import NO_NEEDS, NodeNeeds
+from gpuadmin.engine.scheduler.node_filters import NO_NEEDS, UNTOLERATED_TAINT, NodeNeeds
 from gpuadmin.engine.scheduler.preempt import find_eviction
 from gpuadmin.engine.scheduler.repartition import repartition_remedy
 from gpuadmin.engine.scheduler.shape import Shape
+from gpuadmin.engine.scheduler.verdicts import Verdicts
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Job
 from gpuadmin.model.places import slice_place
@@ -408,6 +409,10 @@ class Explainer:
                             {"vm": needs.vm, "node": nc.name, "free_vm_gpus": free, **asks})
         ready = self.index.nodes
         unlabelled, short = verdicts.count("node-selector"), verdicts.count("node-resources")
+        tainted = verdicts.count(UNTOLERATED_TAINT)
+        if tainted and (unlabelled + short + tainted == len(ready) or any(gpu_status(nc, shape).fits
+                                                                         for nc in ready)):
+            return self._taint_finding(verdicts, len(ready), tainted == len(ready))
         if unlabelled == len(ready):
             return _Finding("node-selector", f"no ready node matches its node selector/affinity "
                             f"({len(ready)} ready)", {"ready_nodes": len(ready)},
@@ -426,6 +431,19 @@ class Explainer:
                             f"CPU and memory request rule out ({passing} of {len(ready)} ready nodes pass "
                             "them)", {**asks, "nodes_passing": passing})
         return None
+
+    def _taint_finding(self, verdicts: Verdicts, ready: int, every: bool) -> _Finding:
+        """The taint filter keeps the job off the ready nodes that have room for it (`every`: off every ready
+        node): the taints, as the filter named them in its verdicts (read, never worked out again here)."""
+        taints = [(status.reason, n) for status, n in verdicts.misfits if status.code == UNTOLERATED_TAINT]
+        said = "; ".join(f"{_plural(n, 'node')}: {reason}" for reason, n in taints)
+        message = (f"every ready node has a taint it does not tolerate ({said})" if every else
+                   f"GPUs are free only on nodes its node-level filters rule out; of {_plural(ready, 'ready node')}, "
+                   f"{_plural(sum(n for _, n in taints), 'node')} have a taint it does not tolerate ({said})")
+        return _Finding(UNTOLERATED_TAINT, message,
+                        {"ready_nodes": ready, "untolerated_taints": {reason: n for reason, n in taints}},
+                        "give the job a toleration of the taint (its pods' spec.tolerations), or take the taint off a "
+                        "node (kubectl taint nodes NODE KEY-)")
 
     def _room(self, job: Job) -> bool:
         """Whether enough nodes pass the filters now for a quota change alone to let the job run."""

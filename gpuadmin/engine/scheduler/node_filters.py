@@ -7,13 +7,19 @@ NodeResourcesFit plugins), and jobs that run inside a vSphere VM.
                        evicts; a node without `cpus` / `memory_gib` in the inventory is not checked;
 * `VmSlots`          — the healthy GPUs each VM holds that no job in it runs on yet (the index never offers a GPU a
                        VM holds, so a job without `vm` never lands there);
+* `untolerated`      — kube-scheduler's TaintToleration filter: the first NoSchedule or NoExecute taint of a node
+                       that none of the job's tolerations tolerates (PreferNoSchedule never filters); asked of a
+                       job only where a schedulable node has such a taint the job does not tolerate
+                       (`NodeNeeds.taints`): a job that tolerates them all, and every job of a cluster without
+                       them, keeps the cycle's fast path;
 * `node_status`      — whether one node passes them, in kube-scheduler's words ("Insufficient cpu",
-                       "didn't match node selector/affinity");
+                       "didn't match node selector/affinity", "node(s) had untolerated taint {key: value}");
 * `filter_node`      — the cycle's whole filter chain on one node (state, node-level, GPUs) as one `Status`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuadmin.engine.rules.vsphere import vm_gpus
@@ -21,13 +27,15 @@ from gpuadmin.engine.scheduler.filters import FITS, Status, gpu_status
 from gpuadmin.engine.scheduler.index import CapacityIndex, NodeCap
 from gpuadmin.engine.scheduler.shape import Shape
 from gpuadmin.engine.state import ClusterState
-from gpuadmin.model import Job, Node
-from gpuadmin.model.inventory import AffinityOperator, term_matches
+from gpuadmin.model import Job, Node, Taint
+from gpuadmin.model.inventory import AffinityOperator, TolerationKey, term_matches, tolerates
 
 EPSILON = 1e-9
 INSUFFICIENT_CPU = "Insufficient cpu"
 INSUFFICIENT_MEMORY = "Insufficient memory"
 NO_LABEL_MATCH = "didn't match node selector/affinity"
+UNTOLERATED_TAINT = "untolerated-taint"
+FILTERING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})  # PreferNoSchedule only scores, in kube-scheduler
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +45,22 @@ class NodeNeeds:
     selector: tuple[tuple[str, str], ...] = ()
     affinity: tuple[tuple[str, AffinityOperator, tuple[str, ...]], ...] = ()
     vm: str | None = None
+    taints: bool = False  # the taint filter applies (a schedulable node has a NoSchedule / NoExecute taint the
+    # job does not tolerate)
+    tolerations: tuple[TolerationKey, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.cpus or self.memory_gib or self.selector or self.affinity or self.vm)
+        return bool(self.cpus or self.memory_gib or self.selector or self.affinity or self.vm or self.taints)
 
     @property
     def labelled(self) -> bool:
         return bool(self.selector or self.affinity)
+
+    def untolerated(self, node: Node) -> Taint | None:
+        """The node's first NoSchedule / NoExecute taint that none of the tolerations tolerates, if any."""
+        if not self.taints:
+            return None
+        return untolerated(node, self.tolerations)
 
     def labels_match(self, node: Node) -> bool:
         labels = node.labels
@@ -55,11 +72,43 @@ class NodeNeeds:
 NO_NEEDS = NodeNeeds()
 
 
-def needs_of(job: Job) -> NodeNeeds:
+def untolerated(node: Node, tolerations: tuple[TolerationKey, ...]) -> Taint | None:
+    """kube-scheduler's TaintToleration filter on one node: its first taint with effect NoSchedule or NoExecute
+    that no toleration tolerates (Kubernetes' matching, `model.inventory.tolerates`)."""
+    for taint in node.taints or ():
+        if taint.effect in FILTERING_EFFECTS and not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None
+
+
+def taint_status(taint: Taint) -> Status:
+    """The filter's verdict naming the taint, in kube-scheduler's words."""
+    return Status(UNTOLERATED_TAINT, f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")
+
+
+def taints_filter(state: ClusterState) -> tuple[Taint, ...]:
+    """The distinct taints the filter acts on in this state: NoSchedule / NoExecute taints of schedulable (ready)
+    nodes. A cordoned or down node carries the node controller's taints, but the node-state filter keeps every job
+    off it first, as kube-scheduler's NodeUnschedulable does."""
+    found: dict[tuple[str, str, str], Taint] = {}
+    for node in state.nodes.values():
+        if node.state == "ready":
+            for taint in node.taints or ():
+                if taint.effect in FILTERING_EFFECTS:
+                    found.setdefault((taint.key, taint.value, taint.effect), taint)
+    return tuple(found.values())
+
+
+def needs_of(job: Job, taints: Sequence[Taint] = ()) -> NodeNeeds:
+    """The job's node-level needs. `taints`: those the filter acts on in this state (`taints_filter`); a job that
+    tolerates every one of them passes the filter on every node, so it is not asked of it (the fast path: a GPU
+    Operator cluster's `nvidia.com/gpu:NoSchedule` taint, which its GPU pods tolerate, slows nothing)."""
+    tolerations = tuple(sorted({t.as_tuple() for t in job.tolerations or ()}, key=repr))
+    checked = any(not any(tolerates(t, taint) for t in tolerations) for taint in taints)
     req = job.request
     if req.cpus is None and req.memory_gib is None and not job.node_selector and not job.node_affinity and (
         job.vm is None
-    ):
+    ) and not checked:
         return NO_NEEDS
     return NodeNeeds(
         req.cpus or 0.0,
@@ -67,6 +116,8 @@ def needs_of(job: Job) -> NodeNeeds:
         tuple(sorted((job.node_selector or {}).items())),
         tuple(t.as_tuple() for t in job.node_affinity or ()),
         job.vm,
+        checked,
+        tolerations if checked else (),
     )
 
 
@@ -114,6 +165,9 @@ def node_status(nc: NodeCap, needs: NodeNeeds, resources: NodeResources, vm_host
         return Status("vm-host", f"not the host of VM {needs.vm}")
     if needs.labelled and not needs.labels_match(nc.node):
         return Status("node-selector", NO_LABEL_MATCH)
+    taint = needs.untolerated(nc.node)
+    if taint is not None:
+        return taint_status(taint)
     short = resources.shortfall(nc.name, needs)
     return FITS if short is None else Status("node-resources", short)
 
@@ -162,11 +216,14 @@ class VmSlots:
 
 def allowed_nodes(index: CapacityIndex, needs: NodeNeeds, resources: NodeResources,
                   label_memo: dict[NodeNeeds, set[int]]) -> set[int]:
-    """The schedulable nodes (by index position) that pass the node-level filters now."""
-    label_key = NodeNeeds(selector=needs.selector, affinity=needs.affinity)
+    """The schedulable nodes (by index position) that pass the node-level filters now (labels and taints, which
+    do not change during a cycle, memoised)."""
+    label_key = NodeNeeds(selector=needs.selector, affinity=needs.affinity, taints=needs.taints,
+                          tolerations=needs.tolerations)
     labelled = label_memo.get(label_key)
     if labelled is None:
-        labelled = label_memo[label_key] = {nc.idx for nc in index.nodes if label_key.labels_match(nc.node)}
+        labelled = label_memo[label_key] = {nc.idx for nc in index.nodes if label_key.labels_match(nc.node)
+                                            and label_key.untolerated(nc.node) is None}
     if not (needs.cpus or needs.memory_gib):
         return labelled
     nodes = index.nodes

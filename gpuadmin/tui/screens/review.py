@@ -11,7 +11,7 @@ the apply action: the verdict line says why."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -38,10 +38,14 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
 
     def __init__(self, title: str, plan: Plan, asked: Confirmation, save: Callable[[str, Callable[[], None]], None],
                  note: str = "", summary: str = "", *, draft: list[str] | None = None,
-                 discard: Callable[[], None] | None = None, dry_run: str = "") -> None:
+                 discard: Callable[[], None] | None = None, dry_run: str = "",
+                 on_cluster: list[dict[str, Any]] | None = None) -> None:
         """`draft`: the draft's lines, for a draft's review; `discard` empties the draft (x). `dry_run`: why
-        this plan is shown only (a viewer's scheduling cycle): no apply action."""
+        this plan is shown only (a viewer's scheduling cycle): no apply action. `on_cluster`: on a state bound to
+        a cluster, what apply executes there, change by change (`PlannedStep.to_json()`), shown instead of the
+        node commands."""
         super().__init__()
+        self.on_cluster = on_cluster
         self.title_text = title
         self.plan = plan
         self.asked = asked
@@ -87,9 +91,9 @@ class PlanReviewScreen(ModalScreen[bool | str | None]):
     def _body(self) -> Text:
         data = self.plan.to_json()
         if self.full:
-            return Text(plan_text(data))
+            return Text(plan_text(data, self.on_cluster))
         lines = plan_heading(data)
-        full = len(plan_text(data).splitlines())
+        full = len(plan_text(data, self.on_cluster).splitlines())
         # in a destructive review the typed confirmation has the focus, and takes the letter `f`
         tab = " (Tab first, out of the confirmation)" if self.asked.destructive else ""
         return Text("\n".join([*lines, self.summary.rstrip("\n"), f"f{tab}: the full plan ({full} lines)"]) + "\n")
