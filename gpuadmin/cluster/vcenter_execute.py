@@ -112,6 +112,8 @@ def exit_maintenance(context: VsphereContext, change: ch.Uncordon) -> Done:
 def _vgpu_devices(vm: Any, profile: str) -> list[Any]:
     """The VM's vGPU devices of `profile` (its vmiop backings whose type is the profile)."""
     vim, _ = _pyvmomi()
+    if vm.config is None:  # an inaccessible or orphaned VM: vCenter has no configuration to show
+        raise StepFailed(f"vCenter shows no configuration of VM {vm.name!r} (inaccessible?): sync to see it")
     return [d for d in vm.config.hardware.device or ()
             if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
             and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
@@ -139,7 +141,8 @@ def assign_vgpu(context: VsphereContext, change: ch.AssignVgpu) -> Done:
     if have >= wanted:
         return Done("already", f"the VM has {have} vGPU(s) of {change.profile}")
     host = context.find("HostSystem", change.node)
-    types = [t for t in host.config.sharedPassthruGpuTypes or () if normalize_vgpu_type_name(str(t)) == change.profile]
+    offered = host.config.sharedPassthruGpuTypes if host.config is not None else None  # None: disconnected
+    types = [t for t in offered or () if normalize_vgpu_type_name(str(t)) == change.profile]
     if not types:
         raise StepFailed(f"host {change.node} offers no vGPU type for {change.profile}: sync to see what it offers")
     _powered_off(vm, change.vm, "adds a vGPU to")
