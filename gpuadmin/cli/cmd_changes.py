@@ -177,15 +177,19 @@ def add_wait(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--kubeconfig", type=Path, default=None, metavar="FILE",
                          help="the kubeconfig that reaches the bound cluster (default: $KUBECONFIG, else "
                               "~/.kube/config; the context is the state's)")
+    cluster.add_argument("--password-file", type=Path, default=None, metavar="FILE",
+                         help="a bound vCenter's password: the first line of FILE, which only you may read (mode "
+                              "0600); else $GPUADMIN_VCENTER_PASSWORD, else a prompt (docs/vsphere.md)")
 
 
 def configure_apply(service: Service, args: argparse.Namespace) -> None:
     """What `add_wait`'s options ask of the service."""
+    from gpuadmin.cli.cmd_cluster import password_source
     from gpuadmin.service import ExecutionOptions
 
     service.lock_wait = args.wait
     service.execution = ExecutionOptions(kubeconfig=args.kubeconfig, timeout_s=args.timeout,
-                                         model_only=args.model_only)
+                                         model_only=args.model_only, password=password_source(args))
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -123,6 +123,9 @@ class OpSpec:
 _STATE_ONLY = Runs("state", "gpuadmin's state only (the node is not asked to do anything)")
 _VCENTER = Unsupported("no vCenter call is rendered yet: the plan's diff is the instruction")
 _NO_MAINTENANCE_MODE = Unsupported("vCenter maintenance mode is not rendered")
+_MAINTENANCE_MODE_ON_VCENTER = Unsupported(
+    "no command is rendered for a state of files; on a vCenter-bound state apply runs the host's "
+    "EnterMaintenanceMode_Task / ExitMaintenanceMode_Task (gpuadmin/cluster/vcenter_execute.py)")
 # What an evacuation will execute once gpuadmin is bound to a vCenter (issue 24); until then it is planned only.
 _EVACUATION_PLANNED = Unsupported(
     "planned only, nothing is executed yet: on a bound vCenter it is to run RelocateVM_Task per vMotioned VM; "
@@ -285,13 +288,13 @@ _SPECS = (
           console=Console("c", "edit.cordon", "Cordon"),
           verb=Verb(("cordon",), (_NODES,), "gpuadmin cordon gpu-h100-03 gpu-h100-04 --yes"),
           fields="`node`", doc="stop new placements on the node (never on a `down` node).",
-          runs={"baremetal": _STATE_ONLY, "vsphere": _NO_MAINTENANCE_MODE,
+          runs={"baremetal": _STATE_ONLY, "vsphere": _MAINTENANCE_MODE_ON_VCENTER,
                 "kubernetes": Runs("commands", "kubectl cordon -- NODE")}),
     _spec(ch.Uncordon, planner._uncordon, "operator", idempotent=True,
           console=Console("u", "edit.uncordon", "Uncordon"),
           verb=Verb(("uncordon",), (_NODES,), "gpuadmin uncordon gpu-h100-03 --yes"),
           fields="`node`", doc="resume placements (a `down` node needs repair-node).",
-          runs={"baremetal": _STATE_ONLY, "vsphere": _NO_MAINTENANCE_MODE,
+          runs={"baremetal": _STATE_ONLY, "vsphere": _MAINTENANCE_MODE_ON_VCENTER,
                 "kubernetes": Runs("commands", "kubectl uncordon -- NODE")}),
     _spec(ch.RepairNode, planner._repair, "admin", idempotent=False,
           console=NotInConsole("an admin records a repair in a change file (`apply -f`), with its note"),

@@ -42,7 +42,7 @@ from gpuadmin.store.state_db import Outcome, Verdict
 
 if TYPE_CHECKING:
     from gpuadmin.cluster.exec_base import ExecuteSettings
-    from gpuadmin.cluster.execute import PlannedStep
+    from gpuadmin.cluster.execute import Execution, PlannedStep
 
 
 def execute_settings(binding: ClusterBinding) -> ExecuteSettings:
@@ -59,7 +59,12 @@ def execute_settings(binding: ClusterBinding) -> ExecuteSettings:
 
 
 def planned_cluster_steps(changes: Sequence[ch.Change], binding: ClusterBinding) -> list[PlannedStep]:
-    """Each change as the executors will carry it out on the binding's cluster (pure: nothing is read)."""
+    """Each change as the executors will carry it out on the binding's cluster, Kubernetes or vCenter (pure:
+    nothing is read)."""
+    if binding.kind == "vcenter":
+        from gpuadmin.cluster.vcenter_execute import planned_vcenter_steps
+
+        return planned_vcenter_steps(changes)
     from gpuadmin.cluster.execute import planned_steps
 
     return planned_steps(changes, execute_settings(binding))
@@ -158,8 +163,14 @@ class ChangeUseCases(ServiceCore):
                 binding = self.store.binding()
                 if binding is not None and binding.kind == "kubernetes" and not self.execution.model_only:
                     return self._execute(fresh, binding, intent)
-                # a vCenter's ops are not carried out by gpuadmin yet (docs/vsphere.md): the state alone changes
-                note = "" if binding is None else "model only: nothing was executed on the cluster"
+                on_vcenter = binding is not None and binding.kind == "vcenter" and not self.execution.model_only
+                unexecuted = _vsphere_unexecuted(fresh) if on_vcenter else []
+                if binding is not None and on_vcenter and not unexecuted:
+                    return self._execute_vcenter(fresh, binding, intent)
+                # --model-only, or a vCenter plan with an op gpuadmin does not carry out there (docs/vsphere.md):
+                # the state alone changes, and the entry says why
+                note = "" if binding is None else "model only: nothing was executed on the cluster" + (
+                    f" (gpuadmin does not carry out {', '.join(unexecuted)} on a vCenter)" if unexecuted else "")
                 return self._commit(fresh, self._entry(fresh, "allowed", "applied", note, intent))
         except LockHeld as held:
             message = f"{held} (waited {self.lock_wait:g} s for it; --wait SECONDS waits longer)"
@@ -189,11 +200,33 @@ class ChangeUseCases(ServiceCore):
         connection = connect_bound(binding, self.execution.kubeconfig)
         run = execute(connection, fresh.changes, View(self.state), fresh.view, self.store.cluster_versions(),
                       timeout=self.execution.timeout_s, settings=execute_settings(binding))
+        return self._journal_execution(fresh, run, intent, run.versions)
+
+    def _execute_vcenter(self, fresh: Plan, binding: ClusterBinding, intent: Intent | None) -> ApplyResult:
+        """`_execute` on a vCenter: the plan's changes as vCenter tasks (gpuadmin/cluster/vcenter_execute.py),
+        journaled the same way. The password comes from `execution.password` and is kept in memory only."""
+        from gpuadmin.cluster.vcenter import connect_vcenter_bound, vcenter_password
+        from gpuadmin.cluster.vcenter_execute import execute_vcenter
+
+        password = self.execution.password or vcenter_password
+        connection = connect_vcenter_bound(binding, password(binding.context, binding.server))
+        try:
+            run = execute_vcenter(connection, fresh.changes, fresh.view, timeout=self.execution.timeout_s)
+        finally:
+            connection.close()
+        # the VMs' changeVersions stay the synced ones: the next sync reads them again
+        return self._journal_execution(fresh, run, intent, None)
+
+    def _journal_execution(self, fresh: Plan, run: Execution, intent: Intent | None,
+                           versions: Mapping[tuple[str, str], str] | None) -> ApplyResult:
+        """Journal an execution and commit what the cluster now holds (with `versions`, the cluster's object
+        versions as the execution left them; None keeps the synced ones)."""
+        assert self.store is not None
         steps = [step.as_journal() for step in run.steps]
         if run.outcome == "executed":
             entry = self._entry(fresh, "allowed", "executed", "", intent)
             entry.execution = steps
-            return self._commit(fresh, entry, run.versions, run.steps)
+            return self._commit(fresh, entry, versions, run.steps)
         assert run.error is not None
         if run.outcome == "partial":
             held = [change for change, step in zip(fresh.changes, run.steps, strict=True)
@@ -202,7 +235,7 @@ class ChangeUseCases(ServiceCore):
             part = plan(self.state, held, fresh.released)
             entry = self._entry(part, "allowed", "partial", str(run.error), intent)
             entry.execution = steps
-            self._commit(part, entry, run.versions, run.steps)
+            self._commit(part, entry, versions, run.steps)
         else:
             entry = self._entry(fresh, "allowed", "failed", str(run.error), intent)
             entry.execution = steps
@@ -407,6 +440,14 @@ class ChangeUseCases(ServiceCore):
                 undone = []
         done = [e for e in done if e.diff]  # an entry that changed nothing has nothing to invert
         return done, undone, barrier
+
+
+def _vsphere_unexecuted(the_plan: Plan) -> list[str]:
+    """The plan's ops that gpuadmin does not carry out on a vCenter (imported here: the vSphere executors load only
+    for a vCenter-bound state)."""
+    from gpuadmin.cluster.vcenter_execute import vsphere_unexecuted
+
+    return vsphere_unexecuted(the_plan.changes)
 
 
 def _what(the_plan: Plan) -> list[tuple[str, str, Any]]:

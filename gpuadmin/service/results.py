@@ -30,11 +30,13 @@ class ApplyResult:
 class ExecutionOptions:
     """How `apply` treats a state bound to a live cluster: the kubeconfig that reaches it (None: $KUBECONFIG, else
     ~/.kube/config; the context is the binding's), how long a step may wait (a PodDisruptionBudget, the
-    mig-manager), and `model_only`: change gpuadmin's state alone (a what-if), executing nothing."""
+    mig-manager, a vCenter task), `model_only`: change gpuadmin's state alone (a what-if), executing nothing, and
+    `password`: a vCenter's password for (user, server) (None: $GPUADMIN_VCENTER_PASSWORD only)."""
 
     kubeconfig: Path | None = None
     timeout_s: float = 300.0
     model_only: bool = False
+    password: Callable[[str, str], str] | None = None
 
 
 @dataclass(frozen=True)

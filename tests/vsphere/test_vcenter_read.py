@@ -40,7 +40,7 @@ def test_the_seeded_estate_reads_as_the_sample_writes_it(vcsim: Simulator, tmp_p
     made = init_from_vcenter(tmp_path / "state", server=vcsim.server, user=vcsim.user, password=vcsim.password,
                              insecure=True)
     assert made.findings == []
-    assert made.counts == {"hosts": 6, "gpus": 36, "vms": 45, "other_vms": 0}
+    assert made.counts == {"hosts": 7, "gpus": 40, "vms": 45, "other_vms": 0}
     with Store.open(tmp_path / "state") as store:
         read = {node.name: node.model_dump(mode="json", exclude_none=True) for node in store.load().nodes.values()}
         assert store.binding() == ClusterBinding(kind="vcenter", context=vcsim.user, server=vcsim.server,
@@ -72,7 +72,7 @@ def test_hostile_names_and_unknown_types_become_findings_never_a_crash(vcsim: Si
     assert ("host", "skipped: a name with control characters") in findings
     assert ("vm", "vGPU type 'grid_h100-80c' is not one host esx-vdi-01 offers") in findings
     hosts = json.loads(done.out)["counts"]["hosts"]
-    assert hosts == 6, "the hostile host is skipped, the others read"
+    assert hosts == 7, "the hostile host is skipped, the others read"
 
 
 def test_tls_is_verified_unless_insecure_and_insecure_is_shown(vcsim: Simulator, tmp_path: Path) -> None:

@@ -114,14 +114,19 @@ def _groups_and_a_queue(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_change_on_a_vcenter_bound_state_is_model_only_and_says_so(vcsim: Simulator, tmp_path: Path) -> None:
-    """gpuadmin carries out no op on a vCenter yet: a cordon changes the state, its entry says "model only", and no
-    Kubernetes connection is tried with the vCenter's binding (which would fail on the kubeconfig)."""
+def test_a_model_only_change_on_a_vcenter_bound_state_says_so_and_touches_nothing(vcsim: Simulator,
+                                                                                   tmp_path: Path) -> None:
+    """`--model-only`: a cordon changes the state alone, its entry says "model only", vCenter's host stays out of
+    maintenance mode, and no Kubernetes connection is tried with the vCenter's binding (which would fail on the
+    kubeconfig). (Without it the cordon is a vCenter task: tests/vsphere/test_vcenter_execute.py.)"""
     state = tmp_path / "state"
     env = _bound(vcsim, state)
-    done = gpuadmin("--state", state, "cordon", "esx-vdi-01", "--yes", env={**env, "KUBECONFIG": "/nonexistent"})
+    done = gpuadmin("--state", state, "cordon", "esx-vdi-01", "--yes", "--model-only",
+                    env={**env, "KUBECONFIG": "/nonexistent"})
     assert done.code == ExitCode.OK, done.err
     with Store.open(state) as store:
         entry = store.journal()[-1]
         assert entry.outcome == "applied" and "model only" in entry.message
         assert store.load().nodes["esx-vdi-01"].state == "cordoned"
+    with session(vcsim) as service:
+        assert find(service, "HostSystem", "esx-vdi-01").runtime.inMaintenanceMode is False

@@ -1,0 +1,247 @@
+"""Execute a checked plan on a vCenter as vSphere tasks (issue 24 item 2), the vSphere half of `execute.py`.
+
+Each change runs with the executor `VSPHERE_EXECUTORS` holds for its op, in plan order; each executor reads the
+object first and answers `already` where vCenter already is as the plan wants it (a re-run of a plan that failed
+half-way does nothing twice), else starts one task and waits for it. A task that fails stops the plan: its step is
+`failed` with the task's fault message, what follows is `not-run`, and the outcome is `partial` or `failed` as
+`execute.py`'s. The steps and the outcome are `execute.py`'s types, so the journal records both bindings alike.
+
+- cordon, drain: `HostSystem.EnterMaintenanceMode_Task(timeout)`: vCenter waits for the host's VMs to be moved or
+  powered off (DRS; gpuadmin's evacuation plan is `evacuate-host`'s) and fails the task at the timeout.
+- uncordon: `HostSystem.ExitMaintenanceMode_Task(timeout)`.
+- assign-vgpu / remove-vgpu: `VirtualMachine.ReconfigVM_Task` adding (removing) one `VirtualPCIPassthrough` whose
+  backing is a `VirtualPCIPassthroughVmiopBackingInfo(vgpu=TYPE)`, the type the host offers for the profile
+  (`A40-12C` → `grid_a40-12c`). vSphere adds or removes a PCI device of a powered-off VM only: a VM that is not
+  powered off fails the step before any task (power it off first; gpuadmin powers nothing off by itself).
+
+The other ops have no vSphere execution here (`vsphere_unexecuted`): a plan holding one is applied to gpuadmin's
+state alone, as before, and says so.
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpuadmin.catalog.entities import normalize_vgpu_type_name
+from gpuadmin.cluster.errors import ClusterError, ClusterForbidden, ClusterUnreachable
+from gpuadmin.cluster.exec_base import Done, StepFailed
+from gpuadmin.cluster.execute import Execution, PlannedStep, Step, _outcome, _Run, target_of
+from gpuadmin.cluster.vcenter import VcenterConnection, _pyvmomi, _short
+from gpuadmin.engine import changes as ch
+from gpuadmin.engine.ops import spec_of
+from gpuadmin.engine.state import View
+
+POLL_S = 0.2  # how often a task's state is read again while it runs
+
+
+@dataclass
+class VsphereContext:
+    """One step's view of the execution: the vCenter session, the plan's after-view, the calls made so far (for
+    its step) and whether one of them changed vCenter, and the deadline of its waiting."""
+
+    connection: VcenterConnection
+    after: View
+    deadline: float  # time.monotonic() after which a task still running fails the step
+    sleep: Callable[[float], None]
+    calls: list[str]
+    wrote: bool = False
+
+    def find(self, kind: str, name: str) -> Any:
+        """The one HostSystem or VirtualMachine named `name`; a step failure where there is none, or several."""
+        vim, _ = _pyvmomi()
+        content = self.connection.service.RetrieveContent()
+        view = content.viewManager.CreateContainerView(content.rootFolder, [getattr(vim, kind)], True)
+        try:
+            found = [obj for obj in view.view if obj.name == name]
+        finally:
+            view.Destroy()
+        what = "host" if kind == "HostSystem" else "VM"
+        if len(found) != 1:
+            raise StepFailed(f"vCenter has {'no' if not found else len(found)} {what}{'s' if found else ''} named "
+                             f"{name!r}: sync to see the estate as it is")
+        return found[0]
+
+    def task(self, method: str, obj: Any, start: Callable[[], Any]) -> None:
+        """Start a task (`method` on `obj`, recorded as the step's call) and wait for it; its fault fails the step."""
+        self.calls.append(f"{method} {obj._moId}")
+        task = start()
+        while True:
+            info = task.info
+            state = str(info.state)
+            if state == "success":
+                self.wrote = True
+                return
+            if state == "error":
+                fault = info.error
+                message = getattr(fault, "msg", None) or type(fault).__name__
+                raise StepFailed(f"{method} failed: {_short(str(message))}")
+            if time.monotonic() > self.deadline:
+                self.wrote = True  # the task may yet finish: vCenter may hold this step
+                raise StepFailed(f"{method} did not finish in time (task {task._moId} is still {state} on vCenter; "
+                                 "--timeout SECONDS waits longer)")
+            self.sleep(POLL_S)
+
+
+VsphereExecutor = Callable[[VsphereContext, Any], Done]
+
+
+def _timeout(context: VsphereContext) -> int:
+    return max(1, int(context.deadline - time.monotonic()))
+
+
+def enter_maintenance(context: VsphereContext, change: ch.Cordon) -> Done:
+    host = context.find("HostSystem", change.node)
+    if host.runtime.inMaintenanceMode:
+        return Done("already", "the host is in maintenance mode")
+    running = sorted(vm.name for vm in host.vm if str(vm.runtime.powerState) == "poweredOn")
+    if running:  # vCenter's task would wait for them to leave, and DRS moves no vGPU VM by itself
+        shown = ", ".join(running[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
+        raise StepFailed(f"{len(running)} VM(s) powered on on {change.node} ({shown}): maintenance mode would wait "
+                         f"for them to leave; plan their moves with gpuadmin evacuate {change.node} (its execution "
+                         "on vCenter is not built yet: move them in vCenter, then sync and cordon again)")
+    context.task("EnterMaintenanceMode_Task", host, lambda: host.EnterMaintenanceMode_Task(timeout=_timeout(context)))
+    return Done("executed")
+
+
+def exit_maintenance(context: VsphereContext, change: ch.Uncordon) -> Done:
+    host = context.find("HostSystem", change.node)
+    if not host.runtime.inMaintenanceMode:
+        return Done("already", "the host is not in maintenance mode")
+    context.task("ExitMaintenanceMode_Task", host, lambda: host.ExitMaintenanceMode_Task(timeout=_timeout(context)))
+    return Done("executed")
+
+
+def _vgpu_devices(vm: Any, profile: str) -> list[Any]:
+    """The VM's vGPU devices of `profile` (its vmiop backings whose type is the profile)."""
+    vim, _ = _pyvmomi()
+    if vm.config is None:  # an inaccessible or orphaned VM: vCenter has no configuration to show
+        raise StepFailed(f"vCenter shows no configuration of VM {vm.name!r} (inaccessible?): sync to see it")
+    return [d for d in vm.config.hardware.device or ()
+            if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
+            and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
+            and normalize_vgpu_type_name(str(d.backing.vgpu or "")) == profile]
+
+
+def _wanted(context: VsphereContext, node: str, vm: str, profile: str) -> int:
+    """How many vGPUs of `profile` the plan's after-view gives the VM on the node."""
+    after = context.after.node(node)
+    if after is None:  # a checked plan names only nodes it has
+        raise StepFailed(f"node {node} is not in the plan's state")
+    return sum(1 for gpu in after.gpus for v in gpu.vgpus or () if v.vm == vm and v.profile == profile)
+
+
+def _powered_off(vm: Any, name: str, doing: str) -> None:
+    power = str(vm.runtime.powerState)
+    if power != "poweredOff":
+        raise StepFailed(f"vSphere {doing} a powered-off VM only: {name} is {power} (power it off first)")
+
+
+def assign_vgpu(context: VsphereContext, change: ch.AssignVgpu) -> Done:
+    vim, _ = _pyvmomi()
+    vm = context.find("VirtualMachine", change.vm)
+    have, wanted = len(_vgpu_devices(vm, change.profile)), _wanted(context, change.node, change.vm, change.profile)
+    if have >= wanted:
+        return Done("already", f"the VM has {have} vGPU(s) of {change.profile}")
+    host = context.find("HostSystem", change.node)
+    offered = host.config.sharedPassthruGpuTypes if host.config is not None else None  # None: disconnected
+    types = [t for t in offered or () if normalize_vgpu_type_name(str(t)) == change.profile]
+    if not types:
+        raise StepFailed(f"host {change.node} offers no vGPU type for {change.profile}: sync to see what it offers")
+    _powered_off(vm, change.vm, "adds a vGPU to")
+    device = vim.vm.device.VirtualPCIPassthrough(
+        key=-1, backing=vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(vgpu=str(types[0])))
+    spec = vim.vm.ConfigSpec(deviceChange=[vim.vm.device.VirtualDeviceSpec(operation="add", device=device)])
+    context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec))
+    return Done("executed", f"vGPU {types[0]} added")
+
+
+def remove_vgpu(context: VsphereContext, change: ch.RemoveVgpu) -> Done:
+    vim, _ = _pyvmomi()
+    vm = context.find("VirtualMachine", change.vm)
+    devices = _vgpu_devices(vm, change.profile)
+    if len(devices) <= _wanted(context, change.node, change.vm, change.profile):
+        return Done("already", f"the VM has {len(devices)} vGPU(s) of {change.profile}")
+    _powered_off(vm, change.vm, "removes a vGPU from")
+    spec = vim.vm.ConfigSpec(deviceChange=[vim.vm.device.VirtualDeviceSpec(operation="remove", device=devices[-1])])
+    context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec))
+    return Done("executed", f"vGPU {devices[-1].backing.vgpu} removed")
+
+
+@dataclass(frozen=True)
+class VsphereExecutes:
+    """An op's vCenter executor and the calls it makes, in words (what a plan's review says apply will do)."""
+
+    run: VsphereExecutor
+    calls: str
+
+
+# drain is not here: on a vSphere host it evacuates the VMs (evacuate-host's moves), which no executor carries out
+# on vCenter yet, so a plan holding it is applied to the model only, saying so
+VSPHERE_EXECUTORS: dict[str, VsphereExecutes] = {
+    "cordon": VsphereExecutes(enter_maintenance, "EnterMaintenanceMode_Task on the host, its task waited for "
+                                                 "(nothing where it is in maintenance mode already; refused, "
+                                                 "before any task, while a VM on it is powered on)"),
+    "uncordon": VsphereExecutes(exit_maintenance, "ExitMaintenanceMode_Task on the host, its task waited for "
+                                                  "(nothing where it is out of maintenance mode)"),
+    "assign-vgpu": VsphereExecutes(assign_vgpu, "ReconfigVM_Task on the powered-off VM, adding a "
+                                                "VirtualPCIPassthrough device whose VmiopBackingInfo is the "
+                                                "profile's vGPU type (nothing where the VM has it already)"),
+    "remove-vgpu": VsphereExecutes(remove_vgpu, "ReconfigVM_Task on the powered-off VM, removing one vGPU device "
+                                                "of the profile (nothing where it has none too many)"),
+}
+
+
+def planned_vcenter_steps(changes: Sequence[Any]) -> list[PlannedStep]:
+    """Each change as its vCenter executor will carry it out, in plan order (pure: nothing is read); a plan with
+    an op no executor carries out is applied to the model only, and each step says so."""
+    unexecuted = vsphere_unexecuted(changes)
+    if unexecuted:
+        why = f"nothing on vCenter: the plan holds {', '.join(unexecuted)}, which gpuadmin does not carry out there"
+        return [PlannedStep(spec_of(c).op, target_of(c), False, why) for c in changes]
+    return [PlannedStep(spec_of(c).op, target_of(c), True, VSPHERE_EXECUTORS[spec_of(c).op].calls)
+            for c in changes]
+
+
+def vsphere_unexecuted(changes: Sequence[Any]) -> list[str]:
+    """The ops of `changes` that gpuadmin does not carry out on a vCenter (sorted, once each)."""
+    return sorted({spec_of(change).op for change in changes} - set(VSPHERE_EXECUTORS))
+
+
+def execute_vcenter(connection: VcenterConnection, changes: Sequence[Any], after: View, *, timeout: float,
+                    sleep: Callable[[float], None] = time.sleep) -> Execution:
+    """Run `changes` (planned and checked on the synced state; `after` is the plan's view) as vCenter tasks, every
+    op one of `VSPHERE_EXECUTORS`'. `timeout` bounds each step's waiting, in seconds."""
+    vim, vmodl = _pyvmomi()
+    run = _Run()
+    for change in changes:
+        op, target = spec_of(change).op, target_of(change)
+        if run.error is not None:
+            run.steps.append(Step(op, target, "not-run"))
+            continue
+        context = VsphereContext(connection, after, time.monotonic() + timeout, sleep, [])
+        try:
+            done = VSPHERE_EXECUTORS[op].run(context, change)
+        except vim.fault.NoPermission as refused:
+            failed: ClusterError = ClusterForbidden(
+                f"vCenter {connection.server}: {_short(refused.msg)} (docs/vsphere.md lists the privileges)")
+        except ClusterError as error:
+            failed = error
+        except (OSError, http.client.HTTPException, vmodl.MethodFault) as lost:
+            failed = ClusterUnreachable(f"vCenter {connection.server}: {type(lost).__name__}: {_short(str(lost))}")
+        else:
+            run.changed = True
+            run.steps.append(Step(op, target, done.status, tuple(context.calls), done.message))
+            continue
+        run.error = failed
+        run.changed = run.changed or context.wrote
+        run.steps.append(Step(op, target, "failed", tuple(context.calls), str(failed)))
+    if run.error is not None:
+        run.error.steps = tuple(step.line() for step in run.steps)
+    return Execution(tuple(run.steps), _outcome(run), run.error)
+
+
+__all__ = ["VSPHERE_EXECUTORS", "VsphereExecutes", "execute_vcenter", "planned_vcenter_steps", "vsphere_unexecuted"]
