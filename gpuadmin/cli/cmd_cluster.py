@@ -17,8 +17,7 @@ from gpuadmin.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuadmin.cli.main import Context
-    from gpuadmin.service import PasswordSource, ReadSettings
-    from gpuadmin.store import ClusterBinding
+    from gpuadmin.service import ClusterBinding, PasswordSource, ReadSettings
 
 DEFAULT_VCENTER_USER = "administrator@vsphere.local"  # vCenter's own administrator, as VMware's docs name it
 
@@ -56,10 +55,9 @@ def password_source(args: argparse.Namespace) -> PasswordSource:
     terminal (never echoed). Asked only when the state is bound to a vCenter."""
     from getpass import getpass
 
-    from gpuadmin.cluster.vcenter import vcenter_password
+    from gpuadmin.service import password_from
 
-    prompt = getpass if sys.stdin.isatty() else None
-    return lambda user, server: vcenter_password(user, server, args.password_file, prompt)
+    return password_from(args.password_file, getpass if sys.stdin.isatty() else None)
 
 
 def _where(binding: ClusterBinding) -> str:

@@ -81,7 +81,9 @@ from gpuadmin.service.cluster_sync import (
     SyncResult,
     init_from_cluster,
     init_from_vcenter,
+    password_from,
 )
+from gpuadmin.store import ClusterBinding
 
-__all__ += ["ClusterDiff", "InitFromCluster", "PasswordSource", "ReadSettings", "SyncResult", "init_from_cluster",
-            "init_from_vcenter"]
+__all__ += ["ClusterBinding", "ClusterDiff", "InitFromCluster", "PasswordSource", "ReadSettings", "SyncResult",
+            "init_from_cluster", "init_from_vcenter", "password_from"]

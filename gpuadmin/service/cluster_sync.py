@@ -48,6 +48,16 @@ JOB_FACTS_KEPT = ("owner", "submitted", "isolation", "node_selector", "node_affi
 PasswordSource = Callable[[str, str], str]
 
 
+def password_from(password_file: Path | None, prompt: Callable[[str], str] | None) -> PasswordSource:
+    """A vCenter's password as a front end gives it: `password_file` (its owner's only), else
+    $GPUADMIN_VCENTER_PASSWORD, else `prompt`; read only when asked for (`cluster.vcenter.vcenter_password`)."""
+    def source(user: str, server: str) -> str:
+        from gpuadmin.cluster.vcenter import vcenter_password
+
+        return vcenter_password(user, server, password_file, prompt)
+    return source
+
+
 @dataclass
 class ClusterRead:
     """One read of the cluster, as gpuadmin's entities, with what was found on the way."""
@@ -448,4 +458,4 @@ def _canonical(value: Any) -> str:
 
 
 __all__ = ["ClusterDiff", "ClusterUseCases", "Drift", "InitFromCluster", "PasswordSource", "SyncResult",
-           "init_from_cluster", "init_from_vcenter", "read_settings"]
+           "init_from_cluster", "init_from_vcenter", "password_from", "read_settings"]

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .clikit import ROOT, SAMPLES, gpuadmin
+from tests.engine.spare_hosts import add_spare_hosts
+
+from .clikit import SAMPLES, gpuadmin
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("GPUADMIN_UPDATE_GOLDEN") == "1"
-SPARE = ROOT / "tests" / "engine" / "fixtures" / "vsphere-spare-hosts.yaml"
 VSPHERE = (SAMPLES / "vsphere-hgx.yaml").read_text(encoding="utf-8")
 
 
@@ -35,7 +36,7 @@ def check_golden(name: str, text: str) -> None:
 def spares(tmp_path: Path) -> Path:
     """The vSphere sample with the spare hosts of the engine's evacuation tests appended."""
     raw = yaml.safe_load(VSPHERE)
-    raw["nodes"] += yaml.safe_load(SPARE.read_text(encoding="utf-8"))
+    add_spare_hosts(raw)
     path = tmp_path / "vsphere-spares.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     return path
@@ -85,9 +86,9 @@ HOST = '    vsphere: {version: "7.0U3", vmotion_gbps: 25}'
 CLUSTER = "  - {name: vdi, vmotion_gbps: 25, tolerated_stun_s: 30}"
 VM = "      - {name: ws-cad-01, hardware_version: 20, tolerated_stun_s: 45}"
 DAMAGE = [
-    (HOST, HOST.replace("25", ".nan"), r"nodes\[5\]\.vsphere\.vmotion_gbps", "finite number"),
-    (HOST, HOST.replace("25", ".inf"), r"nodes\[5\]\.vsphere\.vmotion_gbps", "finite number"),
-    (HOST, HOST.replace("25", "-25"), r"nodes\[5\]\.vsphere\.vmotion_gbps", "greater than 0"),
+    (HOST, HOST.replace("25", ".nan"), r"nodes\[6\]\.vsphere\.vmotion_gbps", "finite number"),
+    (HOST, HOST.replace("25", ".inf"), r"nodes\[6\]\.vsphere\.vmotion_gbps", "finite number"),
+    (HOST, HOST.replace("25", "-25"), r"nodes\[6\]\.vsphere\.vmotion_gbps", "greater than 0"),
     (CLUSTER, CLUSTER.replace("vmotion_gbps: 25", "vmotion_gbps: 0"), r"vsphere_clusters\[1\]\.vmotion_gbps",
      "greater than 0"),
     (CLUSTER, CLUSTER.replace("30", "-.inf"), r"vsphere_clusters\[1\]\.tolerated_stun_s", "finite number"),

@@ -23,17 +23,17 @@ from gpuadmin.engine.rules.base import Touched
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.model import Inventory
 from gpuadmin.store import load_inventory
+from tests.engine.spare_hosts import add_spare_hosts
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample-inventories" / "vsphere-hgx.yaml"
-SPARE = Path(__file__).parent / "fixtures" / "vsphere-spare-hosts.yaml"
 
 
 def with_spares(tmp_path: Path, edit: Any = None) -> Inventory:
     """The vSphere sample with the spare hosts appended (and `edit` applied to the raw document), read by the
     real inventory loader."""
     raw = yaml.safe_load(SAMPLE.read_text(encoding="utf-8"))
-    raw["nodes"] += yaml.safe_load(SPARE.read_text(encoding="utf-8"))
+    add_spare_hosts(raw)
     if edit is not None:
         edit(raw)
     path = tmp_path / "vsphere-spares.yaml"
@@ -115,8 +115,24 @@ def test_a_stun_above_the_tolerated_time_is_refused_naming_the_vm_and_the_rule(t
     assert moves(result, "esx-vdi-01")["ws-cad-01"].target is None
 
 
-def test_on_the_sample_alone_esx_vdi_01_has_no_room_and_each_vm_is_named() -> None:
+def without_the_spare(tmp_path: Path) -> Inventory:
+    """The vSphere sample without its spare A40 host esx-vdi-03: no other host offers the A40's vGPU types."""
+    raw = yaml.safe_load(SAMPLE.read_text(encoding="utf-8"))
+    raw["nodes"] = [node for node in raw["nodes"] if node["name"] != "esx-vdi-03"]
+    path = tmp_path / "no-spare.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return load_inventory(path)
+
+
+def test_on_the_sample_esx_vdi_01_moves_every_vm_to_the_vdi_cluster_s_spare_host() -> None:
     result = evacuate(load_inventory(SAMPLE), "esx-vdi-01")
+    assert result.allowed, [v.message for v in result.violations]
+    planned = moves(result, "esx-vdi-01")
+    assert len(planned) == 13 and {(m.how, m.target) for m in planned.values()} == {("vmotion", "esx-vdi-03")}
+
+
+def test_without_the_spare_host_esx_vdi_01_has_no_room_and_each_vm_is_named(tmp_path: Path) -> None:
+    result = evacuate(without_the_spare(tmp_path), "esx-vdi-01")
     assert not result.allowed
     refused = [v for v in result.violations if v.rule == "vsphere.evacuation-room"]
     assert len(refused) == 13
@@ -220,9 +236,11 @@ def test_evacuate_host_is_refused_on_a_node_that_is_not_an_esxi_host() -> None:
     assert "vSphere host" in result.violations[0].message
 
 
-def test_a_refused_candidate_leaves_nothing_behind_in_the_plan() -> None:
-    """The trials undo themselves: a plan whose every VM was refused holds no edit but the host's state."""
-    result = evacuate(load_inventory(SAMPLE), "esx-vdi-01")
+def test_a_refused_candidate_leaves_nothing_behind_in_the_plan(tmp_path: Path) -> None:
+    """The trials undo themselves: a plan whose every VM was refused (the sample without its spare A40 host, so
+    no host offers the A40's types) holds no edit but the host's state."""
+    result = evacuate(without_the_spare(tmp_path), "esx-vdi-01")
+    assert not result.allowed
     assert [d.name for d in result.diff] == ["esx-vdi-01"]
     changed = result.diff[0]
     assert {k for k in changed.after or {} if (changed.before or {}).get(k) != (changed.after or {}).get(k)} \

@@ -81,6 +81,9 @@ def _reference_device(answers: dict[str, list[Sample]], gpu: tuple[str, int],
             gpu, sample.labels.get("GPU_I_PROFILE", ""), sample.labels.get("pod", "")) == target.start
 
     readings: dict[str, Reading] = {}
+    # an instance some series were placed on (by its pod) is not the one an unplaceable series may be: its other
+    # figures are missing, not ambiguous
+    placed_any = any(mine(s, m) for m in METRICS for s in answers.get(m.name, ()))
     for name in READING_FIELDS:
         metrics = [m for m in METRICS if m.field == name and (target is None or "instance" in m.levels)]
         found = [(m, s) for m in metrics for s in answers.get(m.name, ()) if mine(s, m)]
@@ -88,7 +91,7 @@ def _reference_device(answers: dict[str, list[Sample]], gpu: tuple[str, int],
             readings[name] = _reading(*found[0])
         elif target is not None and any(m.whole_gpu for m in METRICS if m.field == name):
             readings[name] = Reading(None, "a figure of the whole GPU: see the GPU")
-        elif target is not None and _ambiguous(answers, gpu, target.profile):
+        elif target is not None and not placed_any and _ambiguous(answers, gpu, target.profile):
             readings[name] = Reading(None, f"not placed: several {target.profile} instances on this GPU, and the "
                                            "exporter's series of one no job holds cannot tell which (GPU_I_ID is "
                                            "the driver's, not a start)")

@@ -13,6 +13,7 @@ import yaml
 
 from gpuadmin.service import Service
 from gpuadmin.tui.screens.review import PlanReviewScreen
+from tests.engine.spare_hosts import add_spare_hosts
 from tests.tui.tuikit import cursor_row, filter_rows, make_app, notes, press, settle, static_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,8 +23,7 @@ GOLDEN = Path(__file__).parent / "golden" / "review-evacuate.text"
 def spare_state(tmp_path: Path) -> Path:
     """A state of the vSphere sample with the spare hosts of tests/engine/fixtures appended."""
     raw = yaml.safe_load((ROOT / "sample-inventories" / "vsphere-hgx.yaml").read_text(encoding="utf-8"))
-    raw["nodes"] += yaml.safe_load((ROOT / "tests" / "engine" / "fixtures" / "vsphere-spare-hosts.yaml")
-                                   .read_text(encoding="utf-8"))
+    add_spare_hosts(raw)
     inventory = tmp_path / "vsphere-spares.yaml"
     inventory.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     state = tmp_path / "state"
