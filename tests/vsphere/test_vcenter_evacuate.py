@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,9 @@ def test_a_failed_relocation_stops_the_evacuation_partial_and_a_rerun_completes_
     step = entry.execution[0]
     assert step["status"] == "failed" and [c.split()[0] for c in step["calls"]] == ["RelocateVM_Task"] * 3
     assert "3 of 13 VM(s) on their destination" in step["message"] and "not in maintenance mode" in step["message"]
+    described = gpuadmin("--state", state, "describe", "entry", str(entry.id), env=env)
+    assert described.code == ExitCode.OK, described.err
+    assert f"({order[0]} → esx-vdi-03)" in described.out and "partial" in described.out, described.out
     with session(vcsim) as service:
         moved = {vm for vm in VDI_01 if vm != broken
                  and find(service, "VirtualMachine", vm).runtime.host.name == "esx-vdi-03"}
@@ -132,3 +136,38 @@ def test_a_drain_of_a_vsphere_host_runs_the_same_evacuation(vcsim: Simulator, tm
     with session(vcsim) as service:
         assert set(_hosts(service).values()) == {"esx-vdi-03"}
         assert find(service, "HostSystem", "esx-vdi-01").runtime.inMaintenanceMode is True
+
+
+def test_a_cold_move_powers_the_vm_off_relocates_it_and_powers_it_on_and_a_rerun_passes_over_it(
+        vcsim: Simulator, tmp_path: Path) -> None:
+    """The seed has no room for a cold move (its one passthrough VM, its HGX hosts' VMs: nowhere to go), so the
+    plan of esx-vdi-01's evacuation is taken with its first move made cold, and the executor run on it: the
+    simulator carries out the power operations and the relocation as vCenter would (it checks no passthrough)."""
+    from gpuadmin.cluster.vcenter import connect_vcenter_bound
+    from gpuadmin.cluster.vcenter_execute import execute_vcenter
+    from gpuadmin.engine.changes import EvacuateHost
+    from gpuadmin.engine.planner import plan
+    from gpuadmin.engine.state import View
+
+    state = tmp_path / "state"
+    _bound(vcsim, state)
+    with Store.open(state) as store:
+        synced, binding = store.load(), store.binding()
+    assert binding is not None
+    the_plan = plan(synced, [EvacuateHost(op="evacuate-host", node="esx-vdi-01")])
+    first = the_plan.view.evacuations["esx-vdi-01"][0]
+    the_plan.view.evacuations["esx-vdi-01"] = [replace(first, how="cold")]
+    connection = connect_vcenter_bound(binding, vcsim.password)
+    try:
+        run = execute_vcenter(connection, the_plan.changes, View(synced), the_plan.view, timeout=30)
+        assert run.outcome == "partial", "the other 12 VMs, not moved, keep the host out of maintenance mode"
+        assert [c.split()[0] for c in run.steps[0].calls] == ["PowerOffVM_Task", "RelocateVM_Task", "PowerOnVM_Task"]
+        assert "1 of 1 VM(s) on their destination" in run.steps[0].message
+        assert {(r.kind, r.name) for r in run.steps[0].held} == {("node", "esx-vdi-01"), ("node", "esx-vdi-03")}
+        with session(vcsim) as service:
+            vm = find(service, "VirtualMachine", first.vm)
+            assert vm.runtime.host.name == "esx-vdi-03" and str(vm.runtime.powerState) == "poweredOn"
+        again = execute_vcenter(connection, the_plan.changes, View(synced), the_plan.view, timeout=30)
+        assert [c.split()[0] for c in again.steps[0].calls] == [], "on its target and powered on: passed over"
+    finally:
+        connection.close()
