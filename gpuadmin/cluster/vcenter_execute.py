@@ -6,8 +6,10 @@ half-way does nothing twice), else starts one task and waits for it. A task that
 `failed` with the task's fault message, what follows is `not-run`, and the outcome is `partial` or `failed` as
 `execute.py`'s. The steps and the outcome are `execute.py`'s types, so the journal records both bindings alike.
 
-- cordon, drain: `HostSystem.EnterMaintenanceMode_Task(timeout)`: vCenter waits for the host's VMs to be moved or
-  powered off (DRS; gpuadmin's evacuation plan is `evacuate-host`'s) and fails the task at the timeout.
+- cordon: `HostSystem.EnterMaintenanceMode_Task(timeout)`, refused before any task while a VM on the host is
+  powered on (vCenter would wait for it to leave, and DRS moves no vGPU VM by itself).
+- evacuate-host, drain (of a vSphere host): the plan's moves off the host in order (`evacuate_host`), each VM's
+  `RelocateVM_Task` (a cold move between `PowerOffVM_Task` and `PowerOnVM_Task`), then maintenance mode as cordon.
 - uncordon: `HostSystem.ExitMaintenanceMode_Task(timeout)`.
 - assign-vgpu / remove-vgpu: `VirtualMachine.ReconfigVM_Task` adding (removing) one `VirtualPCIPassthrough` whose
   backing is a `VirtualPCIPassthroughVmiopBackingInfo(vgpu=TYPE)`, the type the host offers for the profile
