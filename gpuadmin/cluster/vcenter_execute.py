@@ -6,8 +6,10 @@ half-way does nothing twice), else starts one task and waits for it. A task that
 `failed` with the task's fault message, what follows is `not-run`, and the outcome is `partial` or `failed` as
 `execute.py`'s. The steps and the outcome are `execute.py`'s types, so the journal records both bindings alike.
 
-- cordon, drain: `HostSystem.EnterMaintenanceMode_Task(timeout)`: vCenter waits for the host's VMs to be moved or
-  powered off (DRS; gpuadmin's evacuation plan is `evacuate-host`'s) and fails the task at the timeout.
+- cordon: `HostSystem.EnterMaintenanceMode_Task(timeout)`, refused before any task while a VM on the host is
+  powered on (vCenter would wait for it to leave, and DRS moves no vGPU VM by itself).
+- evacuate-host, drain (of a vSphere host): the plan's moves off the host in order (`evacuate_host`), each VM's
+  `RelocateVM_Task` (a cold move between `PowerOffVM_Task` and `PowerOnVM_Task`), then maintenance mode as cordon.
 - uncordon: `HostSystem.ExitMaintenanceMode_Task(timeout)`.
 - assign-vgpu / remove-vgpu: `VirtualMachine.ReconfigVM_Task` adding (removing) one `VirtualPCIPassthrough` whose
   backing is a `VirtualPCIPassthroughVmiopBackingInfo(vgpu=TYPE)`, the type the host offers for the profile
@@ -23,7 +25,7 @@ from __future__ import annotations
 import http.client
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuadmin.catalog.entities import normalize_vgpu_type_name
@@ -32,6 +34,7 @@ from gpuadmin.cluster.exec_base import Done, StepFailed
 from gpuadmin.cluster.execute import Execution, PlannedStep, Step, _outcome, _Run, target_of
 from gpuadmin.cluster.vcenter import VcenterConnection, _pyvmomi, _short
 from gpuadmin.engine import changes as ch
+from gpuadmin.engine.evacuation import VmMove, moved_only
 from gpuadmin.engine.ops import spec_of
 from gpuadmin.engine.state import View
 
@@ -44,11 +47,14 @@ class VsphereContext:
     its step) and whether one of them changed vCenter, and the deadline of its waiting."""
 
     connection: VcenterConnection
+    before: View  # the synced state, which a partial evacuation's moves are applied to (`held`)
     after: View
     deadline: float  # time.monotonic() after which a task still running fails the step
     sleep: Callable[[float], None]
     calls: list[str]
     wrote: bool = False
+    # a failed step's part that vCenter holds nonetheless, as changes (an evacuation's VMs moved before the failure)
+    held: list[Any] = field(default_factory=list)
 
     def find(self, kind: str, name: str) -> Any:
         """The one HostSystem or VirtualMachine named `name`; a step failure where there is none, or several."""
@@ -65,9 +71,22 @@ class VsphereContext:
                              f"{name!r}: sync to see the estate as it is")
         return found[0]
 
-    def task(self, method: str, obj: Any, start: Callable[[], Any]) -> None:
-        """Start a task (`method` on `obj`, recorded as the step's call) and wait for it; its fault fails the step."""
-        self.calls.append(f"{method} {obj._moId}")
+    def vms_on(self, host: Any) -> list[Any]:
+        """The VMs whose `runtime.host` is the host. Not `HostSystem.vm`: VMware's simulator does not update it on
+        RelocateVM_Task (govmomi simulator/virtual_machine.go), and the VM's own runtime is what vCenter and
+        gpuadmin's read (vcenter.py) go by."""
+        vim, _ = _pyvmomi()
+        content = self.connection.service.RetrieveContent()
+        view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+        try:
+            return [vm for vm in view.view if vm.runtime.host is not None and vm.runtime.host._moId == host._moId]
+        finally:
+            view.Destroy()
+
+    def task(self, method: str, obj: Any, start: Callable[[], Any], what: str = "") -> None:
+        """Start a task (`method` on `obj`, recorded as the step's call, with `what` it does in words) and wait for
+        it; its fault fails the step."""
+        self.calls.append(f"{method} {obj._moId}" + (f" ({what})" if what else ""))
         task = start()
         while True:
             info = task.info
@@ -97,12 +116,11 @@ def enter_maintenance(context: VsphereContext, change: ch.Cordon) -> Done:
     host = context.find("HostSystem", change.node)
     if host.runtime.inMaintenanceMode:
         return Done("already", "the host is in maintenance mode")
-    running = sorted(vm.name for vm in host.vm if str(vm.runtime.powerState) == "poweredOn")
+    running = sorted(vm.name for vm in context.vms_on(host) if str(vm.runtime.powerState) == "poweredOn")
     if running:  # vCenter's task would wait for them to leave, and DRS moves no vGPU VM by itself
         shown = ", ".join(running[:5]) + (f" and {len(running) - 5} more" if len(running) > 5 else "")
         raise StepFailed(f"{len(running)} VM(s) powered on on {change.node} ({shown}): maintenance mode would wait "
-                         f"for them to leave; plan their moves with gpuadmin evacuate {change.node} (its execution "
-                         "on vCenter is not built yet: move them in vCenter, then sync and cordon again)")
+                         f"for them to leave; move them first: gpuadmin evacuate {change.node}")
     context.task("EnterMaintenanceMode_Task", host, lambda: host.EnterMaintenanceMode_Task(timeout=_timeout(context)))
     return Done("executed")
 
@@ -171,6 +189,65 @@ def remove_vgpu(context: VsphereContext, change: ch.RemoveVgpu) -> Done:
     return Done("executed", f"vGPU {devices[-1].backing.vgpu} removed")
 
 
+def _relocate(context: VsphereContext, move: VmMove) -> bool:
+    """One VM's planned move, read first: False where vCenter already holds it (on the target host, and powered on
+    again where a cold move powers it off), else its tasks run (True). A vMotion is one RelocateVM_Task whose
+    spec names the target host and its cluster's root resource pool and no device change: the vGPU device goes
+    along as it is. A cold move powers the VM off first and on again after, unless the synced state has it off."""
+    vim, _ = _pyvmomi()
+    vm = context.find("VirtualMachine", move.vm)
+    target = context.find("HostSystem", str(move.target))
+    placed = context.after.node(str(move.target))
+    if placed is None:  # a checked plan names only nodes it has
+        raise StepFailed(f"node {move.target} is not in the plan's state")
+    stays_off = any(v.name == move.vm and v.power_state == "poweredOff" for v in placed.vms)
+    there = vm.runtime.host is not None and vm.runtime.host._moId == target._moId
+    if there and (move.how == "vmotion" or stays_off or str(vm.runtime.powerState) == "poweredOn"):
+        return False
+    where = f"{move.vm} → {move.target}"
+    if not there:
+        if move.how == "cold" and str(vm.runtime.powerState) == "poweredOn":
+            context.task("PowerOffVM_Task", vm, lambda: vm.PowerOffVM_Task(), f"{move.vm}, to move it cold")
+        spec = vim.vm.RelocateSpec(host=target, pool=target.parent.resourcePool)
+        context.task("RelocateVM_Task", vm, lambda: vm.RelocateVM_Task(spec=spec), where)
+    if move.how == "cold" and not stays_off and str(vm.runtime.powerState) != "poweredOn":
+        context.task("PowerOnVM_Task", vm, lambda: vm.PowerOnVM_Task(), f"{move.vm} on {move.target}")
+    return True
+
+
+def evacuate_host(context: VsphereContext, change: ch.EvacuateHost | ch.Drain) -> Done:
+    """The plan's moves off the host (`View.evacuations`), in plan order, then maintenance mode. A failure stops
+    the sequence: the VMs moved before it are the step's `held` part (the state takes them moved; the host stays
+    out of maintenance mode), and the message says which moved and which did not."""
+    moves = context.after.evacuations.get(change.node, [])
+    done: list[VmMove] = []
+    executed = 0
+    try:
+        for move in moves:
+            if move.target is None:  # a checked plan has none (rule vsphere.evacuation-room)
+                raise StepFailed(f"the plan has no destination for VM {move.vm}")
+            executed += _relocate(context, move)
+            done.append(move)
+        maintenance = enter_maintenance(context, ch.Cordon(op="cordon", node=change.node))
+    except Exception as failed:  # any failure (a fault, a lost connection): vCenter holds the moves made before it
+        if done:
+            context.held.extend(moved_only(context.before.base, done))
+        if not isinstance(failed, StepFailed):
+            raise
+        left = [m.vm for m in moves[len(done):]]
+        raise StepFailed(f"{failed}; {len(done)} of {len(moves)} VM(s) on their destination"
+                         + (f" ({_names([m.vm for m in done])})" if done else "")
+                         + (f", not moved: {_names(left)}" if left else "")
+                         + f"; {change.node} is not in maintenance mode (apply again to go on)") from failed
+    moved = f"{executed} VM(s) moved, {len(moves) - executed} already on their destination"
+    return Done("already" if not executed and maintenance.status == "already" else "executed",
+                f"{moved}; {maintenance.message or 'the host entered maintenance mode'}")
+
+
+def _names(vms: list[str]) -> str:
+    return ", ".join(vms[:5]) + (f" and {len(vms) - 5} more" if len(vms) > 5 else "")
+
+
 @dataclass(frozen=True)
 class VsphereExecutes:
     """An op's vCenter executor and the calls it makes, in words (what a plan's review says apply will do)."""
@@ -179,12 +256,17 @@ class VsphereExecutes:
     calls: str
 
 
-# drain is not here: on a vSphere host it evacuates the VMs (evacuate-host's moves), which no executor carries out
-# on vCenter yet, so a plan holding it is applied to the model only, saying so
+_EVACUATION_CALLS = ("per VM, in the plan's order: RelocateVM_Task to the target host and its cluster's resource "
+                     "pool, the vGPU kept (vMotion); for a VM with passthrough GPUs or a device group PowerOffVM_Task, "
+                     "RelocateVM_Task, PowerOnVM_Task; then EnterMaintenanceMode_Task on the host (nothing for a VM "
+                     "already on its destination, or a host already in maintenance mode)")
+
 VSPHERE_EXECUTORS: dict[str, VsphereExecutes] = {
     "cordon": VsphereExecutes(enter_maintenance, "EnterMaintenanceMode_Task on the host, its task waited for "
                                                  "(nothing where it is in maintenance mode already; refused, "
                                                  "before any task, while a VM on it is powered on)"),
+    "drain": VsphereExecutes(evacuate_host, _EVACUATION_CALLS),
+    "evacuate-host": VsphereExecutes(evacuate_host, _EVACUATION_CALLS),
     "uncordon": VsphereExecutes(exit_maintenance, "ExitMaintenanceMode_Task on the host, its task waited for "
                                                   "(nothing where it is out of maintenance mode)"),
     "assign-vgpu": VsphereExecutes(assign_vgpu, "ReconfigVM_Task on the powered-off VM, adding a "
@@ -211,10 +293,11 @@ def vsphere_unexecuted(changes: Sequence[Any]) -> list[str]:
     return sorted({spec_of(change).op for change in changes} - set(VSPHERE_EXECUTORS))
 
 
-def execute_vcenter(connection: VcenterConnection, changes: Sequence[Any], after: View, *, timeout: float,
+def execute_vcenter(connection: VcenterConnection, changes: Sequence[Any], before: View, after: View, *,
+                    timeout: float,
                     sleep: Callable[[float], None] = time.sleep) -> Execution:
-    """Run `changes` (planned and checked on the synced state; `after` is the plan's view) as vCenter tasks, every
-    op one of `VSPHERE_EXECUTORS`'. `timeout` bounds each step's waiting, in seconds."""
+    """Run `changes` (planned and checked on the synced state `before`; `after` is the plan's view) as vCenter
+    tasks, every op one of `VSPHERE_EXECUTORS`'. `timeout` bounds each step's waiting, in seconds."""
     vim, vmodl = _pyvmomi()
     run = _Run()
     for change in changes:
@@ -222,7 +305,7 @@ def execute_vcenter(connection: VcenterConnection, changes: Sequence[Any], after
         if run.error is not None:
             run.steps.append(Step(op, target, "not-run"))
             continue
-        context = VsphereContext(connection, after, time.monotonic() + timeout, sleep, [])
+        context = VsphereContext(connection, before, after, time.monotonic() + timeout, sleep, [])
         try:
             done = VSPHERE_EXECUTORS[op].run(context, change)
         except vim.fault.NoPermission as refused:
@@ -238,7 +321,7 @@ def execute_vcenter(connection: VcenterConnection, changes: Sequence[Any], after
             continue
         run.error = failed
         run.changed = run.changed or context.wrote
-        run.steps.append(Step(op, target, "failed", tuple(context.calls), str(failed)))
+        run.steps.append(Step(op, target, "failed", tuple(context.calls), str(failed), tuple(context.held)))
     if run.error is not None:
         run.error.steps = tuple(step.line() for step in run.steps)
     return Execution(tuple(run.steps), _outcome(run), run.error)

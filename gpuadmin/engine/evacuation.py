@@ -22,12 +22,12 @@ from typing import Literal
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.catalog import StunEstimate
 from gpuadmin.engine import planner
-from gpuadmin.engine.changes import Drain, EvacuateHost
+from gpuadmin.engine.changes import Drain, EvacuateHost, Restore
 from gpuadmin.engine.planner import ChangeRefused
 from gpuadmin.engine.rules import Touched, Violation, check
 from gpuadmin.engine.rules.base import node_target
 from gpuadmin.engine.rules.vsphere import passthrough_gpus, vm_gpus
-from gpuadmin.engine.state import View
+from gpuadmin.engine.state import ClusterState, View
 from gpuadmin.model import Gpu, Job, Node, Slot, VGpu, Vm
 
 #: Candidate GPU sets tried per destination host for one VM: a VM with k vGPUs on distinct GPUs has C(n, k)
@@ -343,12 +343,27 @@ def evacuate(view: View, host_name: str, touched: Touched) -> list[VmMove]:
     return moves
 
 
+def moved_only(state: ClusterState, moves: Iterable[VmMove]) -> list[Restore]:
+    """What the estate holds once `moves` alone are made (an evacuation stopped part-way: these VMs moved, the
+    rest where they were, the host not in maintenance mode), as restores of the nodes and jobs they touch: the
+    part of a failed evacuation a vCenter-bound state takes."""
+    view = View(state)
+    touched = Touched()
+    for move in moves:
+        inside = _jobs_in(view, {move.vm}).get(move.vm, [])
+        _apply(view, move, touched)
+        _carry_jobs(view, move, inside, touched)
+    return ([Restore(op="restore", kind="node", name=n, node=view.node(n)) for n in sorted(touched.nodes)]
+            + [Restore(op="restore", kind="job", name=j, job=view.job(j)) for j in sorted(touched.jobs)])
+
+
 def moves_into(view: View, host: str) -> list[VmMove]:
     """The planned moves whose destination is `host`, across every evacuation in the plan."""
     return [m for planned in view.evacuations.values() for m in planned if m.target == host]
 
 
-__all__ = ["How", "VmMove", "evacuate", "evacuate_host", "framebuffer_gib", "link_gbps", "moves_into", "tolerated_stun"]
+__all__ = ["How", "VmMove", "evacuate", "evacuate_host", "framebuffer_gib", "link_gbps", "moved_only", "moves_into",
+           "tolerated_stun"]
 
 
 def evacuate_host(view: View, c: EvacuateHost, touched: Touched) -> None:

@@ -126,11 +126,11 @@ _NO_MAINTENANCE_MODE = Unsupported("vCenter maintenance mode is not rendered")
 _MAINTENANCE_MODE_ON_VCENTER = Unsupported(
     "no command is rendered for a state of files; on a vCenter-bound state apply runs the host's "
     "EnterMaintenanceMode_Task / ExitMaintenanceMode_Task (gpuadmin/cluster/vcenter_execute.py)")
-# What an evacuation will execute once gpuadmin is bound to a vCenter (issue 24); until then it is planned only.
-_EVACUATION_PLANNED = Unsupported(
-    "planned only, nothing is executed yet: on a bound vCenter it is to run RelocateVM_Task per vMotioned VM; "
-    "PowerOffVM_Task, RelocateVM_Task, PowerOnVM_Task per VM with passthrough GPUs or a device group; then "
-    "EnterMaintenanceMode_Task on the host. Until then the plan's moves are the instruction")
+_EVACUATION_ON_VCENTER = Unsupported(
+    "no command is rendered for a state of files; on a vCenter-bound state apply runs, per VM in the plan's "
+    "order, RelocateVM_Task to its target host (vMotion, the vGPU kept), or PowerOffVM_Task, RelocateVM_Task, "
+    "PowerOnVM_Task for a VM with passthrough GPUs or a device group; then EnterMaintenanceMode_Task on the host "
+    "(gpuadmin/cluster/vcenter_execute.py)")
 _HOSTS_VSPHERE_ONLY = Unsupported("only an ESXi host has VMs to evacuate: drain the node (refused: change.fields)")
 _PODS_NOT_VMS = Unsupported("a Kubernetes node runs pods, not VMs")
 _QUEUE_STATE = Runs("state", "gpuadmin's state; `gpuadmin export queues` writes the queue objects")
@@ -325,7 +325,7 @@ _SPECS = (
           verb=Verb(("drain",), (_NODES,), "gpuadmin drain gpu-h100-03 --dry-run"),
           fields="`node`", doc="cordon, and evict the node's preemptible jobs; a non-preemptible one blocks it. "
                                  "On a vSphere host: evacuate its VMs too (as `evacuate-host`).",
-          runs={"baremetal": _STATE_ONLY, "vsphere": _EVACUATION_PLANNED,
+          runs={"baremetal": _STATE_ONLY, "vsphere": _EVACUATION_ON_VCENTER,
                 "kubernetes": Runs("commands", "kubectl drain --ignore-daemonsets --delete-emptydir-data -- NODE")}),
     _spec(ch.EvacuateHost, evacuation.evacuate_host, "operator", destructive=True, idempotent=True,
           console=NotInConsole("the console's drain (r) on a vSphere host plans the evacuation"),
@@ -335,7 +335,7 @@ _SPECS = (
               "tolerated stun time; power off and on elsewhere for passthrough or device-group VMs), as the "
               "engine plans it; `drain` on a vSphere host does the same.",
           runs={"baremetal": _HOSTS_VSPHERE_ONLY, "kubernetes": _HOSTS_VSPHERE_ONLY,
-                "vsphere": _EVACUATION_PLANNED}),
+                "vsphere": _EVACUATION_ON_VCENTER}),
     _spec(ch.SubmitJob, planner._submit, "operator", idempotent=False,
           console=Console("n", "edit.submit_job", "New job"),
           verb=Verb(("submit",), _JOB_ARGS, "gpuadmin submit finetune-8b --queue research --gpus 8 --dry-run",

@@ -211,7 +211,8 @@ class ChangeUseCases(ServiceCore):
         password = self.execution.password or vcenter_password
         connection = connect_vcenter_bound(binding, password(binding.context, binding.server))
         try:
-            run = execute_vcenter(connection, fresh.changes, fresh.view, timeout=self.execution.timeout_s)
+            run = execute_vcenter(connection, fresh.changes, View(self.state), fresh.view,
+                                 timeout=self.execution.timeout_s)
         finally:
             connection.close()
         # the VMs' changeVersions stay the synced ones: the next sync reads them again

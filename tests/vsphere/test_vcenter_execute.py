@@ -187,15 +187,3 @@ def test_maintenance_mode_is_refused_before_any_task_while_a_vm_on_the_host_is_p
     assert "gpuadmin evacuate esx-hgx-03" in done.err
     with session(vcsim) as service:
         assert find(service, "HostSystem", "esx-hgx-03").runtime.inMaintenanceMode is False
-
-
-def test_a_drain_of_a_vsphere_host_is_model_only_as_no_evacuation_runs_on_vcenter_yet(vcsim: Simulator,
-                                                                                      tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    env = _bound(vcsim, state)
-    done = _apply(state, env, {"op": "drain", "node": "esx-vdi-01"})
-    assert done.code == ExitCode.OK, done.err
-    entry = _last(state)
-    assert entry.outcome == "applied" and "model only" in entry.message and "drain" in entry.message
-    with session(vcsim) as service:
-        assert find(service, "HostSystem", "esx-vdi-01").runtime.inMaintenanceMode is False
