@@ -364,8 +364,14 @@ def _kept_vsphere(node: Node, before: Node | None) -> Node:
     if not node.device_groups and before.device_groups:
         update["device_groups"] = before.device_groups
     groups = {vm.name: vm.device_group for vm in before.vms if vm.device_group is not None}
-    update["vms"] = [vm.model_copy(update={"device_group": groups[vm.name]})
-                     if vm.device_group is None and vm.name in groups else vm for vm in node.vms]
+    vms = [vm.model_copy(update={"device_group": groups[vm.name]})
+           if vm.device_group is None and vm.name in groups else vm for vm in node.vms]
+    # vCenter lists a host's VMs in no order of gpuadmin's: the state's order is kept (an evacuation appends the VMs
+    # it moves in), the host's new VMs after them, so an order is never drift
+    order = {vm.name: i for i, vm in enumerate(before.vms)}
+    update["vms"] = sorted(vms, key=lambda vm: order.get(vm.name, len(order)))
+    if before.state == "draining" and node.state == "cordoned":
+        update["state"] = "draining"  # vCenter's maintenance mode is both: the state says which gpuadmin planned
     return node.model_copy(update=update)
 
 

@@ -60,18 +60,13 @@ def test_evacuate_moves_every_vm_by_vmotion_then_enters_maintenance_mode(vcsim: 
         nodes = store.load().nodes
         assert nodes["esx-vdi-01"].vms == [] and nodes["esx-vdi-01"].state == "draining"
         assert {vm.name for vm in nodes["esx-vdi-03"].vms} >= set(VDI_01)
-    # What drifts, and why (docs/vsphere-evacuation.md): the host's state is `draining` where vCenter's maintenance
-    # mode reads as `cordoned`; the VMs on esx-vdi-03 are listed in the order they moved where the read sorts
-    # them by name (the same VMs); and which GPU holds each vGPU is unknown to the read on both hosts, as the
-    # simulator's graphicsInfo (seeded by tests/vsphere/vcsim, not updated by a relocation) still names the
-    # VMs on esx-vdi-01's GPUs
+    # What drifts, and why (docs/vsphere.md): which GPU holds each vGPU is unknown to the read on both hosts, as the
+    # simulator's graphicsInfo (seeded by tests/vsphere/vcsim, not updated by a relocation) still names the VMs on
+    # esx-vdi-01's GPUs. Not the host's state (vCenter's maintenance mode keeps the state's `draining`), nor the
+    # order the VMs arrived in on esx-vdi-03 (the state's order is kept)
     diff = gpuadmin("--state", state, "diff", "-o", "json", env=env)
     rows = json.loads(diff.out)["drift"]
-    assert {"kind": "node", "name": "esx-vdi-01", "field": "state", "state": "draining", "cluster": "cordoned"} \
-        in rows
-    for row in rows:
-        assert row["field"] == "state" or (row["field"].endswith(".vgpus") and row["cluster"] is None) or (
-            row["name"] == "esx-vdi-03" and row["field"].startswith("vms[")), row
+    assert rows and all(row["field"].endswith(".vgpus") and row["cluster"] is None for row in rows), rows
     with session(vcsim) as service:
         read = {vm for vm in VDI_01 if find(service, "VirtualMachine", vm).runtime.host.name == "esx-vdi-03"}
     assert read == set(VDI_01)
