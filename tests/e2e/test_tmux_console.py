@@ -24,7 +24,7 @@ def test_jobs_filter_describe_back_quit(state: Path, tmp_path: Path, panes: list
     env = {**TERMINALS[terminal], "XDG_CONFIG_HOME": str(tmp_path / "config")}
     pane = Pane(gpuadmin_argv("--state", str(state)), env)
     panes.append(pane)
-    first = pane.wait_for("GPUs by use")
+    first = pane.wait_for_all("GPUs by use", "rev 0")
     assert "oci-h100-prod" in first and "rev 0" in first and "overview" in first.splitlines()[0]
     assert all(len(line) <= 80 for line in first.splitlines()), "nothing drawn past 80 columns"
 

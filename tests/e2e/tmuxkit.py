@@ -59,6 +59,18 @@ class Pane:
             time.sleep(0.1)
         raise AssertionError(f"{text!r} did not appear within {timeout}s; the screen was:\n{screen}")
 
+    def wait_for_all(self, *texts: str, timeout: float = 20.0) -> str:
+        """The screen once every one of `texts` is on it: a read of the pane while the console is still drawing
+        its first screen may hold its body without its header (seen once on CI, the header row blank)."""
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if all(text in screen for text in texts):
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{texts!r} did not all appear within {timeout}s; the screen was:\n{screen}")
+
     def exit_code(self, timeout: float = 10.0) -> int:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
