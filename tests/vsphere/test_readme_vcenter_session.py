@@ -6,14 +6,11 @@ maintenance mode, and the journal tells the executed evacuation."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.kube.test_readme_live_session import run_session
 from tests.vsphere.estate import find, session
-from tests.vsphere.vcsim import Simulator, running, why_not
+from tests.vsphere.vcsim import Simulator
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 HEADING = "## A vCenter\n"
@@ -28,25 +25,16 @@ def readme_session() -> list[str]:
     return [line for line in lines if line]
 
 
-@pytest.fixture
-def simulator() -> Iterator[Simulator]:
-    reason = why_not()
-    if reason is not None:
-        pytest.skip(f"vCenter simulator: {reason}")
-    with running() as started:
-        yield started
-
-
-def test_the_readme_vcenter_session_runs_as_written_twice(simulator: Simulator, tmp_path: Path) -> None:
+def test_the_readme_vcenter_session_runs_as_written_twice(vcsim: Simulator, tmp_path: Path) -> None:
     lines = readme_session()
     assert any("init --from-cluster vcenter" in line for line in lines), "no session in the README"
     assert all(DEMO_SERVER in line for line in lines if "--server" in line)
-    typed = [line.replace("=PASSWORD", f"={simulator.password}") if line.startswith("export ") else
-             line.replace(DEMO_SERVER, simulator.server) for line in lines]
+    typed = [line.replace("=PASSWORD", f"={vcsim.password}") if line.startswith("export ") else
+             line.replace(DEMO_SERVER, vcsim.server) for line in lines]
     for _round in (1, 2):
         outputs = run_session(typed, tmp_path)
         journal = next(out for line, out in outputs.items() if line.endswith("get journal"))
         assert "executed" in journal and "evacuate-host" in journal
-        with session(simulator) as service:
+        with session(vcsim) as service:
             assert find(service, "HostSystem", "esx-vdi-01").runtime.inMaintenanceMode is True
             assert {find(service, "VirtualMachine", vm).runtime.host.name for vm in VDI_01} == {"esx-vdi-03"}
