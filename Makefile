@@ -86,12 +86,17 @@ DEMO_DIR ?= .demo
 demo-cluster: $(BIN)/gpuadmin
 	$(BIN)/python -m tests.kube.demo_cluster --port $(DEMO_PORT) --dir $(DEMO_DIR)
 
-# What bench/device/nvml_probe.py needs beyond the checkout, for a GPU machine that reaches no registry
-# (docs/telemetry.md): gpuadmin's runtime packages and nvidia-ml-py installed into .probe-site/ (about 15 MB, for
-# this machine's Python and CPU), carried with the checkout and put on PYTHONPATH there.
+# What bench/device/nvml_probe.py and the CLI need beyond the checkout, for a GPU machine that reaches no registry
+# (docs/telemetry.md): gpuadmin's runtime packages and nvidia-ml-py as wheels for THAT machine's Python
+# ($(PROBE_PYTHON): the lent H200's image runs 3.12) and CPU (x86-64), unpacked into .probe-site/ (about 45 MB),
+# carried with the checkout and put on PYTHONPATH there.
+PROBE_PYTHON ?= 3.12
 probe-site: $(BIN)/gpuadmin
 	rm -rf .probe-site
-	$(BIN)/pip install --quiet --target .probe-site 'nvidia-ml-py>=12' 'pydantic>=2.7,<3' 'pyyaml>=6.0' 'psutil>=5.9'
+	$(BIN)/pip install --quiet --target .probe-site --python-version $(PROBE_PYTHON) --implementation cp \
+	  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+	  --only-binary=:all: 'nvidia-ml-py>=12' 'textual==8.2.8' 'rich>=13' 'pydantic>=2.7,<3' 'pyyaml>=6.0' \
+	  'psutil>=5.9' 'wcwidth>=0.2.13'
 
 # VMware's vCenter simulator (govmomi's vcsim) with GPU hosts seeded by tests/vsphere/seed.yaml, built offline from
 # Debian's packages into .build/vcsim (cached by the source's hash); where it cannot be built it says why and the

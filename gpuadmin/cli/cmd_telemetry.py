@@ -93,12 +93,25 @@ def _top(args: argparse.Namespace, ctx: Context) -> int:
     columns = [TOP.column(name) for name in (TOP.columns + (TOP.wide if args.output == "wide" else ()))]
     output.table(result.rows[: args.limit] if args.limit else result.rows, columns, width=style.terminal_width())
     write_health_hints(result.health, ctx)
+    write_source_notes(status)
     unplaced = [a for a in result.snapshot.alerts if a.placed is None]
     if unplaced:
         sys.stderr.write(safe(f"gpuadmin: {len(unplaced)} firing alert(s) about a GPU the state does not have: "
                               + ", ".join(f"{a.short} on {a.node or '?'}/{a.gpu_label or a.uuid or '?'}"
                                           for a in unplaced[:5])) + "\n")
     return ExitCode.OK
+
+
+SHOWN_NOTES = 5
+
+
+def write_source_notes(status: SourceStatus) -> None:
+    """The source's notes on stderr (what it could not place, e.g. NVML's host not being a node of the state): on
+    a real H200 an empty `top` said nothing while `-o json` held the reason. The first few; JSON lists them all."""
+    for note in status.notes[:SHOWN_NOTES]:
+        sys.stderr.write(safe(f"gpuadmin: note: {note}") + "\n")
+    if len(status.notes) > SHOWN_NOTES:
+        sys.stderr.write(f"gpuadmin: note: {len(status.notes) - SHOWN_NOTES} more (-o json lists them all)\n")
 
 
 def write_health_hints(flagged: list[HealthFinding], ctx: Context) -> None:

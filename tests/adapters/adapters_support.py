@@ -22,9 +22,11 @@ SHA256 = {
     "telegraf_a100-sxm4-80gb_mig-4x1g.20gb.xml": "6eeba22e13ac4203ae5ab71a6e72fc1ee1e585ed1ef8fbe6ab493a222e3b2b74",
     "8x-a100-sxm4-80gb_nv12_8nic_deepep-issue-13.txt": "5ca4ac9633b1d58b4cd747193fc63bbcbdba8a112793389f950f185120ea74f7",  # noqa: E501
     "4x-a100-sxm_nv4-mesh_4nic_nccl-tests-issue-331.txt": "52da184e55f5f018c02a2b0cd83b82a157f0c872bfaad46e39dd3b57f7badef6",  # noqa: E501
+    "nvidia-smi_h200-141gb_recorded-2026-12-04.xml": "0999c48ddf0cbbe206aaca209382bf2857947e0a0475a3bf91f09516fe1f231c",
 }
 
 H100_XML = FIXTURES / "k8s-test-infra_8x-h100-80gb-hbm3_no-mig.xml"
+H200_XML = FIXTURES / "nvidia-smi_h200-141gb_recorded-2026-12-04.xml"
 A100_XML = FIXTURES / "telegraf_a100-sxm4-80gb_mig-4x1g.20gb.xml"
 TOPO = FIXTURES / "8x-a100-sxm4-80gb_nv12_8nic_deepep-issue-13.txt"
 TOPO_MESH = FIXTURES / "4x-a100-sxm_nv4-mesh_4nic_nccl-tests-issue-331.txt"

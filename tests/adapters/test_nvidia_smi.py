@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from adapters_support import A100_XML, H100_XML, fixture_bytes
+from adapters_support import A100_XML, H100_XML, H200_XML, fixture_bytes
 
 from gpuadmin.adapters import import_nvidia_smi, parse_nvidia_smi
 from gpuadmin.model.diagnostics import InputError
@@ -19,6 +19,16 @@ def test_h100_hgx_eight_gpus_no_mig() -> None:
     assert all(g.mode == "full" and g.mig is None for g in node.gpus)
     assert result.gpu_memory_mib == dict.fromkeys(range(8), 81559)
     assert node.nvlink == "nvswitch"  # every GPU: <fabric><state>Completed</state><status>Success</status>
+    assert result.warnings == []
+
+
+def test_a_real_h200_recorded_on_a_lent_machine() -> None:
+    """`nvidia-smi -q -x` as a real H200 printed it (driver 580, in a VM): the product name `NVIDIA H200` is the
+    141 GB SXM board, its memory as the driver reports it, module 1; `<fabric>` N/A leaves NVLink unknown."""
+    fixture_bytes(H200_XML.name)
+    result = import_nvidia_smi(H200_XML, "vm")
+    assert [(g.index, g.model, g.mode, g.module_id) for g in result.node.gpus] == [(0, "H200-SXM5-141GB", "full", 1)]
+    assert result.gpu_memory_mib == {0: 143771} and result.node.nvlink is None
     assert result.warnings == []
 
 

@@ -453,3 +453,37 @@ def test_the_device_probe_reads_and_times(monkeypatch: pytest.MonkeyPatch,
     assert "    power_w                      512.345" in out
     assert "no utilisation for a MIG instance" in out
     assert out.splitlines()[-1].startswith("timings: first refresh ") and "ratio" in out.splitlines()[-1]
+
+
+def test_top_says_why_it_is_empty_when_this_host_is_not_a_node(state: Path) -> None:
+    """On a real H200 (a machine named `vm`, the state the OCI sample) `top` printed only its header while
+    `-o json` held the reason: the source's notes go to stderr in text, to the console's status line in `:top`."""
+    assert gpuadmin("--state", state, "config", "set", "metrics.local-node", "laptop").code == 0
+    code = ("import gpuadmin.telemetry.nvml as m\n"
+            "from tests.telemetry.test_nvml import fake_nvml, _eight\n"
+            "m.load_nvml = lambda: fake_nvml(_eight())\n"
+            "from gpuadmin.cli.main import main\n"
+            "main()\n")
+    proc = subprocess.run([sys.executable, "-c", code, "--state", str(state), "top"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1:] == []  # the header alone
+    assert ("gpuadmin: note: the state has no node 'laptop' with GPUs: set metrics.local-node to the state's name "
+            "for this host") in proc.stderr
+    assert "gpuadmin: note: NVML GPU 0: the state has no GPU laptop/0" in proc.stderr
+    assert "gpuadmin: note: 4 more (-o json lists them all)" in proc.stderr  # 1 + 8 notes: five shown
+
+
+async def test_the_console_top_says_why_it_is_empty(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpuadmin.telemetry.nvml as module
+    from gpuadmin.tui.screens.telemetry import TopScreen
+    from tests.tui.tuikit import grid, make_app, screen_text, settle, wait_for
+
+    assert gpuadmin("--state", state, "config", "set", "metrics.local-node", "laptop").code == 0
+    monkeypatch.setattr(module, "load_nvml", lambda: fake_nvml(_eight()))
+    app = make_app(Service(state_dir=state), view="top")
+    async with app.run_test(size=(200, 24)) as pilot:
+        await wait_for(pilot, lambda: app.metrics.status is not None)
+        await settle(pilot)
+        assert isinstance(app.screen, TopScreen) and grid(app).rows == []
+        assert "the state has no node 'laptop' with GPUs" in screen_text(app)

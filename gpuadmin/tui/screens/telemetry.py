@@ -101,6 +101,8 @@ class TopScreen(TableScreen["TopRead"]):
             return text + ("  waiting for the first telemetry refresh" if waiting else f"  {read.message}")
         if read.status is not None and read.status.state != "ok":
             text += f"  metrics {read.status.state}: the last readings"
+        if not read.rows and read.status is not None and read.status.notes:  # why nothing shows (`top` prints all)
+            text += f"  {safe(read.status.notes[0])}"
         return text
 
     def action_order(self) -> None:
