@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = Path(__file__).resolve().parent / "vcsim" / "main.go"
+SOURCE = Path(__file__).resolve().parent / "vcsim"  # the Go program: main.go and the seeding beside it
 SEED = Path(__file__).resolve().parent / "seed.yaml"
 CACHE = ROOT / ".build" / "vcsim"
 GOPATH = Path("/usr/share/gocode")
@@ -50,7 +50,8 @@ class Simulator:
 
 
 def _binary() -> Path:
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in sorted(SOURCE.glob("*.go"))))\
+        .hexdigest()[:16]
     return CACHE / f"vcsim-gpu-{digest}"
 
 
@@ -79,7 +80,7 @@ def build() -> Path:
     env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(GOPATH), "GOCACHE": str(CACHE / "go-cache"),
            "CGO_ENABLED": "0"}
     partial = binary.with_suffix(".partial")
-    done = subprocess.run(["go", "build", "-o", str(partial), "."], cwd=SOURCE.parent, env=env,
+    done = subprocess.run(["go", "build", "-o", str(partial), "."], cwd=SOURCE, env=env,
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"go build failed: {done.stderr.strip()[-2000:]}")

@@ -56,6 +56,7 @@ type seedHost struct {
 	Passthrough []int    `yaml:"passthrough"`
 	NVSwitches  int      `yaml:"nvswitches"`
 	VgpuTypes   []string `yaml:"vgpu_types"`
+	VmotionMb   []int32  `yaml:"vmotion_mb"` // the link speeds of its vMotion uplinks (network.go)
 }
 
 type seedVgpus struct {
@@ -130,6 +131,7 @@ func main() {
 	if err := build(ctx, client, &estate, dir); err != nil {
 		fail("seed", err)
 	}
+	simulator.Map.AddHandler(newGraphicsSeed()) // graphics.go: graphicsInfo follows the VMs from here on
 	_ = client.Logout(ctx)
 
 	address := *server.URL
@@ -204,6 +206,7 @@ func build(ctx context.Context, client *govmomi.Client, estate *seed, dir string
 			return fmt.Errorf("host %s datastore: %w", spec.Name, err)
 		}
 		seedHardware(simulator.Map.Get(host.Reference()).(*simulator.HostSystem), spec)
+		seedHostNetworkAndGraphics(simulator.Map.Get(host.Reference()).(*simulator.HostSystem), spec)
 	}
 	specs := map[string]*seedHost{}
 	for i := range estate.Hosts {
