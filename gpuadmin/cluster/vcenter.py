@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from gpuadmin.adapters.kube_cluster import printable
 from gpuadmin.cluster.errors import MESSAGE_LIMIT, ClusterError, ClusterForbidden, ClusterUnreachable
 from gpuadmin.errors import Diagnostic, InputError
 from gpuadmin.store import ClusterBinding
@@ -33,7 +34,8 @@ DISPLAY_CLASSES = {0x0300, 0x0302}  # VGA and 3D controllers: a data-centre GPU 
 BRIDGE_CLASS = 0x0680  # "other bridge": an NVSwitch chip on an HGX board
 HOST_PATHS = ["name", "parent", "summary.config.product.version", "summary.hardware.numCpuThreads",
               "summary.hardware.memorySize", "runtime.inMaintenanceMode", "runtime.connectionState",
-              "hardware.pciDevice", "config.graphicsInfo", "config.sharedPassthruGpuTypes", "config.pciPassthruInfo"]
+              "hardware.pciDevice", "config.graphicsInfo", "config.sharedPassthruGpuTypes", "config.pciPassthruInfo",
+              "config.network", "config.virtualNicManagerInfo.netConfig"]
 VM_PATHS = ["name", "config.version", "config.template", "config.changeVersion", "config.hardware.device",
             "runtime.powerState", "runtime.host"]
 
@@ -180,6 +182,15 @@ class HostRead:
     graphics: tuple[GraphicsDevice, ...]
     passthrough: frozenset[str]  # the PCI ids enabled for DirectPath I/O
     vgpu_types: tuple[str, ...]  # config.sharedPassthruGpuTypes
+    vmotion: VmotionLink  # the speed of its vMotion link, or why it is unknown
+
+
+@dataclass(frozen=True)
+class VmotionLink:
+    """A host's vMotion link: `mbps` (Mbit/s, vSphere's `linkSpeed.speedMb`), or None and `unknown`, why not."""
+
+    mbps: int | None
+    unknown: str = ""
 
 
 @dataclass(frozen=True)
@@ -290,7 +301,69 @@ def _host(moid: str, props: dict[str, Any], clusters: dict[str, str]) -> HostRea
         connection=str(host) if host is not None else "unknown",
         gpus=tuple(sorted(gpus, key=lambda g: g.pci_id)), nvswitches=nvswitches, graphics=graphics,
         passthrough=passthrough,
-        vgpu_types=tuple(t for t in props.get("config.sharedPassthruGpuTypes") or () if isinstance(t, str)))
+        vgpu_types=tuple(t for t in props.get("config.sharedPassthruGpuTypes") or () if isinstance(t, str)),
+        vmotion=vmotion_link(props.get("config.network"), props.get("config.virtualNicManagerInfo.netConfig")))
+
+
+def _key(link: Any) -> str:
+    """A linked object's key: pyVmomi gives a link (`selectedVnic`, a port group's `vswitch`) as the key itself."""
+    return link if isinstance(link, str) else str(getattr(link, "key", "") or "")
+
+
+def vmotion_link(network: Any, net_configs: Any) -> VmotionLink:
+    """The speed of a host's vMotion link, from its network config (`config.network`) and the VMkernel NICs
+    selected for vMotion (`config.virtualNicManagerInfo.netConfig`, nicType `vmotion`; what
+    `HostVirtualNicManager.QueryNetConfig("vmotion")` answers). Each selected NIC's port group leads to its
+    uplinks: on a standard switch the port group's active NICs (`computedPolicy.nicTeaming.nicOrder.activeNic`),
+    else its switch's physical NICs; on a distributed switch (`spec.distributedVirtualPort`) the host's uplinks of
+    that switch (`proxySwitch[].pnic`: which of them the port group makes active is the distributed port group's,
+    not read). A VMkernel NIC sends on one uplink of its team at a time, so its speed is its slowest active
+    uplink's that has a link; of several vMotion NICs, the slowest is taken (multi-NIC vMotion spreads one
+    migration over them: the speed is then a lower bound, and the stun estimate made with it an upper bound)."""
+    selected = [_key(v) for c in net_configs or () if getattr(c, "nicType", None) == "vmotion"
+                for v in getattr(c, "selectedVnic", None) or ()]
+    if not selected:
+        return VmotionLink(None, "no VMkernel NIC is enabled for vMotion")
+    candidates = {_key(v): v for c in net_configs or () for v in getattr(c, "candidateVnic", None) or ()}
+    vnics = {str(getattr(v, "device", "")): v for v in getattr(network, "vnic", None) or ()}
+    pnics = list(getattr(network, "pnic", None) or ())
+    speeds: list[int] = []
+    why = ""
+    for key in selected:
+        candidate = candidates.get(key)
+        device = str(getattr(candidate, "device", "") or "")
+        vnic = vnics.get(device, candidate)
+        uplinks = _uplinks(network, vnic)
+        up = [_int(getattr(getattr(p, "linkSpeed", None), "speedMb", None)) for p in pnics
+              if _key(p) in uplinks or str(getattr(p, "device", "")) in uplinks]
+        known = [speed for speed in up if speed is not None and speed > 0]  # no linkSpeed: the link is down
+        if known:
+            speeds.append(min(known))
+        else:
+            why = f"vMotion NIC {printable(device or key, 40)}: no uplink with a link"
+    return VmotionLink(min(speeds)) if speeds else VmotionLink(None, why)
+
+
+def _uplinks(network: Any, vnic: Any) -> set[str]:
+    """The keys or device names of the physical NICs a VMkernel NIC may send on (`vmotion_link`)."""
+    spec = getattr(vnic, "spec", None)
+    port = getattr(spec, "distributedVirtualPort", None)
+    if port is not None:
+        uuid = getattr(port, "switchUuid", None)
+        return {_key(p) for s in getattr(network, "proxySwitch", None) or () if getattr(s, "dvsUuid", None) == uuid
+                for p in getattr(s, "pnic", None) or ()}
+    name = getattr(vnic, "portgroup", None) or getattr(spec, "portgroup", None)
+    group = next((g for g in getattr(network, "portgroup", None) or ()
+                  if getattr(getattr(g, "spec", None), "name", None) == name), None)
+    if group is None:
+        return set()
+    teaming = getattr(getattr(group, "computedPolicy", None), "nicTeaming", None)
+    active = getattr(getattr(teaming, "nicOrder", None), "activeNic", None)
+    if active:
+        return {str(a) for a in active}
+    switch = _key(getattr(group, "vswitch", None))
+    return {_key(p) for s in getattr(network, "vswitch", None) or () if _key(s) == switch
+            for p in getattr(s, "pnic", None) or ()}
 
 
 def _vm(moid: str, props: dict[str, Any]) -> VmRead:

@@ -11,6 +11,9 @@ the VMs that hold a GPU (a vGPU or a passthrough device) on it. Pure: nothing he
   type as a profile (`grid_a40-12c` → `A40-12C`); any other is `full`.
 - A VM that holds no GPU device is passed over (counted). Its hardware version is `config.version`'s number, its
   power state vSphere's. The ESXi version `8.0.1` is `8.0U1`.
+- The host's vMotion link speed (`vsphere.vmotion_gbps`) is its vMotion VMkernel NIC's slowest active uplink
+  (`vcenter.vmotion_link`); a host where it cannot be read (no NIC enabled for vMotion, no uplink with a link, a
+  speed beyond the model's bounds) has none, with a finding: never 0.
 - Every name and value is hostile input: a host or VM that cannot be translated (a name with control characters
   or too long, no ESXi version, a hardware version that is not vmx-NN) is skipped with a finding, and the read
   goes on. A vGPU type the host does not offer is read as it is, with a finding.
@@ -29,7 +32,7 @@ from gpuadmin.catalog.entities import normalize_vgpu_type_name
 from gpuadmin.cluster.read import Finding
 from gpuadmin.cluster.vcenter import GraphicsDevice, HostRead, VcenterSnapshot, VmRead
 from gpuadmin.model import Inventory, Node
-from gpuadmin.model.inventory import Gpu, NotInCatalog, VGpu, Vm, VSphere
+from gpuadmin.model.inventory import MAX_VMOTION_GBPS, Gpu, NotInCatalog, VGpu, Vm, VSphere
 
 NAME_LIMIT = 80  # vCenter's own limit on an inventory object's name
 SHOWN = 80  # characters of a hostile name a finding shows
@@ -148,9 +151,10 @@ def _node(host: HostRead, mine: dict[str, VmRead], vms: _Vms, findings: list[Fin
         held = sorted(index_of[p] for p in vm.passthrough if p in index_of)
         node_vms.append(vms.models[moid].model_copy(update={"gpus": held or None}))
     state = "down" if host.connection != "connected" else "cordoned" if host.maintenance else "ready"
+    vmotion = _vmotion_gbps(host, shown, findings)
     try:
         return Node.model_validate({
-            "name": host.name, "platform": "vsphere", "vsphere": VSphere(version=version),
+            "name": host.name, "platform": "vsphere", "vsphere": VSphere(version=version, vmotion_gbps=vmotion),
             "cpus": host.cpus, "memory_gib": host.memory_bytes // 2**30 if host.memory_bytes else None,
             "labels": {CLUSTER_LABEL: host.cluster} if host.cluster else {}, "state": state,
             "down_reason": f"connectionState: {printable(host.connection, 40)}" if state == "down" else None,
@@ -160,6 +164,18 @@ def _node(host: HostRead, mine: dict[str, VmRead], vms: _Vms, findings: list[Fin
         where = ".".join(str(p) for p in problem_at["loc"])
         findings.append(Finding("host", shown, where, f"skipped: {problem_at['msg']}"))
         return None
+
+
+def _vmotion_gbps(host: HostRead, shown: str, findings: list[Finding]) -> float | None:
+    """The host's vMotion link in Gbit/s (vSphere's Mbit/s / 1000), or None with a finding saying why not."""
+    mbps = host.vmotion.mbps
+    if mbps is not None and mbps / 1000 <= MAX_VMOTION_GBPS:
+        return mbps / 1000
+    why = host.vmotion.unknown if mbps is None else \
+        f"a link speed of {mbps} Mbit/s is beyond {MAX_VMOTION_GBPS:g} Gbit/s"
+    findings.append(Finding("host", shown, "config.virtualNicManagerInfo.netConfig",
+                            f"vMotion link speed unknown: {why}; a vMotion's stun time cannot be estimated"))
+    return None
 
 
 def _gpu(index: int, pci_id: str, device_id: int, name: str, graphics: GraphicsDevice | None, host: HostRead,

@@ -31,7 +31,7 @@ from gpuadmin.engine.planner import dump, plan
 from gpuadmin.engine.rules import Violation
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.errors import Diagnostic, InputError
-from gpuadmin.model import Inventory, Job, Node
+from gpuadmin.model import Inventory, Job, Node, Vm
 from gpuadmin.service.caller import Caller, resolve_caller, use_case
 from gpuadmin.service.core import ServiceCore, check_state
 from gpuadmin.service.errors import Conflict, Stale
@@ -363,9 +363,15 @@ def _kept_vsphere(node: Node, before: Node | None) -> Node:
     update: dict[str, Any] = {"labels": labels}
     if not node.device_groups and before.device_groups:
         update["device_groups"] = before.device_groups
-    groups = {vm.name: vm.device_group for vm in before.vms if vm.device_group is not None}
-    vms = [vm.model_copy(update={"device_group": groups[vm.name]})
-           if vm.device_group is None and vm.name in groups else vm for vm in node.vms]
+    if node.vsphere is not None and before.vsphere is not None:
+        # vCenter has no tolerated stun time of gpuadmin's; a vMotion link speed vCenter does not give (a finding
+        # says why) is kept as the state has it, an operator's own
+        kept = {"tolerated_stun_s": before.vsphere.tolerated_stun_s}
+        if node.vsphere.vmotion_gbps is None:
+            kept["vmotion_gbps"] = before.vsphere.vmotion_gbps
+        update["vsphere"] = node.vsphere.model_copy(update=kept)
+    previous = {vm.name: vm for vm in before.vms}
+    vms = [_kept_vm(vm, previous.get(vm.name)) for vm in node.vms]
     # vCenter lists a host's VMs in no order of gpuadmin's: the state's order is kept (an evacuation appends the VMs
     # it moves in), the host's new VMs after them, so an order is never drift
     order = {vm.name: i for i, vm in enumerate(before.vms)}
@@ -373,6 +379,15 @@ def _kept_vsphere(node: Node, before: Node | None) -> Node:
     if before.state == "draining" and node.state == "cordoned":
         update["state"] = "draining"  # vCenter's maintenance mode is both: the state says which gpuadmin planned
     return node.model_copy(update=update)
+
+
+def _kept_vm(vm: Vm, before: Vm | None) -> Vm:
+    """A VM as vCenter reads it, with what gpuadmin keeps of it that vCenter does not report: its device group
+    (where none is read) and the stun time it tolerates."""
+    if before is None:
+        return vm
+    update = {"device_group": vm.device_group or before.device_group, "tolerated_stun_s": before.tolerated_stun_s}
+    return vm.model_copy(update=update)
 
 
 def _kube_target(state: ClusterState, cluster: Inventory) -> Entities:
