@@ -128,9 +128,10 @@ def _apply(view: View, move: VmMove, touched: Touched) -> None:
         taken[gpu.index] = (mine, passed)
         if mine:
             view.remove_vgpus((source.name, gpu.index), [(v.vm, v.profile) for v in mine])
-        # a passthrough GPU stays configured for passthrough on the host (an ESXi setting), free
+        # a passthrough GPU stays configured for passthrough on the host (an ESXi setting), free; a GPU left without
+        # vGPUs has none (not an empty list), as an inventory writes it and a vCenter read gives it
         src_gpus.append(gpu.model_copy(update={
-            "vgpus": [v for v in gpu.vgpus or () if v.vm != vm.name] if gpu.vgpus is not None else None,
+            "vgpus": [v for v in gpu.vgpus or () if v.vm != vm.name] or None,
             "vm": None if passed else gpu.vm}))
         touched.gpus.add((source.name, gpu.index))
     view.put_node(source.name, source.model_copy(update={
