@@ -333,6 +333,9 @@ def vmotion_link(network: Any, net_configs: Any) -> VmotionLink:
         candidate = candidates.get(key)
         device = str(getattr(candidate, "device", "") or "")
         vnic = vnics.get(device, candidate)
+        if vnic is None:
+            why = f"vMotion NIC {printable(key, 40)} is none of the host's VMkernel NICs"
+            continue
         uplinks = _uplinks(network, vnic)
         up = [_int(getattr(getattr(p, "linkSpeed", None), "speedMb", None)) for p in pnics
               if _key(p) in uplinks or str(getattr(p, "device", "")) in uplinks]

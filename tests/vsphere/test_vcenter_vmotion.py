@@ -152,3 +152,6 @@ def test_the_vmotion_nics_speed_is_its_slowest_active_uplink_with_a_link() -> No
     assert vmotion_link(_network(["vmnic2"], nics), SELECTED[:1]) == \
         VmotionLink(None, "no VMkernel NIC is enabled for vMotion")
     assert vmotion_link(None, None) == VmotionLink(None, "no VMkernel NIC is enabled for vMotion")
+    unknown = [Obj(nicType="vmotion", selectedVnic=["vmotion.vmk9"], candidateVnic=[])]
+    assert vmotion_link(_network(["vmnic2"], nics), unknown) == \
+        VmotionLink(None, "vMotion NIC vmotion.vmk9 is none of the host's VMkernel NICs")
