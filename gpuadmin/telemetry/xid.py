@@ -1,19 +1,22 @@
 """NVIDIA's XID catalog and the health findings XIDs and ECC double-bit errors give rise to.
 
 The meanings and actions follow NVIDIA's XID documentation, "Analyzing Xid Errors with the Xid Catalog"
-(https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), whose resolution buckets are
-RESTART_APP, RESET_GPU, RESTART_BM (reboot the node), CONTACT_SUPPORT (hardware: RMA) and IGNORE. An XID whose
-catalog action is a reset, a reboot or support, and any double-bit (uncorrectable) ECC error, flags the GPU: the
-finding carries the remedy as a `set-gpu-health` change to review, never applied by this module (it is pure).
+(https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), whose immediate resolution buckets are
+RESTART_APP, RESET_GPU, RESTART_BM (reboot the node), CONTACT_SUPPORT (hardware: RMA) and IGNORE, and, for some
+rows, a named workflow instead of a bucket (WORKFLOW_XID_45, WORKFLOW_XID_48, WORKFLOW_NVLINK_ERR). An XID whose
+action is a reset, a reboot or support, or a workflow NVIDIA marks fatal, and any double-bit (uncorrectable) ECC
+error, flags the GPU: the finding carries the remedy as a `set-gpu-health` change to review, never applied by
+this module (it is pure).
 
-Checked row by row against NVIDIA's own text as far as it could be read (`CHECKED`: what of each row was
-checked, and where): the catalog page's table could be read only as far as XID 13, so XID 13 alone is checked
-whole (meaning and action); the meanings of 48, 63, 64, 94, 95 and 79 are checked against NVIDIA's memory-error
-and operational-event pages, not their actions. Every other row, and every action but 13's, stays UNCERTAIN
-(`uncertain(code)`). Third-party copies of the catalog (not NVIDIA's, so not a source) give other immediate
-actions for some rows — IGNORE for 43 and 63, WORKFLOW_XID_45 and WORKFLOW_XID_48 for 45 and 48 — which is why
-the actions stay unchecked until read from NVIDIA's spreadsheet itself. Until then an operator reads each finding
-as a prompt to look, and the fence is only ever proposed, never applied unreviewed.
+Every row is checked against NVIDIA's own text (`CHECKED`: what of each row was checked, and where): the action
+against NVIDIA's XID mapping in NVIDIA/NVSentinel (each XID's mnemonic, the catalog's immediate bucket, and
+whether NVIDIA's own health monitor treats it as FATAL), the meaning against the driver's own names and strings
+(nverror.h in NVIDIA/open-gpu-kernel-modules), NVIDIA's memory-error and operational-event pages, the catalog
+page (row 13, the part the search could read) and NVIDIA's k8s-device-plugin (the XIDs it skips as application
+errors). The catalog page's later rows were read only through a third-party stored copy, which agrees with
+NVSentinel's mapping on every row here but is not cited as a source. XID 61 alone stays uncertain in its action:
+NVSentinel maps it to UNEXPECTED_ERR_REPORT_ISSUE, not one of the buckets (the copy of the catalog says
+CONTACT_SUPPORT); either way it flags. `uncertain(code)` says what is not checked.
 """
 
 from __future__ import annotations
@@ -25,36 +28,45 @@ from typing import Any, Literal
 
 from gpuadmin.model.telemetry import DeviceTelemetry
 
-Action = Literal["RESTART_APP", "RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT", "IGNORE"]
+Action = Literal["RESTART_APP", "RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT", "IGNORE",
+                 "WORKFLOW_XID_45", "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR"]
+
+_FENCING_BUCKETS: frozenset[Action] = frozenset({"RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT"})
+# A workflow names no bucket, so whether it fences is NVIDIA's FATAL/NONFATAL mark for the row in NVSentinel's
+# mapping: 48 and 74 are FATAL (the catalog: "a GPU reset or node reboot is needed to clear this error"); 45 is
+# NONFATAL (it follows another XID, and the k8s-device-plugin skips it as an application error).
+_WORKFLOW_FENCES: dict[Action, bool] = {"WORKFLOW_XID_45": False, "WORKFLOW_XID_48": True,
+                                        "WORKFLOW_NVLINK_ERR": True}
 
 
 @dataclass(frozen=True, slots=True)
 class Xid:
     code: int
     meaning: str
-    action: Action  # NVIDIA's immediate resolution bucket
+    action: Action  # NVIDIA's immediate resolution bucket, or the workflow it names instead
     flags: bool  # whether the GPU is fenced as unhealthy for it
 
 
 def _xid(code: int, meaning: str, action: Action) -> Xid:
-    return Xid(code, meaning, action, action in ("RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT"))
+    return Xid(code, meaning, action, action in _FENCING_BUCKETS or _WORKFLOW_FENCES.get(action, False))
 
 
 CATALOG: dict[int, Xid] = {x.code: x for x in (
     _xid(13, "Graphics Engine Exception (an application fault: illegal address, out-of-range access)",
          "RESTART_APP"),
     _xid(31, "GPU memory page fault (an application's illegal memory access, usually)", "RESTART_APP"),
-    _xid(43, "GPU stopped processing (a user application fault; the GPU stays usable)", "RESTART_APP"),
+    _xid(43, "GPU stopped processing (a user application fault; the GPU stays usable)", "IGNORE"),
     _xid(45, "Preemptive cleanup, due to previous errors (channels torn down after another error)",
-         "RESTART_APP"),
-    _xid(48, "Double-bit ECC error (uncorrectable memory error)", "RESET_GPU"),
-    _xid(61, "Internal micro-controller breakpoint/warning", "RESET_GPU"),
-    _xid(62, "Internal micro-controller halt", "RESET_GPU"),
-    _xid(63, "ECC page retirement or row-remapping recording event", "RESET_GPU"),
-    _xid(64, "ECC page retirement or row-remapper recording failure", "RESET_GPU"),
-    _xid(74, "NVLink error", "RESET_GPU"),
+         "WORKFLOW_XID_45"),
+    _xid(48, "Double-bit ECC error (uncorrectable memory error)", "WORKFLOW_XID_48"),
+    _xid(61, "Internal micro-controller (PMU) breakpoint", "CONTACT_SUPPORT"),
+    _xid(62, "Internal micro-controller (PMU) halt", "RESET_GPU"),
+    _xid(63, "GPU memory remapping event (a row remapped, or on older GPUs a page retired)", "IGNORE"),
+    _xid(64, "GPU memory remapping failure (a row remap, or on older GPUs a page retirement, failed)",
+         "RESET_GPU"),
+    _xid(74, "NVLink error", "WORKFLOW_NVLINK_ERR"),
     _xid(79, "GPU has fallen off the bus", "RESTART_BM"),
-    _xid(92, "High single-bit ECC error rate", "IGNORE"),
+    _xid(92, "High single-bit ECC error rate (excessive correctable-error interrupts)", "IGNORE"),
     _xid(94, "Contained ECC error (the affected application must restart)", "RESTART_APP"),
     _xid(95, "Uncontained ECC error (every application on the GPU is affected)", "RESET_GPU"),
     _xid(119, "GSP RPC timeout", "RESET_GPU"),
@@ -66,21 +78,53 @@ _CATALOG_PAGE = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog
 _MEMORY_ERRORS = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/user-visible-statistics.html"
 _PAGE_RETIREMENT = "https://docs.nvidia.com/deploy/dynamic-page-retirement/visibility.html"
 _OPERATIONAL_EVENTS = "https://docs.nvidia.com/deploy/gpu-operational-events/latest/release-notes.html"
+# NVIDIA's own repositories, at the commit that was read
+_NVSENTINEL = ("NVIDIA/NVSentinel distros/kubernetes/nvsentinel/charts/gpu-health-monitor/xiderrorsmapping.csv "
+               "@6f8b0fcfa8e502bdda78fabf96facef729a9285b")
+_NVERROR_H = ("NVIDIA/open-gpu-kernel-modules src/common/sdk/nvidia/inc/nverror.h "
+              "@0b7b8041c2667cf18f353d2dbdfd5f09dbebf264")
+_DEVICE_PLUGIN = "NVIDIA/k8s-device-plugin internal/rm/health.go @02597b97a66aee924ae59788e8de24955d07f2d0"
+_SKIPPED = f"skipped as an application error ('the GPU should still be healthy') in {_DEVICE_PLUGIN}"
+
+
+def _action(row: str, fatal: bool) -> str:
+    return f"action: {row}, {'FATAL' if fatal else 'NONFATAL'}, {_NVSENTINEL}"
+
 
 # What of a row was checked against NVIDIA's text, and where (an absent row, and the unchecked part of a row
-# here, is uncertain). Checked on 2026-12-04 through the session's search of stored NVIDIA pages.
+# here, is uncertain). Checked on 2026-12-04 through the session's search of stored NVIDIA pages and repositories.
 CHECKED: dict[int, str] = {
     13: f"meaning and action: the catalog's row 13 (Graphics Engine Exception; immediate action RESTART_APP), "
-        f"{_CATALOG_PAGE}",
-    48: f"meaning only: 'an uncorrectable ECC error has occurred', {_MEMORY_ERRORS}; 'a DBE has occurred', "
-        f"{_PAGE_RETIREMENT}",
-    63: f"meaning only: successful recording of a row-remapping entry to the InfoROM ({_MEMORY_ERRORS}); a page "
-        f"successfully retired ({_PAGE_RETIREMENT})",
-    64: f"meaning only: a failure recording a row-remapping entry ({_MEMORY_ERRORS}); a page failed retirement "
-        f"({_PAGE_RETIREMENT})",
-    79: f"meaning only: 'GPU fallen off the bus (Xid 79)', {_OPERATIONAL_EVENTS}",
-    94: f"meaning only: 'a contained ECC error has occurred', {_MEMORY_ERRORS}",
-    95: f"meaning only: 'an uncontained ECC error has occurred', {_MEMORY_ERRORS}",
+        f"{_CATALOG_PAGE}; {_action('RESTART_APP', False)}; {_SKIPPED}",
+    31: f"meaning: ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT, 'Access Violation Error (MMU Error 2)', {_NVERROR_H}; "
+        f"'GPU memory page fault', {_SKIPPED}; {_action('RESTART_APP', False)}",
+    43: f"meaning: ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR, {_NVERROR_H}; 'GPU stopped processing', {_SKIPPED}; "
+        f"{_action('IGNORE', False)}",
+    45: f"meaning: ROBUST_CHANNEL_PREEMPTIVE_REMOVAL, {_NVERROR_H}; 'Preemptive cleanup, due to previous "
+        f"errors', {_SKIPPED}; {_action('WORKFLOW_XID_45', False)}",
+    48: f"meaning: ROBUST_CHANNEL_GPU_ECC_DBE, 'ECC Error (DBE Error)', {_NVERROR_H}; 'an uncorrectable ECC "
+        f"error has occurred', {_MEMORY_ERRORS}; 'a DBE has occurred', {_PAGE_RETIREMENT}; "
+        f"{_action('WORKFLOW_XID_48', True)}",
+    61: f"meaning only: PMU_BREAKPOINT, 'PMU Breakpoint (non-fatal)', {_NVERROR_H}; the action is not one of the "
+        f"catalog's buckets in NVIDIA's text: UNEXPECTED_ERR_REPORT_ISSUE, FATAL, {_NVSENTINEL}",
+    62: f"meaning: PMU_HALT_ERROR, 'PMU Halt Error', {_NVERROR_H}; {_action('RESET_GPU', True)}",
+    63: f"meaning: INFOROM_DRAM_RETIREMENT_EVENT / INFOROM_PAGE_RETIREMENT_EVENT, {_NVERROR_H}; successful "
+        f"recording of a row-remapping entry to the InfoROM ({_MEMORY_ERRORS}); a page successfully retired "
+        f"({_PAGE_RETIREMENT}); {_action('IGNORE', False)}",
+    64: f"meaning: INFOROM_DRAM_RETIREMENT_FAILURE / INFOROM_PAGE_RETIREMENT_FAILURE, {_NVERROR_H}; a failure "
+        f"recording a row-remapping entry ({_MEMORY_ERRORS}); a page failed retirement ({_PAGE_RETIREMENT}); "
+        f"{_action('RESET_GPU', True)}",
+    74: f"meaning: NVLINK_ERROR, 'NVLink Error', {_NVERROR_H}; {_action('WORKFLOW_NVLINK_ERR', True)}",
+    79: f"meaning: ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS, 'GPU has fallen off the bus', {_NVERROR_H}; "
+        f"'GPU fallen off the bus (Xid 79)', {_OPERATIONAL_EVENTS}; {_action('RESTART_BM', True)}",
+    92: f"meaning: EXCESSIVE_SBE_INTERRUPTS, 'Excessive SBE interrupts', {_NVERROR_H}; "
+        f"{_action('IGNORE', False)}",
+    94: f"meaning: ROBUST_CHANNEL_CONTAINED_ERROR, 'Contained error', {_NVERROR_H}; 'a contained ECC error has "
+        f"occurred', {_MEMORY_ERRORS}; {_action('RESTART_APP', False)}",
+    95: f"meaning: ROBUST_CHANNEL_UNCONTAINED_ERROR, 'Uncontained error', {_NVERROR_H}; 'an uncontained ECC "
+        f"error has occurred', {_MEMORY_ERRORS}; {_action('RESET_GPU', True)}",
+    119: f"meaning: GSP_RPC_TIMEOUT, {_NVERROR_H}; {_action('RESET_GPU', True)}",
+    120: f"meaning: GSP_ERROR, {_NVERROR_H}; {_action('RESET_GPU', True)}",
 }
 
 
