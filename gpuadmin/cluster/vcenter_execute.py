@@ -400,8 +400,9 @@ VSPHERE_EXECUTORS: dict[str, VsphereExecutes] = {
                                             "systemId of EnvironmentBrowser.QueryConfigTarget (nothing for a GPU "
                                             "it has already; refused where the host has not enabled the GPU for "
                                             "passthrough)"),
-    "detach-vm": VsphereExecutes(detach_vm, "ReconfigVM_Task on the powered-off VM, removing the passthrough "
-                                            "device of each GPU released (nothing where it has none of them)"),
+    "detach-vm": VsphereExecutes(detach_vm, "ReconfigVM_Task on the powered-off VM, removing the "
+                                            "VirtualPCIPassthrough device whose DeviceBackingInfo names each GPU "
+                                            "released (nothing where it has none of them)"),
 }
 
 
