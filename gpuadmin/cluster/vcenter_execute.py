@@ -295,6 +295,8 @@ def detach_vm(context: VsphereContext, change: ch.DetachVm) -> Done:
     """Take the plan's passthrough GPUs from the VM (a device group's detach never gets here)."""
     vim, _ = _pyvmomi()
     indexes = _released(context, change)
+    if not indexes:
+        return Done("already", "no passthrough GPU to release")
     vm = context.find("VirtualMachine", change.vm)
     host = context.find("HostSystem", change.node)
     _on_host(vm, host, change)

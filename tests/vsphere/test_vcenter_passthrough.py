@@ -211,3 +211,23 @@ def test_the_plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(v
     entry = _last(state)
     assert entry.outcome == "applied" and "model only" in entry.message
     assert "attach-vm of a device group" in entry.message and not entry.execution
+
+
+def test_a_detach_of_everything_from_a_vm_holding_a_device_group_is_refused_before_any_task(
+        vcsim: Simulator, tmp_path: Path) -> None:
+    """The group would be released in gpuadmin's state alone (device groups are model only on a vCenter)."""
+    state = tmp_path / "state"
+    env = _bound(vcsim, state, "train-vm-03")
+    grouped = _apply(state, env,
+                     {"op": "set-device-groups", "node": "esx-hgx-02", "groups": [{"name": "dg-b", "gpus": [4, 5]}]},
+                     {"op": "attach-vm", "node": "esx-hgx-02", "vm": "train-vm-03", "device_group": "dg-b"})
+    assert grouped.code == ExitCode.OK, grouped.err
+    vgpus = [{"op": "remove-vgpu", "node": "esx-hgx-02", "gpu": gpu, "vm": "train-vm-03", "profile": "A100DX-80C"}
+             for gpu in (4, 5)]  # the rules free a group's GPUs of the VM's vGPUs with the group
+    done = _apply(state, env, {"op": "detach-vm", "node": "esx-hgx-02", "vm": "train-vm-03"}, *vgpus)
+    assert done.code == ExitCode.CONFLICT, done.err
+    entry = _last(state)
+    assert entry.outcome == "failed" and _steps(state) == [("failed", []), ("not-run", []), ("not-run", [])]
+    assert "holds device group dg-b" in entry.execution[0]["message"]
+    with Store.open(state) as store:
+        assert next(v for v in store.load().nodes["esx-hgx-02"].vms if v.name == "train-vm-03").device_group == "dg-b"
