@@ -259,20 +259,29 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _nvidia_class(device: Any) -> int | None:
+    """The PCI class of an NVIDIA device of `hardware.pciDevice[]` (a GPU's, an NVSwitch's), else None."""
+    vendor, device_id, klass = (_int(getattr(device, a, None)) for a in ("vendorId", "deviceId", "classId"))
+    if vendor is None or device_id is None or klass is None or vendor & 0xFFFF != NVIDIA_VENDOR:
+        return None
+    return klass & 0xFFFF
+
+
+def nvidia_gpus(devices: Any) -> tuple[PciGpu, ...]:
+    """A host's GPUs among its `hardware.pciDevice[]`, in PCI address order: gpuadmin's GPU index is the position
+    here (the driver's and nvidia-smi's order), for the read and for the executors that name a GPU by index."""
+    gpus = [PciGpu(str(getattr(device, "id", "")), int(device.deviceId) & 0xFFFF,
+                   str(getattr(device, "deviceName", "") or ""))
+            for device in devices or () if _nvidia_class(device) in DISPLAY_CLASSES]
+    return tuple(sorted(gpus, key=lambda g: g.pci_id))
+
+
 def _host(moid: str, props: dict[str, Any], clusters: dict[str, str]) -> HostRead:
     parent = props.get("parent")
     parent_id = str(getattr(parent, "_moId", "")) if parent is not None else ""
-    gpus: list[PciGpu] = []
-    nvswitches = 0
-    for device in props.get("hardware.pciDevice") or ():
-        vendor, device_id, klass = (_int(getattr(device, a, None)) for a in ("vendorId", "deviceId", "classId"))
-        if vendor is None or device_id is None or klass is None or vendor & 0xFFFF != NVIDIA_VENDOR:
-            continue
-        if klass & 0xFFFF in DISPLAY_CLASSES:
-            gpus.append(PciGpu(str(getattr(device, "id", "")), device_id & 0xFFFF,
-                               str(getattr(device, "deviceName", "") or "")))
-        elif klass & 0xFFFF == BRIDGE_CLASS:
-            nvswitches += 1
+    devices = props.get("hardware.pciDevice") or ()
+    gpus = nvidia_gpus(devices)
+    nvswitches = sum(1 for device in devices if _nvidia_class(device) == BRIDGE_CLASS)
     graphics = tuple(
         GraphicsDevice(str(getattr(g, "pciId", "")), str(getattr(g, "graphicsType", "")),
                        _int(getattr(g, "memorySizeInKB", None)) or 0,
@@ -288,7 +297,7 @@ def _host(moid: str, props: dict[str, Any], clusters: dict[str, str]) -> HostRea
         memory_bytes=_int(props.get("summary.hardware.memorySize")),
         maintenance=props.get("runtime.inMaintenanceMode") is True,
         connection=str(host) if host is not None else "unknown",
-        gpus=tuple(sorted(gpus, key=lambda g: g.pci_id)), nvswitches=nvswitches, graphics=graphics,
+        gpus=gpus, nvswitches=nvswitches, graphics=graphics,
         passthrough=passthrough,
         vgpu_types=tuple(t for t in props.get("config.sharedPassthruGpuTypes") or () if isinstance(t, str)))
 

@@ -50,7 +50,7 @@ class Simulator:
 
 
 def _binary() -> Path:
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(SOURCE.parent.glob("*.go")))).hexdigest()[:16]
     return CACHE / f"vcsim-gpu-{digest}"
 
 

@@ -205,6 +205,7 @@ func build(ctx context.Context, client *govmomi.Client, estate *seed, dir string
 		}
 		seedHardware(simulator.Map.Get(host.Reference()).(*simulator.HostSystem), spec)
 	}
+	seedPassthroughTargets(clusters) // passthrough.go
 	specs := map[string]*seedHost{}
 	for i := range estate.Hosts {
 		specs[estate.Hosts[i].Name] = &estate.Hosts[i]
