@@ -205,3 +205,18 @@ def test_a_vcenter_refusing_the_property_is_read_again_without_it() -> None:
     read = vcenter._collect_newer(content, vim.VirtualMachine, VM_PATHS, DEVICE_GROUPS_PATH)
     assert asked == [[*VM_PATHS, DEVICE_GROUPS_PATH], VM_PATHS]
     assert read == [("vm-1", {"name": "vm-a"}, frozenset({DEVICE_GROUPS_PATH}))]
+
+
+def test_a_host_of_a_vcenter_before_8_offers_no_groups() -> None:
+    """pyVmomi itself refuses a method newer than the API version it agreed with the vCenter (MethodNotFound, in
+    its SoapAdapter, before anything is sent): a vCenter 7.0 U3's host, whose assignable-hardware manager exists
+    (7.0) without RetrieveVendorDeviceGroupInfo (8.0.0.1), offers groups that read as not reported. In-process:
+    pyVmomi's own stub at version 7.0.3.0, pointed at no server (not the simulator)."""
+    from pyVmomi import SoapStubAdapter, vim
+
+    from gpuadmin.cluster import vcenter
+
+    stub = SoapStubAdapter(host="127.0.0.1", port=9, version="vim.version.v7_0_3_0")
+    manager = vim.host.AssignableHardwareManager("assignableHardwareManager-1", stub)
+    assert vcenter._offered_device_groups({vcenter.ASSIGNABLE_HARDWARE_PATH: manager}) is None
+    assert vcenter._offered_device_groups({}) is None
