@@ -20,8 +20,11 @@ from tests.vsphere.vcsim import Simulator
 
 REMOVE = {"op": "remove-vgpu", "node": "esx-vdi-02", "gpu": 1, "vm": "ds-vm-04", "profile": "L40S-12C"}
 ASSIGN = {**REMOVE, "op": "assign-vgpu"}
-# an op gpuadmin does not carry out on a vCenter (device groups: docs/vsphere.md)
-GROUPS = {"op": "set-device-groups", "node": "esx-hgx-02", "groups": [{"name": "dg-c", "gpus": [6, 7]}]}
+# an op gpuadmin does not carry out on a vCenter (device groups: docs/vsphere.md): a free group on GPUs 6-7, beside the
+# two the read names after the GPUs its VMs' groups sit on
+GROUPS = {"op": "set-device-groups", "node": "esx-hgx-02",
+          "groups": [{"name": "dg-0-1-2-3", "gpus": [0, 1, 2, 3]}, {"name": "dg-4-5", "gpus": [4, 5]},
+                     {"name": "dg-c", "gpus": [6, 7]}]}
 
 
 def _bound(vcsim: Simulator, state: Path) -> dict[str, str]:

@@ -13,13 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from gpuadmin.errors import ExitCode
 from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
 from tests.vsphere.estate import find, session, wait
-from tests.vsphere.vcsim import Simulator
+from tests.vsphere.vcsim import Simulator, running, why_not
 
 HPC = {"node": "esx-legacy-01", "vm": "hpc-vm-01"}
 DETACH = {"op": "detach-vm", **HPC}  # neither gpus nor device_group: everything the VM holds
@@ -183,10 +184,17 @@ def test_a_failed_reconfig_task_is_a_failed_step_with_vcenter_s_fault(vcsim: Sim
     assert "NotSupported" in entry.execution[0]["message"]
 
 
-def test_the_plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(vcsim: Simulator,
-                                                                              tmp_path: Path) -> None:
+def test_the_plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(tmp_path: Path) -> None:
     """The review (text and -o json) names ReconfigVM_Task for GPUs; a device group's attach is model only, said
-    in the review and the journal (docs/vsphere.md: device groups have no types in the simulator)."""
+    in the review and the journal (docs/vsphere.md: gpuadmin carries out no device-group change on a vCenter). The
+    simulator plays a vCenter before 8.0, which reports no groups, so train-vm-03 starts without one to attach."""
+    if (reason := why_not()) is not None:
+        pytest.skip(f"vCenter simulator: {reason}")
+    with running(device_groups=False) as vcsim:
+        _plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(vcsim, tmp_path)
+
+
+def _plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(vcsim: Simulator, tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = _bound(vcsim, state, "hpc-vm-01")
     detach = gpuadmin("--state", state, "detach", "hpc-vm-01", "--node", "esx-legacy-01", "--dry-run", env=env)
@@ -217,17 +225,13 @@ def test_a_detach_of_everything_from_a_vm_holding_a_device_group_is_refused_befo
         vcsim: Simulator, tmp_path: Path) -> None:
     """The group would be released in gpuadmin's state alone (device groups are model only on a vCenter)."""
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "train-vm-03")
-    grouped = _apply(state, env,
-                     {"op": "set-device-groups", "node": "esx-hgx-02", "groups": [{"name": "dg-b", "gpus": [4, 5]}]},
-                     {"op": "attach-vm", "node": "esx-hgx-02", "vm": "train-vm-03", "device_group": "dg-b"})
-    assert grouped.code == ExitCode.OK, grouped.err
+    env = _bound(vcsim, state, "train-vm-03")  # its group over GPUs 4-5 read from vCenter: dg-4-5
     vgpus = [{"op": "remove-vgpu", "node": "esx-hgx-02", "gpu": gpu, "vm": "train-vm-03", "profile": "A100DX-80C"}
              for gpu in (4, 5)]  # the rules free a group's GPUs of the VM's vGPUs with the group
     done = _apply(state, env, {"op": "detach-vm", "node": "esx-hgx-02", "vm": "train-vm-03"}, *vgpus)
     assert done.code == ExitCode.CONFLICT, done.err
     entry = _last(state)
     assert entry.outcome == "failed" and _steps(state) == [("failed", []), ("not-run", []), ("not-run", [])]
-    assert "holds device group dg-b" in entry.execution[0]["message"]
+    assert "holds device group dg-4-5" in entry.execution[0]["message"]
     with Store.open(state) as store:
-        assert next(v for v in store.load().nodes["esx-hgx-02"].vms if v.name == "train-vm-03").device_group == "dg-b"
+        assert next(v for v in store.load().nodes["esx-hgx-02"].vms if v.name == "train-vm-03").device_group == "dg-4-5"
