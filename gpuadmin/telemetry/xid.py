@@ -17,6 +17,16 @@ errors). The catalog page's later rows were read only through a third-party stor
 NVSentinel's mapping on every row here but is not cited as a source. XID 61 alone stays uncertain in its action:
 NVSentinel maps it to UNEXPECTED_ERR_REPORT_ISSUE, not one of the buckets (the copy of the catalog says
 CONTACT_SUPPORT); either way it flags. `uncertain(code)` says what is not checked.
+
+The table holds every row of NVSentinel's mapping whose action is RESET_GPU, RESTART_BM or CONTACT_SUPPORT, or a
+workflow it marks FATAL (tests/telemetry/test_xid_idle.py holds it to the mapping's lines). An XID outside the
+table is never flagged and never "ok": `unlisted(device)` gives its code and "not in gpuadmin's table: see NVIDIA's
+XID catalog", which the views show as the GPU's health. Not flagged, because what is outside is, in NVIDIA's
+mapping, an application error or IGNORE (RESTART_APP, IGNORE: NONFATAL), a FATAL row whose action is no reset
+(UNEXPECTED_ERR_REPORT_ISSUE: among them 1-7, which the catalog lists as unused on A100 and later;
+CHECK_MECHANICALS, UPDATE_SWFW, RESTART_VM), or a code newer than the mapping read: a fence proposed without
+NVIDIA's action would take GPUs out of service for application errors; the operator sees the code and can fence
+by hand.
 """
 
 from __future__ import annotations
@@ -29,14 +39,15 @@ from typing import Any, Literal
 from gpuadmin.model.telemetry import DeviceTelemetry
 
 Action = Literal["RESTART_APP", "RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT", "IGNORE",
-                 "WORKFLOW_XID_45", "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR"]
+                 "WORKFLOW_XID_45", "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR"]
 
 _FENCING_BUCKETS: frozenset[Action] = frozenset({"RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT"})
 # A workflow names no bucket, so whether it fences is NVIDIA's FATAL/NONFATAL mark for the row in NVSentinel's
-# mapping: 48 and 74 are FATAL (the catalog: "a GPU reset or node reboot is needed to clear this error"); 45 is
-# NONFATAL (it follows another XID, and the k8s-device-plugin skips it as an application error).
+# mapping: 48, 74 and the NVLink5 rows (144-150) are FATAL (the catalog on 48: "a GPU reset or node reboot is
+# needed to clear this error"); 45 is NONFATAL (it follows another XID, and the k8s-device-plugin skips it as an
+# application error).
 _WORKFLOW_FENCES: dict[Action, bool] = {"WORKFLOW_XID_45": False, "WORKFLOW_XID_48": True,
-                                        "WORKFLOW_NVLINK_ERR": True}
+                                        "WORKFLOW_NVLINK_ERR": True, "WORKFLOW_NVLINK5_ERR": True}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,19 +69,38 @@ CATALOG: dict[int, Xid] = {x.code: x for x in (
     _xid(43, "GPU stopped processing (a user application fault; the GPU stays usable)", "IGNORE"),
     _xid(45, "Preemptive cleanup, due to previous errors (channels torn down after another error)",
          "WORKFLOW_XID_45"),
+    _xid(46, "GPU timeout error", "RESET_GPU"),
     _xid(48, "Double-bit ECC error (uncorrectable memory error)", "WORKFLOW_XID_48"),
     _xid(61, "Internal micro-controller (PMU) breakpoint", "CONTACT_SUPPORT"),
     _xid(62, "Internal micro-controller (PMU) halt", "RESET_GPU"),
     _xid(63, "GPU memory remapping event (a row remapped, or on older GPUs a page retired)", "IGNORE"),
     _xid(64, "GPU memory remapping failure (a row remap, or on older GPUs a page retirement, failed)",
          "RESET_GPU"),
+    _xid(68, "Video decoder (NVDEC0) exception (an application's, usually)", "RESTART_APP"),
     _xid(74, "NVLink error", "WORKFLOW_NVLINK_ERR"),
     _xid(79, "GPU has fallen off the bus", "RESTART_BM"),
     _xid(92, "High single-bit ECC error rate (excessive correctable-error interrupts)", "IGNORE"),
     _xid(94, "Contained ECC error (the affected application must restart)", "RESTART_APP"),
     _xid(95, "Uncontained ECC error (every application on the GPU is affected)", "RESET_GPU"),
+    _xid(109, "Context switch timeout", "RESET_GPU"),
+    _xid(110, "Security fault (SEC_FAULT)", "RESET_GPU"),
     _xid(119, "GSP RPC timeout", "RESET_GPU"),
     _xid(120, "GSP error", "RESET_GPU"),
+    _xid(136, "NVLink link training failed", "RESET_GPU"),
+    _xid(140, "Uncorrectable ECC error escaped firmware handling", "RESET_GPU"),
+    _xid(143, "GPU initialization error", "RESET_GPU"),
+    _xid(144, "NVLink SAW error", "WORKFLOW_NVLINK5_ERR"),
+    _xid(145, "NVLink RLW error", "WORKFLOW_NVLINK5_ERR"),
+    _xid(146, "NVLink TLW error", "WORKFLOW_NVLINK5_ERR"),
+    _xid(147, "NVLink TREX error", "WORKFLOW_NVLINK5_ERR"),
+    _xid(148, "NVLink NVLPW control error", "WORKFLOW_NVLINK5_ERR"),
+    _xid(149, "NVLink NETIR error", "WORKFLOW_NVLINK5_ERR"),
+    _xid(150, "NVLink MSE error", "WORKFLOW_NVLINK5_ERR"),
+    _xid(155, "NVLink software-defined error", "RESET_GPU"),
+    _xid(156, "Resource retirement event", "RESET_GPU"),
+    _xid(158, "GPU fatal timeout", "RESET_GPU"),
+    _xid(160, "Channel retirement event", "RESTART_BM"),
+    _xid(162, "ISINK re-engaged (ISINK_REENGAGED)", "RESET_GPU"),
 )}
 
 
@@ -83,6 +113,9 @@ _NVSENTINEL = ("NVIDIA/NVSentinel distros/kubernetes/nvsentinel/charts/gpu-healt
                "@6f8b0fcfa8e502bdda78fabf96facef729a9285b")
 _NVERROR_H = ("NVIDIA/open-gpu-kernel-modules src/common/sdk/nvidia/inc/nverror.h "
               "@0b7b8041c2667cf18f353d2dbdfd5f09dbebf264")
+# The newer codes (110 and up) are named only in a later nverror.h: the repository's newest snapshot (595.45.04)
+_NVERROR_H_595 = ("NVIDIA/open-gpu-kernel-modules src/common/sdk/nvidia/inc/nverror.h "
+                  "@df1c9a3de2be4b130f4fc7680f7198193d8ac6ad")
 _DEVICE_PLUGIN = "NVIDIA/k8s-device-plugin internal/rm/health.go @02597b97a66aee924ae59788e8de24955d07f2d0"
 _SKIPPED = f"skipped as an application error ('the GPU should still be healthy') in {_DEVICE_PLUGIN}"
 
@@ -125,6 +158,37 @@ CHECKED: dict[int, str] = {
         f"error has occurred', {_MEMORY_ERRORS}; {_action('RESET_GPU', True)}",
     119: f"meaning: GSP_RPC_TIMEOUT, {_NVERROR_H}; {_action('RESET_GPU', True)}",
     120: f"meaning: GSP_ERROR, {_NVERROR_H}; {_action('RESET_GPU', True)}",
+    68: f"meaning: ROBUST_CHANNEL_NVDEC0_ERROR, 'Video Engine Error (NVDEC0 Error)', {_NVERROR_H}; 'Video "
+        f"processor exception', {_SKIPPED}; {_action('RESTART_APP', False)}",
+    46: f"meaning: ROBUST_CHANNEL_GPU_TIMEOUT_ERROR, the mnemonic in {_NVSENTINEL} (nverror.h defines no 46); "
+        f"{_action('RESET_GPU', True)}",
+    # NVIDIA's sources disagree on 109: the mapping (and the catalog) say RESET_GPU/FATAL, the device plugin's
+    # hard-coded skip list ('FIXME: formalize the full list') calls it an application error; NVIDIA/k8s-device-
+    # plugin#1974 (open) asks the plugin to follow the catalog. The catalog-derived mapping is NVIDIA's per-XID
+    # statement, so 109 fences; a wrong fence costs a reviewed change, a missed one puts new work on a GPU whose
+    # context switching timed out.
+    109: f"meaning: ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR, the mnemonic in {_NVSENTINEL} (nverror.h defines no "
+         f"109); 'Context Switch Timeout Error', yet {_SKIPPED} (NVIDIA/k8s-device-plugin#1974 asks to follow the "
+         f"catalog); {_action('RESET_GPU', True)}",
+    110: f"meaning: SEC_FAULT_ERROR, {_NVERROR_H_595}; {_action('RESET_GPU', True)}",
+    136: f"meaning: ALI_TRAINING_FAIL, {_NVERROR_H_595} (the driver logs 'NVLink: Link training failed'); "
+         f"{_action('RESET_GPU', True)}",
+    140: f"meaning: UNRECOVERABLE_ECC_ERROR_ESCAPE, {_NVERROR_H_595} (the driver logs 'An uncorrectable ECC "
+         f"error detected (possible firmware handling failure)'); {_action('RESET_GPU', True)}",
+    143: f"meaning: GPU_INIT_ERROR, {_NVERROR_H_595}; {_action('RESET_GPU', True)}",
+    144: f"meaning: NVLINK_SAW_ERROR, {_NVERROR_H_595}; {_action('WORKFLOW_NVLINK5_ERR', True)}",
+    145: f"meaning: NVLINK_RLW_ERROR, {_NVERROR_H_595}; {_action('WORKFLOW_NVLINK5_ERR', True)}",
+    146: f"meaning: NVLINK_TLW_ERROR, {_NVERROR_H_595}; {_action('WORKFLOW_NVLINK5_ERR', True)}",
+    147: f"meaning: NVLINK_TREX_ERROR, {_NVERROR_H_595}; {_action('WORKFLOW_NVLINK5_ERR', True)}",
+    148: f"meaning: NVLINK_NVLPW_CTRL_ERROR, {_NVERROR_H_595}; {_action('WORKFLOW_NVLINK5_ERR', True)}",
+    149: f"meaning: NVLINK_NETIR_ERROR, {_NVERROR_H_595}; {_action('WORKFLOW_NVLINK5_ERR', True)}",
+    150: f"meaning: NVLINK_MSE_ERROR, {_NVERROR_H_595}; {_action('WORKFLOW_NVLINK5_ERR', True)}",
+    155: f"meaning: NVLINK_SW_DEFINED_ERROR, {_NVERROR_H_595}; {_action('RESET_GPU', True)}",
+    156: f"meaning: RESOURCE_RETIREMENT_EVENT, {_NVERROR_H_595}; {_action('RESET_GPU', True)}",
+    158: f"meaning: GPU_FATAL_TIMEOUT, {_NVERROR_H_595}; {_action('RESET_GPU', True)}",
+    160: f"meaning: CHANNEL_RETIREMENT_EVENT, {_NVERROR_H_595}; {_action('RESTART_BM', True)}",
+    162: f"meaning: ISINK_REENGAGED, {_NVERROR_H_595} (the mapping's line names no mnemonic); "
+         f"{_action('RESET_GPU', True)}",
 }
 
 
@@ -137,9 +201,22 @@ def uncertain(code: int) -> str | None:
 
 
 def describe(code: int) -> str:
-    """`XID 79: GPU has fallen off the bus`, or an unknown code said as such."""
+    """`XID 79: GPU has fallen off the bus`, or a code outside the table said as such (`XID 8: not in gpuadmin's
+    table: see NVIDIA's XID catalog`)."""
     found = CATALOG.get(code)
-    return f"XID {code}: {found.meaning}" if found is not None else f"XID {code}: not in gpuadmin's catalog"
+    return f"XID {code}: {found.meaning}" if found is not None else f"XID {code}: {NOT_IN_TABLE}"
+
+
+NOT_IN_TABLE = "not in gpuadmin's table: see NVIDIA's XID catalog"
+
+
+def unlisted(device: DeviceTelemetry) -> str | None:
+    """What a GPU's last XID says when it is outside the table (`describe`'s words), None for a listed one or
+    none: the views show it as the GPU's health instead of `ok`; it is not a finding (see the module)."""
+    reading = reading_of(device)
+    if reading.xids and reading.xids[-1] not in CATALOG:
+        return describe(reading.xids[-1])
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,26 @@ import re
 import pytest
 
 from gpuadmin.engine import changes as ch
+from gpuadmin.model.telemetry import DeviceTelemetry, Reading
+from gpuadmin.render.telemetry import health_cell
 from gpuadmin.telemetry.idle import Holding, Sample, idle_holdings, wasted_per_queue
-from gpuadmin.telemetry.xid import CATALOG, CHECKED, GpuReading, LastSeen, findings, uncertain
+from gpuadmin.telemetry.xid import CATALOG, CHECKED, GpuReading, LastSeen, findings, uncertain, unlisted
 
-FLAGGING = {48, 61, 62, 64, 74, 79, 95, 119, 120}
+# NVSentinel's mapping (distros/kubernetes/nvsentinel/charts/gpu-health-monitor/xiderrorsmapping.csv @6f8b0fcf),
+# every line whose action is RESET_GPU, RESTART_BM or CONTACT_SUPPORT (none is), or a workflow marked FATAL, as
+# read on 2026-12-04: code -> (action, FATAL/NONFATAL). gpuadmin's table must hold and flag each.
+MAPPING_FENCING_LINES = {
+    46: ("RESET_GPU", "FATAL"), 48: ("WORKFLOW_XID_48", "FATAL"), 62: ("RESET_GPU", "FATAL"),
+    64: ("RESET_GPU", "FATAL"), 74: ("WORKFLOW_NVLINK_ERR", "FATAL"), 79: ("RESTART_BM", "FATAL"),
+    95: ("RESET_GPU", "FATAL"), 109: ("RESET_GPU", "FATAL"), 110: ("RESET_GPU", "FATAL"),
+    119: ("RESET_GPU", "FATAL"), 120: ("RESET_GPU", "FATAL"), 136: ("RESET_GPU", "FATAL"),
+    140: ("RESET_GPU", "FATAL"), 143: ("RESET_GPU", "FATAL"),
+    **{code: ("WORKFLOW_NVLINK5_ERR", "FATAL") for code in range(144, 151)},
+    155: ("RESET_GPU", "FATAL"), 156: ("RESET_GPU", "FATAL"), 158: ("RESET_GPU", "FATAL"),
+    160: ("RESTART_BM", "FATAL"), 162: ("RESET_GPU", "FATAL"),
+}
+# ...and 61, by the catalog's CONTACT_SUPPORT (NVSentinel: UNEXPECTED_ERR_REPORT_ISSUE, FATAL)
+FLAGGING = set(MAPPING_FENCING_LINES) | {61}
 
 
 @pytest.mark.parametrize("code", sorted(CATALOG))
@@ -94,6 +110,12 @@ SOURCES = {
     74: (_NVERROR_H, _NVSENTINEL), 79: (_NVERROR_H, _EVENTS, _NVSENTINEL), 92: (_NVERROR_H, _NVSENTINEL),
     94: (_NVERROR_H, _MEMORY, _NVSENTINEL), 95: (_NVERROR_H, _MEMORY, _NVSENTINEL),
     119: (_NVERROR_H, _NVSENTINEL), 120: (_NVERROR_H, _NVSENTINEL),
+    # the rows added so that every reset, reboot and FATAL-workflow line of NVSentinel's mapping is in the table
+    # (names from nverror.h, 110 and up from its 595.45.04 snapshot; 46 and 109 only from the mapping's mnemonic)
+    68: (_NVERROR_H, _DEVICE_PLUGIN, _NVSENTINEL), 46: (_NVSENTINEL,),
+    109: (_NVSENTINEL, _DEVICE_PLUGIN, "NVIDIA/k8s-device-plugin#1974"),
+    **{code: (f"{_NVERROR_H} @df1c9a3de2be4b130f4fc7680f7198193d8ac6ad", _NVSENTINEL)
+       for code in (110, 136, 140, 143, *range(144, 151), 155, 156, 158, 160, 162)},
 }
 
 
@@ -114,3 +136,42 @@ def test_each_rows_action_and_fence_are_what_nvidias_mapping_says(code: int) -> 
     found = re.search(r"action: (\w+), (FATAL|NONFATAL), NVIDIA/NVSentinel", CHECKED[code])
     assert found is not None, code
     assert (CATALOG[code].action, CATALOG[code].flags) == (found[1], found[2] == "FATAL")
+
+
+def test_every_reset_reboot_and_fatal_workflow_line_of_nvidias_mapping_is_in_the_table_and_flags() -> None:
+    """A GPU with an XID NVIDIA's mapping says needs a reset or a reboot is flagged; one missing from the table
+    would go unflagged on a real cluster."""
+    for code, (action, fatal) in MAPPING_FENCING_LINES.items():
+        assert code in CATALOG, code
+        assert (CATALOG[code].action, CATALOG[code].flags) == (action, fatal == "FATAL"), code
+        assert f"action: {action}, {fatal}, NVIDIA/NVSentinel" in CHECKED[code], code
+    assert {c for c, x in CATALOG.items() if x.flags} == FLAGGING
+
+
+def test_a_newly_listed_reset_xid_flags_and_a_non_fatal_one_does_not() -> None:
+    found = findings([GpuReading("n", 0, xids=(158,)), GpuReading("n", 1, xids=(68,)),
+                      GpuReading("n", 2, xids=(109,)), GpuReading("n", 3, xids=(8,))])
+    assert [(f.gpu, f.reason, f.action) for f in found] == [(0, "XID 158: GPU fatal timeout", "RESET_GPU"),
+                                                            (2, "XID 109: Context switch timeout", "RESET_GPU")]
+
+
+def test_109_fences_by_nvidias_catalog_mapping_and_records_the_device_plugins_dissent() -> None:
+    """NVIDIA's sources disagree on 109 (docs/telemetry.md): the mapping's RESET_GPU/FATAL decides; the device
+    plugin's skip and the issue asking it to follow the catalog stay in the row's record."""
+    assert CATALOG[109].flags and CATALOG[109].action == "RESET_GPU"
+    assert "skipped as an application error" in CHECKED[109] and "#1974" in CHECKED[109]
+
+
+def _gpu(xid: float | None) -> DeviceTelemetry:
+    return DeviceTelemetry("n", 0, xid=Reading(xid, None if xid is not None else "not read"))
+
+
+def test_an_xid_outside_the_table_is_shown_by_its_code_never_as_ok_and_not_flagged() -> None:
+    """XID 8 (NVIDIA's mapping: RESTART_APP, NONFATAL) is not in gpuadmin's table: the GPU's health says so."""
+    assert 8 not in CATALOG
+    said = unlisted(_gpu(8))
+    assert said == "XID 8: not in gpuadmin's table: see NVIDIA's XID catalog"
+    assert health_cell(False, said, _gpu(8)) == said
+    assert findings([GpuReading("n", 0, xids=(8,))]) == []
+    assert unlisted(_gpu(79)) is None and unlisted(_gpu(13)) is None  # listed: a finding or `ok`
+    assert unlisted(_gpu(0)) is None and unlisted(_gpu(None)) is None  # none since the driver loaded; unknown
