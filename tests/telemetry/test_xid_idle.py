@@ -14,20 +14,20 @@ from gpuadmin.telemetry.idle import Holding, Sample, idle_holdings, wasted_per_q
 from gpuadmin.telemetry.xid import CATALOG, CHECKED, GpuReading, LastSeen, findings, uncertain, unlisted
 
 # NVSentinel's mapping (distros/kubernetes/nvsentinel/charts/gpu-health-monitor/xiderrorsmapping.csv @6f8b0fcf),
-# every line whose action is RESET_GPU, RESTART_BM or CONTACT_SUPPORT (none is), or a workflow marked FATAL, as
-# read on 2026-12-04: code -> (action, FATAL/NONFATAL). gpuadmin's table must hold and flag each.
-MAPPING_FENCING_LINES = {
-    46: ("RESET_GPU", "FATAL"), 48: ("WORKFLOW_XID_48", "FATAL"), 62: ("RESET_GPU", "FATAL"),
-    64: ("RESET_GPU", "FATAL"), 74: ("WORKFLOW_NVLINK_ERR", "FATAL"), 79: ("RESTART_BM", "FATAL"),
-    95: ("RESET_GPU", "FATAL"), 109: ("RESET_GPU", "FATAL"), 110: ("RESET_GPU", "FATAL"),
-    119: ("RESET_GPU", "FATAL"), 120: ("RESET_GPU", "FATAL"), 136: ("RESET_GPU", "FATAL"),
-    140: ("RESET_GPU", "FATAL"), 143: ("RESET_GPU", "FATAL"),
-    **{code: ("WORKFLOW_NVLINK5_ERR", "FATAL") for code in range(144, 151)},
-    155: ("RESET_GPU", "FATAL"), 156: ("RESET_GPU", "FATAL"), 158: ("RESET_GPU", "FATAL"),
-    160: ("RESTART_BM", "FATAL"), 162: ("RESET_GPU", "FATAL"),
+# every line it marks FATAL (those whose action is RESET_GPU, RESTART_BM or a workflow among them; no line says
+# CONTACT_SUPPORT), as read on 2026-12-04: code -> action. gpuadmin's table must hold and flag each.
+_UNEXPECTED = (1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 26, 27, 28, 29, 30, 33, 34, 35,
+               36, 42, 47, 49, 50, 51, 52, 53, 55, 56, 57, 58, 59, 61, 65, 73, 81, 87, 90, 91, 108, 111, 112, 113, 114,
+               115, 116, 117, 118, 122, 123, 124, 125, 138, 142)
+MAPPING_FATAL_LINES = {
+    **{code: "UNEXPECTED_ERR_REPORT_ISSUE" for code in _UNEXPECTED},
+    46: "RESET_GPU", 48: "WORKFLOW_XID_48", 54: "CHECK_MECHANICALS", 62: "RESET_GPU", 64: "RESET_GPU",
+    74: "WORKFLOW_NVLINK_ERR", 78: "UPDATE_SWFW", 79: "RESTART_BM", 95: "RESET_GPU", 109: "RESET_GPU",
+    110: "RESET_GPU", 119: "RESET_GPU", 120: "RESET_GPU", 136: "RESET_GPU", 140: "RESET_GPU", 143: "RESET_GPU",
+    **{code: "WORKFLOW_NVLINK5_ERR" for code in range(144, 151)},
+    151: "RESTART_VM", 155: "RESET_GPU", 156: "RESET_GPU", 158: "RESET_GPU", 160: "RESTART_BM", 162: "RESET_GPU",
 }
-# ...and 61, by the catalog's CONTACT_SUPPORT (NVSentinel: UNEXPECTED_ERR_REPORT_ISSUE, FATAL)
-FLAGGING = set(MAPPING_FENCING_LINES) | {61}
+FLAGGING = set(MAPPING_FATAL_LINES)
 
 
 @pytest.mark.parametrize("code", sorted(CATALOG))
@@ -101,6 +101,7 @@ _EVENTS = "https://docs.nvidia.com/deploy/gpu-operational-events/latest/release-
 _NVSENTINEL = "NVIDIA/NVSentinel distros/kubernetes/nvsentinel/charts/gpu-health-monitor/xiderrorsmapping.csv"
 _NVERROR_H = "NVIDIA/open-gpu-kernel-modules src/common/sdk/nvidia/inc/nverror.h"
 _DEVICE_PLUGIN = "NVIDIA/k8s-device-plugin internal/rm/health.go"
+_NVERROR_H_595 = f"{_NVERROR_H} @df1c9a3de2be4b130f4fc7680f7198193d8ac6ad"  # the driver's 595.45.04 names
 # Each checked row's NVIDIA sources, as the check of 2026-12-04 read them (docs/telemetry.md's table)
 SOURCES = {
     13: (_CATALOG_PAGE, _NVSENTINEL, _DEVICE_PLUGIN), 31: (_NVERROR_H, _DEVICE_PLUGIN, _NVSENTINEL),
@@ -114,8 +115,14 @@ SOURCES = {
     # (names from nverror.h, 110 and up from its 595.45.04 snapshot; 46 and 109 only from the mapping's mnemonic)
     68: (_NVERROR_H, _DEVICE_PLUGIN, _NVSENTINEL), 46: (_NVSENTINEL,),
     109: (_NVSENTINEL, _DEVICE_PLUGIN, "NVIDIA/k8s-device-plugin#1974"),
-    **{code: (f"{_NVERROR_H} @df1c9a3de2be4b130f4fc7680f7198193d8ac6ad", _NVSENTINEL)
-       for code in (110, 136, 140, 143, *range(144, 151), 155, 156, 158, 160, 162)},
+    **{code: (_NVERROR_H_595, _NVSENTINEL)
+       for code in (108, 110, 122, 123, 124, 125, 136, 138, 140, 142, 143, *range(144, 152), 155, 156, 158, 160, 162)},
+    # ...and the other FATAL lines of the mapping (UNEXPECTED_ERR_REPORT_ISSUE, CHECK_MECHANICALS, UPDATE_SWFW)
+    **{code: (_NVERROR_H, _NVSENTINEL, _CATALOG_PAGE) for code in range(1, 8)},
+    **{code: (_NVERROR_H, _NVSENTINEL) for code in (9, 10, 12, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 26, 27, 28, 29,
+                                                   30, 33, 34, 35, 36, 42, 47, 49, 50, 51, 52, 53, 54, 55, 56, 57,
+                                                   58, 59, 65, 73, 78, 81, 87, 90, 91)},
+    **{code: (_NVSENTINEL,) for code in range(111, 119)},
 }
 
 
@@ -138,21 +145,23 @@ def test_each_rows_action_and_fence_are_what_nvidias_mapping_says(code: int) -> 
     assert (CATALOG[code].action, CATALOG[code].flags) == (found[1], found[2] == "FATAL")
 
 
-def test_every_reset_reboot_and_fatal_workflow_line_of_nvidias_mapping_is_in_the_table_and_flags() -> None:
-    """A GPU with an XID NVIDIA's mapping says needs a reset or a reboot is flagged; one missing from the table
-    would go unflagged on a real cluster."""
-    for code, (action, fatal) in MAPPING_FENCING_LINES.items():
-        assert code in CATALOG, code
-        assert (CATALOG[code].action, CATALOG[code].flags) == (action, fatal == "FATAL"), code
-        assert f"action: {action}, {fatal}, NVIDIA/NVSentinel" in CHECKED[code], code
+def test_every_fatal_line_of_nvidias_mapping_is_in_the_table_and_flags() -> None:
+    """A GPU with an XID NVIDIA's mapping marks FATAL (a reset, a reboot, a workflow, or an unexpected error to
+    report) is flagged; one missing from the table would go unflagged on a real cluster."""
+    for code, action in MAPPING_FATAL_LINES.items():
+        assert code in CATALOG and CATALOG[code].flags, code
+        assert f"{action}, FATAL, NVIDIA/NVSentinel" in CHECKED[code], code
+        # 61: the table keeps the catalog's CONTACT_SUPPORT (uncertain: the mapping gives no bucket)
+        assert CATALOG[code].action == action or code == 61, code
     assert {c for c, x in CATALOG.items() if x.flags} == FLAGGING
 
 
 def test_a_newly_listed_reset_xid_flags_and_a_non_fatal_one_does_not() -> None:
     found = findings([GpuReading("n", 0, xids=(158,)), GpuReading("n", 1, xids=(68,)),
-                      GpuReading("n", 2, xids=(109,)), GpuReading("n", 3, xids=(8,))])
-    assert [(f.gpu, f.reason, f.action) for f in found] == [(0, "XID 158: GPU fatal timeout", "RESET_GPU"),
-                                                            (2, "XID 109: Context switch timeout", "RESET_GPU")]
+                      GpuReading("n", 2, xids=(109,)), GpuReading("n", 3, xids=(8,)), GpuReading("n", 4, xids=(58,))])
+    assert [(f.gpu, f.reason, f.action) for f in found] == [
+        (0, "XID 158: GPU fatal timeout", "RESET_GPU"), (2, "XID 109: Context switch timeout", "RESET_GPU"),
+        (4, "XID 58: FB Interface Error (FBPA Error 2)", "UNEXPECTED_ERR_REPORT_ISSUE")]
 
 
 def test_109_fences_by_nvidias_catalog_mapping_and_records_the_device_plugins_dissent() -> None:
