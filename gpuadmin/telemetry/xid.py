@@ -12,9 +12,10 @@ Every row is checked against NVIDIA's own text (`CHECKED`: what of each row was 
 against NVIDIA's XID mapping in NVIDIA/NVSentinel (each XID's mnemonic, the catalog's immediate bucket, and
 whether NVIDIA's own health monitor treats it as FATAL), the meaning against the driver's own names and strings
 (nverror.h in NVIDIA/open-gpu-kernel-modules), NVIDIA's memory-error and operational-event pages, the catalog
-page (row 13, the part the search could read) and NVIDIA's k8s-device-plugin (the XIDs it skips as application
-errors). The catalog page's later rows were read only through a third-party stored copy, which agrees with
-NVSentinel's mapping on every row here but is not cited as a source. XID 61 alone stays uncertain in its action:
+page (rows 1-8 and 13, the parts the search could read) and NVIDIA's k8s-device-plugin (the XIDs it skips as
+application errors). The catalog page's later rows were read only through a third-party stored copy, which agrees
+with NVSentinel's mapping on every row of the first check (13-120) but 61, is not cited as a source, and was not
+compared row by row for the rows added since. XID 61 alone stays uncertain in its action:
 NVSentinel maps it to UNEXPECTED_ERR_REPORT_ISSUE, not one of the buckets (the copy of the catalog says
 CONTACT_SUPPORT); either way it flags. `uncertain(code)` says what is not checked.
 
