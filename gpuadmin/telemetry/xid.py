@@ -3,10 +3,10 @@
 The meanings and actions follow NVIDIA's XID documentation, "Analyzing Xid Errors with the Xid Catalog"
 (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), whose immediate resolution buckets are
 RESTART_APP, RESET_GPU, RESTART_BM (reboot the node), CONTACT_SUPPORT (hardware: RMA) and IGNORE, and, for some
-rows, a named workflow instead of a bucket (WORKFLOW_XID_45, WORKFLOW_XID_48, WORKFLOW_NVLINK_ERR). An XID whose
-action is a reset, a reboot or support, or a workflow NVIDIA marks fatal, and any double-bit (uncorrectable) ECC
-error, flags the GPU: the finding carries the remedy as a `set-gpu-health` change to review, never applied by
-this module (it is pure).
+rows, a named workflow instead of a bucket (WORKFLOW_XID_45, WORKFLOW_XID_48, WORKFLOW_NVLINK_ERR, ...). An XID
+whose action is a reset, a reboot or support, or that NVIDIA's mapping marks FATAL, and any double-bit
+(uncorrectable) ECC error, flags the GPU: the finding carries the remedy as a `set-gpu-health` change to review,
+never applied by this module (it is pure).
 
 Every row is checked against NVIDIA's own text (`CHECKED`: what of each row was checked, and where): the action
 against NVIDIA's XID mapping in NVIDIA/NVSentinel (each XID's mnemonic, the catalog's immediate bucket, and
@@ -402,10 +402,9 @@ def describe(code: int) -> str:
     """`XID 79: GPU has fallen off the bus`, or a code outside the table said as such (`XID 8: not in gpuadmin's
     table: see NVIDIA's XID catalog`)."""
     found = CATALOG.get(code)
-    return f"XID {code}: {found.meaning}" if found is not None else f"XID {code}: {NOT_IN_TABLE}"
-
-
-NOT_IN_TABLE = "not in gpuadmin's table: see NVIDIA's XID catalog"
+    if found is None:
+        return f"XID {code}: not in gpuadmin's table: see NVIDIA's XID catalog"
+    return f"XID {code}: {found.meaning}"
 
 
 def unlisted(device: DeviceTelemetry) -> str | None:
