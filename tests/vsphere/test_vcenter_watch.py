@@ -68,7 +68,7 @@ def test_the_first_update_brings_every_host_and_vm_then_only_what_changed(
     assert seen.states() == ["live"]
     with session(vcsim) as service:
         vm = find(service, "VirtualMachine", "vdi-01")
-        hosts = {h._moId for h in [find(service, "HostSystem", "esx-vdi-01"), find(service, "HostSystem", "esx-hgx-01")]}
+        hosts = {find(service, "HostSystem", name)._moId for name in ("esx-vdi-01", "esx-hgx-01")}
         assert hosts <= seen.changed("host") and vm._moId in seen.changed("vm")
         assert watch.version != "" and watch.waits == 1  # the next wait asks from the version the first returned
         first = len(seen.batches)
