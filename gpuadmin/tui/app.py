@@ -295,7 +295,8 @@ class GpuadminApp(App[int]):
                 screen.readings_moved()
 
     def refresh_header(self) -> None:
-        if isinstance(self.screen, ViewScreen):
+        # a watch's status may arrive while the console closes, its screens already gone: nothing to draw then
+        if self.screen_stack and isinstance(self.screen, ViewScreen):
             self.screen.update_header()
 
     # the service worker's answers, and the work a user waits for -------------------------------------

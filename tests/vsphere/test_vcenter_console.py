@@ -75,9 +75,11 @@ async def test_the_badge_says_cluster_down_once_and_live_when_vcenter_is_back(
             await wait_for(pilot, lambda: " CLUSTER DOWN " in header(app), timeout=40)
             with running(port, first.password):
                 await wait_for(pilot, lambda: " LIVE " in header(app), timeout=60)  # the backoff may have grown
-            said = [text for _, title, text in notes(app) if title == "cluster watch"]
-            assert len(said) == 1 and "the cluster watch is down" in said[0], said
-            assert errors(app) == []
+                said = [text for _, title, text in notes(app) if title == "cluster watch"]
+                assert len(said) == 1 and "the cluster watch is down" in said[0], said
+                # (a sync of the first batch still running when the simulator ended fails, and says so: "cluster
+                # sync", not the watch's word)
+                assert app.unexpected is None
 
 
 async def test_without_a_password_the_badge_says_why(vcsim: Simulator, tmp_path: Path,
