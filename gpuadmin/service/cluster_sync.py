@@ -59,6 +59,14 @@ def password_from(password_file: Path | None, prompt: Callable[[str], str] | Non
     return source
 
 
+def vcenter_password_of(binding: ClusterBinding, password: PasswordSource | None) -> str:
+    """The bound vCenter's password from `password`: an InputError (exit 2) where there is none."""
+    if password is None:
+        raise InputError([Diagnostic("this state is bound to a vCenter: its password is needed",
+                                     hint="set GPUADMIN_VCENTER_PASSWORD or give --password-file FILE")])
+    return password(binding.context, binding.server)
+
+
 @dataclass
 class ClusterRead:
     """One read of the cluster, as gpuadmin's entities, with what was found on the way."""
@@ -159,9 +167,15 @@ def read_vcenter_from(connection: VcenterConnection) -> ClusterRead:
     """The vCenter behind `connection`, read and made gpuadmin's entities (docs/vsphere.md); its session is
     closed afterwards."""
     try:
-        snapshot = read_vcenter(connection)
+        return read_vcenter_through(connection)
     finally:
         connection.close()
+
+
+def read_vcenter_through(connection: VcenterConnection) -> ClusterRead:
+    """The vCenter behind `connection`, read and made gpuadmin's entities; the session stays open (the console's
+    watch's, reused by each of its syncs)."""
+    snapshot = read_vcenter(connection)
     made = vcenter_inventory(snapshot, urlsplit(connection.server).hostname or connection.server)
     return ClusterRead(connection.binding(), snapshot.versions, made.inventory, made.findings, made.other_vms,
                        groups_known=made.groups_known)
@@ -276,10 +290,7 @@ class ClusterUseCases(ServiceCore):
         state loads: `read_beside`), a vCenter with its user and the password `password` gives (asked for only
         here, never stored)."""
         if binding.kind == "vcenter":
-            if password is None:
-                raise InputError([Diagnostic("this state is bound to a vCenter: its password is needed",
-                                             hint="set GPUADMIN_VCENTER_PASSWORD or give --password-file FILE")])
-            return read_vcenter_from(connect_vcenter_bound(binding, password(binding.context, binding.server))), \
+            return read_vcenter_from(connect_vcenter_bound(binding, vcenter_password_of(binding, password))), \
                 self.state
         return read_beside(lambda: connection or connect_bound(binding, kubeconfig), read_settings(binding),
                            lambda: self.state)
