@@ -38,6 +38,10 @@ HOST_PATHS = ["name", "parent", "summary.config.product.version", "summary.hardw
               "config.network", "config.virtualNicManagerInfo.netConfig"]
 VM_PATHS = ["name", "config.version", "config.template", "config.changeVersion", "config.hardware.device",
             "runtime.powerState", "runtime.host"]
+# vSphere 8 (API release 8.0.0.1): the vendor device groups a VM holds; an older vCenter knows no such property
+DEVICE_GROUPS_PATH = "config.deviceGroups"
+# the host's manager whose RetrieveVendorDeviceGroupInfo (8.0.0.1) lists the groups it offers (the manager: 7.0)
+ASSIGNABLE_HARDWARE_PATH = "configManager.assignableHardwareManager"
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,14 @@ class GraphicsDevice:
 
 
 @dataclass(frozen=True)
+class OfferedDeviceGroup:
+    """A vendor device group a host offers (`RetrieveVendorDeviceGroupInfo`): its name, and how many devices."""
+
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
 class HostRead:
     moid: str
     name: str
@@ -183,6 +195,8 @@ class HostRead:
     passthrough: frozenset[str]  # the PCI ids enabled for DirectPath I/O
     vgpu_types: tuple[str, ...]  # config.sharedPassthruGpuTypes
     vmotion: VmotionLink  # the speed of its vMotion link, or why it is unknown
+    # the vendor device groups the host offers; None where vCenter does not report them (before vSphere 8)
+    device_groups: tuple[OfferedDeviceGroup, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +208,17 @@ class VmotionLink:
 
 
 @dataclass(frozen=True)
+class HeldDeviceGroup:
+    """A vendor device group a VM holds (`config.deviceGroups`), with its member devices (those whose
+    `deviceGroupInfo.groupInstanceKey` is the group's): their vGPU types and passthrough PCI ids."""
+
+    name: str
+    vgpus: int = 0
+    passthrough: tuple[str, ...] = ()
+    other: int = 0  # members that are neither (a NIC of a GPU-NIC group)
+
+
+@dataclass(frozen=True)
 class VmRead:
     moid: str
     name: str
@@ -202,6 +227,9 @@ class VmRead:
     power: str | None
     vgpus: tuple[str, ...]  # the vGPU type of each VirtualPCIPassthrough with a vmiop backing
     passthrough: tuple[str, ...]  # the PCI id of each VirtualPCIPassthrough with a device backing
+    # the vendor device groups it holds; None where vCenter does not report them (before vSphere 8)
+    device_groups: tuple[HeldDeviceGroup, ...] | None = None
+    vgpus_outside_groups: int = 0  # its vGPU devices in no device group
 
 
 @dataclass
@@ -219,10 +247,11 @@ def read_vcenter(connection: VcenterConnection) -> VcenterSnapshot:
     service = connection.service
     try:
         content = service.RetrieveContent()
-        clusters = {moid: str(props.get("name", "")) for moid, props in
+        clusters = {moid: str(props.get("name", "")) for moid, props, _ in
                     _collect(content, vim.ClusterComputeResource, ["name"])}
-        hosts = [_host(moid, props, clusters) for moid, props in _collect(content, vim.HostSystem, HOST_PATHS)]
-        vm_props = _collect(content, vim.VirtualMachine, VM_PATHS)
+        hosts = [_host(moid, props, clusters, _offered_device_groups(props))
+                 for moid, props, _ in _collect_newer(content, vim.HostSystem, HOST_PATHS, ASSIGNABLE_HARDWARE_PATH)]
+        vm_props = _collect_newer(content, vim.VirtualMachine, VM_PATHS, DEVICE_GROUPS_PATH)
     except vim.fault.NoPermission as refused:
         raise ClusterForbidden(f"vCenter {connection.server}: {_short(refused.msg)} (docs/vsphere.md lists the "
                                "privileges gpuadmin needs)") from None
@@ -230,18 +259,46 @@ def read_vcenter(connection: VcenterConnection) -> VcenterSnapshot:
         raise ClusterUnreachable(f"vCenter {connection.server}: {type(failed).__name__}: {_short(str(failed))}")\
             from None
     snapshot = VcenterSnapshot(hosts=hosts)
-    for moid, props in vm_props:
+    for moid, props, missing in vm_props:
         if props.get("config.template") is True:
             continue  # a template runs nowhere and holds no GPU
-        snapshot.vms.append(_vm(moid, props))
+        snapshot.vms.append(_vm(moid, props, DEVICE_GROUPS_PATH not in missing))
         change = props.get("config.changeVersion")
         if isinstance(change, str):
             snapshot.versions[("vm", moid)] = change
     return snapshot
 
 
-def _collect(content: Any, kind: Any, paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    """(moId, {path: value}) of every object of `kind`, through one container view, page by page."""
+def _collect_newer(content: Any, kind: Any, paths: list[str],
+                   newer: str) -> list[tuple[str, dict[str, Any], frozenset[str]]]:
+    """As `_collect`, with the property `newer` as well where vCenter knows it: one that does not refuses the whole
+    request (InvalidProperty), so the objects are read again without it, `newer` missing from each."""
+    _, vmodl = _pyvmomi()
+    try:
+        return _collect(content, kind, [*paths, newer])
+    except vmodl.query.InvalidProperty:
+        return [(moid, props, frozenset({newer})) for moid, props, _ in _collect(content, kind, paths)]
+
+
+def _offered_device_groups(props: dict[str, Any]) -> tuple[OfferedDeviceGroup, ...] | None:
+    """The vendor device groups the host's assignable-hardware manager offers (vSphere 8's
+    `RetrieveVendorDeviceGroupInfo`); None where the host has no such manager or vCenter no such method."""
+    _, vmodl = _pyvmomi()
+    manager = props.get(ASSIGNABLE_HARDWARE_PATH)
+    if manager is None:
+        return None
+    try:
+        offered = manager.RetrieveVendorDeviceGroupInfo() or ()
+    except (vmodl.fault.MethodNotFound, vmodl.fault.NotSupported):
+        return None
+    return tuple(OfferedDeviceGroup(str(getattr(group, "deviceGroupName", "") or ""),
+                                    len(getattr(group, "componentDeviceInfo", None) or ()))
+                 for group in offered)
+
+
+def _collect(content: Any, kind: Any, paths: list[str]) -> list[tuple[str, dict[str, Any], frozenset[str]]]:
+    """(moId, {path: value}, the paths vCenter did not give) of every object of `kind`, through one container view,
+    page by page."""
     vim, vmodl = _pyvmomi()
     collector = vmodl.query.PropertyCollector
     view = content.viewManager.CreateContainerView(content.rootFolder, [kind], True)
@@ -252,10 +309,11 @@ def _collect(content: Any, kind: Any, paths: list[str]) -> list[tuple[str, dict[
             propSet=[collector.PropertySpec(type=kind, pathSet=paths)])
         pc = content.propertyCollector
         result = pc.RetrievePropertiesEx([spec], collector.RetrieveOptions(maxObjects=PAGE_SIZE))
-        found: list[tuple[str, dict[str, Any]]] = []
+        found: list[tuple[str, dict[str, Any], frozenset[str]]] = []
         while result is not None:
             for obj in result.objects or ():
-                found.append((str(obj.obj._moId), {p.name: p.val for p in obj.propSet or ()}))
+                found.append((str(obj.obj._moId), {p.name: p.val for p in obj.propSet or ()},
+                              frozenset(str(m.path) for m in obj.missingSet or ())))
             result = pc.ContinueRetrievePropertiesEx(result.token) if result.token else None
         return found
     finally:
@@ -270,20 +328,30 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _host(moid: str, props: dict[str, Any], clusters: dict[str, str]) -> HostRead:
+def _nvidia_class(device: Any) -> int | None:
+    """The PCI class of an NVIDIA device of `hardware.pciDevice[]` (a GPU's, an NVSwitch's), else None."""
+    vendor, device_id, klass = (_int(getattr(device, a, None)) for a in ("vendorId", "deviceId", "classId"))
+    if vendor is None or device_id is None or klass is None or vendor & 0xFFFF != NVIDIA_VENDOR:
+        return None
+    return klass & 0xFFFF
+
+
+def nvidia_gpus(devices: Any) -> tuple[PciGpu, ...]:
+    """A host's GPUs among its `hardware.pciDevice[]`, in PCI address order: gpuadmin's GPU index is the position
+    here (the driver's and nvidia-smi's order), for the read and for the executors that name a GPU by index."""
+    gpus = [PciGpu(str(getattr(device, "id", "")), int(device.deviceId) & 0xFFFF,
+                   str(getattr(device, "deviceName", "") or ""))
+            for device in devices or () if _nvidia_class(device) in DISPLAY_CLASSES]
+    return tuple(sorted(gpus, key=lambda g: g.pci_id))
+
+
+def _host(moid: str, props: dict[str, Any], clusters: dict[str, str],
+          device_groups: tuple[OfferedDeviceGroup, ...] | None) -> HostRead:
     parent = props.get("parent")
     parent_id = str(getattr(parent, "_moId", "")) if parent is not None else ""
-    gpus: list[PciGpu] = []
-    nvswitches = 0
-    for device in props.get("hardware.pciDevice") or ():
-        vendor, device_id, klass = (_int(getattr(device, a, None)) for a in ("vendorId", "deviceId", "classId"))
-        if vendor is None or device_id is None or klass is None or vendor & 0xFFFF != NVIDIA_VENDOR:
-            continue
-        if klass & 0xFFFF in DISPLAY_CLASSES:
-            gpus.append(PciGpu(str(getattr(device, "id", "")), device_id & 0xFFFF,
-                               str(getattr(device, "deviceName", "") or "")))
-        elif klass & 0xFFFF == BRIDGE_CLASS:
-            nvswitches += 1
+    devices = props.get("hardware.pciDevice") or ()
+    gpus = nvidia_gpus(devices)
+    nvswitches = sum(1 for device in devices if _nvidia_class(device) == BRIDGE_CLASS)
     graphics = tuple(
         GraphicsDevice(str(getattr(g, "pciId", "")), str(getattr(g, "graphicsType", "")),
                        _int(getattr(g, "memorySizeInKB", None)) or 0,
@@ -299,10 +367,11 @@ def _host(moid: str, props: dict[str, Any], clusters: dict[str, str]) -> HostRea
         memory_bytes=_int(props.get("summary.hardware.memorySize")),
         maintenance=props.get("runtime.inMaintenanceMode") is True,
         connection=str(host) if host is not None else "unknown",
-        gpus=tuple(sorted(gpus, key=lambda g: g.pci_id)), nvswitches=nvswitches, graphics=graphics,
+        gpus=gpus, nvswitches=nvswitches, graphics=graphics,
         passthrough=passthrough,
         vgpu_types=tuple(t for t in props.get("config.sharedPassthruGpuTypes") or () if isinstance(t, str)),
-        vmotion=vmotion_link(props.get("config.network"), props.get("config.virtualNicManagerInfo.netConfig")))
+        vmotion=vmotion_link(props.get("config.network"), props.get("config.virtualNicManagerInfo.netConfig")),
+        device_groups=device_groups)
 
 
 def _key(link: Any) -> str:
@@ -369,24 +438,46 @@ def _uplinks(network: Any, vnic: Any) -> set[str]:
             for p in getattr(s, "pnic", None) or ()}
 
 
-def _vm(moid: str, props: dict[str, Any]) -> VmRead:
+def _vm(moid: str, props: dict[str, Any], groups_reported: bool) -> VmRead:
     vim, _ = _pyvmomi()
     vgpus: list[str] = []
     passthrough: list[str] = []
+    members: dict[int, list[str | None]] = {}  # groupInstanceKey → each member's PCI id ("" for a vGPU, None other)
     for device in props.get("config.hardware.device") or ():
-        if not isinstance(device, vim.vm.device.VirtualPCIPassthrough):
-            continue
-        backing = device.backing
-        if isinstance(backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo):
-            vgpus.append(str(backing.vgpu or ""))
-        elif isinstance(backing, vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo):
-            passthrough.append(str(backing.id or ""))
+        member: str | None = None
+        backing = getattr(device, "backing", None)
+        if isinstance(device, vim.vm.device.VirtualPCIPassthrough):
+            if isinstance(backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo):
+                vgpus.append(str(backing.vgpu or ""))
+                member = ""
+            elif isinstance(backing, vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo):
+                passthrough.append(str(backing.id or ""))
+                member = str(backing.id or "")
+        key = _int(getattr(getattr(device, "deviceGroupInfo", None), "groupInstanceKey", None))
+        if key is not None:
+            members.setdefault(key, []).append(member)
     host = props.get("runtime.host")
     power = props.get("runtime.powerState")
+    groups = _held_device_groups(props.get(DEVICE_GROUPS_PATH), members) if groups_reported else None
+    grouped_vgpus = sum(m == "" for key, listed in members.items() for m in listed)
     return VmRead(moid=moid, name=str(props.get("name", "")),
                   host=str(getattr(host, "_moId", "")) if host is not None else None,
                   version=_text(props.get("config.version")), power=str(power) if power is not None else None,
-                  vgpus=tuple(vgpus), passthrough=tuple(passthrough))
+                  vgpus=tuple(vgpus), passthrough=tuple(passthrough), device_groups=groups,
+                  vgpus_outside_groups=len(vgpus) - grouped_vgpus)
+
+
+def _held_device_groups(value: Any, members: dict[int, list[str | None]]) -> tuple[HeldDeviceGroup, ...]:
+    """The vendor device groups of a VM's `config.deviceGroups` (unset: none), each with its member devices."""
+    held: list[HeldDeviceGroup] = []
+    for group in getattr(value, "deviceGroup", None) or ():
+        key = _int(getattr(group, "groupInstanceKey", None))
+        listed = members.get(key, []) if key is not None else []
+        held.append(HeldDeviceGroup(name=str(getattr(group, "deviceGroupName", "") or ""),
+                                    vgpus=sum(m == "" for m in listed),
+                                    passthrough=tuple(m for m in listed if m),
+                                    other=sum(m is None for m in listed)))
+    return tuple(held)
 
 
 PASSWORD_VARIABLE = "GPUADMIN_VCENTER_PASSWORD"

@@ -15,9 +15,15 @@ half-way does nothing twice), else starts one task and waits for it. A task that
   backing is a `VirtualPCIPassthroughVmiopBackingInfo(vgpu=TYPE)`, the type the host offers for the profile
   (`A40-12C` → `grid_a40-12c`). vSphere adds or removes a PCI device of a powered-off VM only: a VM that is not
   powered off fails the step before any task (power it off first; gpuadmin powers nothing off by itself).
+- attach-vm / detach-vm of GPUs: `VirtualMachine.ReconfigVM_Task` adding (removing) one `VirtualPCIPassthrough`
+  per GPU whose backing is a `VirtualPCIPassthroughDeviceBackingInfo` naming the GPU's PCI address (the host's
+  `hardware.pciDevice[].id`), with the `systemId` vCenter offers for that device (`QueryConfigTarget(host)
+  .pciPassthrough`); the same power rule; a GPU the host has not enabled and activated for passthrough
+  (`config.pciPassthruInfo`) fails the step before any task, naming the host setting.
 
-The other ops have no vSphere execution here (`vsphere_unexecuted`): a plan holding one is applied to gpuadmin's
-state alone, as before, and says so.
+The other ops have no vSphere execution here (`vsphere_unexecuted`), nor has a device group's attach or detach
+(vSphere 8's device groups have no types in the simulator gpuadmin is tested against; docs/vsphere.md): a plan
+holding one is applied to gpuadmin's state alone, as before, and says so.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from gpuadmin.catalog.entities import normalize_vgpu_type_name
 from gpuadmin.cluster.errors import ClusterError, ClusterForbidden, ClusterUnreachable
 from gpuadmin.cluster.exec_base import Done, StepFailed
 from gpuadmin.cluster.execute import Execution, PlannedStep, Step, _outcome, _Run, target_of
-from gpuadmin.cluster.vcenter import VcenterConnection, _pyvmomi, _short
+from gpuadmin.cluster.vcenter import PciGpu, VcenterConnection, _pyvmomi, _short, nvidia_gpus
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.evacuation import VmMove, moved_only
 from gpuadmin.engine.ops import spec_of
@@ -133,15 +139,20 @@ def exit_maintenance(context: VsphereContext, change: ch.Uncordon) -> Done:
     return Done("executed")
 
 
-def _vgpu_devices(vm: Any, profile: str) -> list[Any]:
-    """The VM's vGPU devices of `profile` (its vmiop backings whose type is the profile)."""
+def _pci_devices(vm: Any, backing: Any) -> list[Any]:
+    """The VM's VirtualPCIPassthrough devices whose backing is of the type `backing`."""
     vim, _ = _pyvmomi()
     if vm.config is None:  # an inaccessible or orphaned VM: vCenter has no configuration to show
         raise StepFailed(f"vCenter shows no configuration of VM {vm.name!r} (inaccessible?): sync to see it")
     return [d for d in vm.config.hardware.device or ()
-            if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
-            and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
-            and normalize_vgpu_type_name(str(d.backing.vgpu or "")) == profile]
+            if isinstance(d, vim.vm.device.VirtualPCIPassthrough) and isinstance(d.backing, backing)]
+
+
+def _vgpu_devices(vm: Any, profile: str) -> list[Any]:
+    """The VM's vGPU devices of `profile` (its vmiop backings whose type is the profile)."""
+    vim, _ = _pyvmomi()
+    return [d for d in _pci_devices(vm, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
+            if normalize_vgpu_type_name(str(d.backing.vgpu or "")) == profile]
 
 
 def _wanted(context: VsphereContext, node: str, vm: str, profile: str) -> int:
@@ -187,6 +198,118 @@ def remove_vgpu(context: VsphereContext, change: ch.RemoveVgpu) -> Done:
     spec = vim.vm.ConfigSpec(deviceChange=[vim.vm.device.VirtualDeviceSpec(operation="remove", device=devices[-1])])
     context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec))
     return Done("executed", f"vGPU {devices[-1].backing.vgpu} removed")
+
+
+def _passthrough_devices(vm: Any) -> dict[str, Any]:
+    """The VM's passthrough devices (device backings) by the PCI address of the host device each names."""
+    vim, _ = _pyvmomi()
+    return {str(d.backing.id): d for d in _pci_devices(vm, vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo)}
+
+
+def _host_gpus(host: Any, node: str, indexes: Sequence[int]) -> dict[int, PciGpu]:
+    """The host's GPUs of gpuadmin's `indexes`, as vCenter shows them now (the read's order: PCI address)."""
+    gpus = nvidia_gpus(host.hardware.pciDevice if host.hardware is not None else ())
+    beyond = [index for index in indexes if index >= len(gpus)]
+    if beyond:
+        raise StepFailed(f"vCenter shows {len(gpus)} NVIDIA GPU(s) on host {node}, no GPU {beyond[0]}: sync to "
+                         "see the host as it is")
+    return {index: gpus[index] for index in indexes}
+
+
+def _on_host(vm: Any, host: Any, change: ch.AttachVm | ch.DetachVm) -> None:
+    """The VM runs on the plan's host: a GPU's PCI address means a device of that host only."""
+    if vm.runtime.host is None or vm.runtime.host._moId != host._moId:
+        raise StepFailed(f"VM {change.vm} is not on host {change.node} in vCenter: sync to see where it is")
+
+
+def _passthrough_ready(host: Any, node: str, gpus: dict[int, PciGpu]) -> None:
+    """Each GPU is enabled for passthrough on the host, and active (ESXi activates it at the next reboot)."""
+    config = host.config.pciPassthruInfo if host.config is not None else None  # None: a disconnected host
+    state = {str(info.id): info for info in config or ()}
+    for index, gpu in sorted(gpus.items()):
+        info = state.get(gpu.pci_id)
+        if info is None or not info.passthruEnabled:
+            raise StepFailed(f"GPU {index} ({gpu.pci_id}) of host {node} is not enabled for passthrough: enable it "
+                             "in the host's PCI device settings (Configure > Hardware > PCI Devices; "
+                             "config.pciPassthruInfo passthruEnabled), then reboot the host")
+        if not info.passthruActive:
+            raise StepFailed(f"GPU {index} ({gpu.pci_id}) of host {node} is enabled for passthrough but not active "
+                             "yet (config.pciPassthruInfo passthruActive): reboot the host")
+
+
+def _indexes(indexes: Sequence[int]) -> str:
+    return ", ".join(str(index) for index in indexes)
+
+
+def attach_vm(context: VsphereContext, change: ch.AttachVm) -> Done:
+    """Pass the plan's GPUs through to the VM (a device group's attach never gets here: `vsphere_unexecuted`)."""
+    vim, _ = _pyvmomi()
+    indexes = sorted(set(change.gpus or ()))
+    vm = context.find("VirtualMachine", change.vm)
+    host = context.find("HostSystem", change.node)
+    _on_host(vm, host, change)
+    gpus = _host_gpus(host, change.node, indexes)
+    held = _passthrough_devices(vm)
+    missing = [index for index in indexes if gpus[index].pci_id not in held]
+    if not missing:
+        return Done("already", f"the VM has GPU(s) {_indexes(indexes)} passed through")
+    _passthrough_ready(host, change.node, {index: gpus[index] for index in missing})
+    _powered_off(vm, change.vm, "adds a PCI device to")
+    # vCenter's own list of the devices a VM on the host may take, with the system id each backing must name
+    target = vm.environmentBrowser.QueryConfigTarget(host=host)
+    offered = {str(p.pciDevice.id): p for p in (target.pciPassthrough if target is not None else None) or ()}
+    changes = []
+    for key, index in enumerate(missing, start=1):
+        device = offered.get(gpus[index].pci_id)
+        if device is None:
+            raise StepFailed(f"vCenter offers no passthrough device {gpus[index].pci_id} (GPU {index}) of host "
+                             f"{change.node} to a VM (EnvironmentBrowser.QueryConfigTarget): sync to see the host")
+        backing = vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo(
+            id=gpus[index].pci_id, deviceId=f"{device.pciDevice.deviceId & 0xFFFF:x}", systemId=device.systemId,
+            vendorId=device.pciDevice.vendorId, deviceName=device.pciDevice.deviceName or "")
+        changes.append(vim.vm.device.VirtualDeviceSpec(
+            operation="add", device=vim.vm.device.VirtualPCIPassthrough(key=-key, backing=backing)))
+    spec = vim.vm.ConfigSpec(deviceChange=changes)
+    context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec), f"add GPU(s) {_indexes(missing)}")
+    return Done("executed", f"GPU(s) {_indexes(missing)} passed through"
+                + (f" ({_indexes(sorted(set(indexes) - set(missing)))} already were)" if len(missing) < len(indexes)
+                   else ""))
+
+
+def _released(context: VsphereContext, change: ch.DetachVm) -> list[int]:
+    """The GPUs the detach releases: its `gpus`, or (neither field) every GPU the synced state gives the VM. A VM
+    holding a device group there is refused: the group would be released in gpuadmin's state alone."""
+    if change.gpus is not None:
+        return sorted(set(change.gpus))
+    node = context.before.node(change.node)
+    vm = next((v for v in node.vms if v.name == change.vm), None) if node is not None else None
+    if vm is None:  # a checked plan names only VMs the state has
+        raise StepFailed(f"VM {change.vm} is not on node {change.node} in the synced state")
+    if vm.device_group is not None:
+        raise StepFailed(f"VM {change.vm} holds device group {vm.device_group}, which gpuadmin does not carry out "
+                         f"on a vCenter: detach its GPUs by index (--gpus), or apply with --model-only")
+    return sorted(vm.gpus or ())
+
+
+def detach_vm(context: VsphereContext, change: ch.DetachVm) -> Done:
+    """Take the plan's passthrough GPUs from the VM (a device group's detach never gets here)."""
+    vim, _ = _pyvmomi()
+    indexes = _released(context, change)
+    if not indexes:
+        return Done("already", "no passthrough GPU to release")
+    vm = context.find("VirtualMachine", change.vm)
+    host = context.find("HostSystem", change.node)
+    _on_host(vm, host, change)
+    gpus = _host_gpus(host, change.node, indexes)
+    held = _passthrough_devices(vm)
+    present = [index for index in indexes if gpus[index].pci_id in held]
+    if not present:
+        return Done("already", f"the VM has none of GPU(s) {_indexes(indexes)} passed through")
+    _powered_off(vm, change.vm, "removes a PCI device from")
+    spec = vim.vm.ConfigSpec(deviceChange=[
+        vim.vm.device.VirtualDeviceSpec(operation="remove", device=held[gpus[index].pci_id]) for index in present])
+    context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec), f"remove GPU(s) {_indexes(present)}")
+    return Done("executed", f"GPU(s) {_indexes(present)} released")
 
 
 def _relocate(context: VsphereContext, move: VmMove) -> bool:
@@ -274,6 +397,14 @@ VSPHERE_EXECUTORS: dict[str, VsphereExecutes] = {
                                                 "profile's vGPU type (nothing where the VM has it already)"),
     "remove-vgpu": VsphereExecutes(remove_vgpu, "ReconfigVM_Task on the powered-off VM, removing one vGPU device "
                                                 "of the profile (nothing where it has none too many)"),
+    "attach-vm": VsphereExecutes(attach_vm, "ReconfigVM_Task on the powered-off VM, adding a VirtualPCIPassthrough "
+                                            "device per GPU whose DeviceBackingInfo names its PCI address and the "
+                                            "systemId of EnvironmentBrowser.QueryConfigTarget (nothing for a GPU "
+                                            "it has already; refused where the host has not enabled the GPU for "
+                                            "passthrough)"),
+    "detach-vm": VsphereExecutes(detach_vm, "ReconfigVM_Task on the powered-off VM, removing the "
+                                            "VirtualPCIPassthrough device whose DeviceBackingInfo names each GPU "
+                                            "released (nothing where it has none of them)"),
 }
 
 
@@ -289,8 +420,18 @@ def planned_vcenter_steps(changes: Sequence[Any]) -> list[PlannedStep]:
 
 
 def vsphere_unexecuted(changes: Sequence[Any]) -> list[str]:
-    """The ops of `changes` that gpuadmin does not carry out on a vCenter (sorted, once each)."""
-    return sorted({spec_of(change).op for change in changes} - set(VSPHERE_EXECUTORS))
+    """What of `changes` gpuadmin does not carry out on a vCenter (sorted, once each): an op without an executor,
+    or a device group's attach or detach (model only: docs/vsphere.md, "Device groups")."""
+    return sorted({why for why in map(_unexecuted, changes) if why is not None})
+
+
+def _unexecuted(change: Any) -> str | None:
+    op = spec_of(change).op
+    if op not in VSPHERE_EXECUTORS:
+        return op
+    if isinstance(change, ch.AttachVm | ch.DetachVm) and change.device_group is not None:
+        return f"{op} of a device group"
+    return None
 
 
 def execute_vcenter(connection: VcenterConnection, changes: Sequence[Any], before: View, after: View, *,

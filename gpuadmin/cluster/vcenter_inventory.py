@@ -17,6 +17,12 @@ the VMs that hold a GPU (a vGPU or a passthrough device) on it. Pure: nothing he
 - Every name and value is hostile input: a host or VM that cannot be translated (a name with control characters
   or too long, no ESXi version, a hardware version that is not vmx-NN) is skipped with a finding, and the read
   goes on. A vGPU type the host does not offer is read as it is, with a finding.
+- A VM's vendor device group (vSphere 8's `config.deviceGroups`, its member devices by `deviceGroupInfo`) is a
+  device group of its host over the GPUs its member devices sit on: the passthrough members' PCI ids, and the GPUs
+  whose graphics device names the VM for its vGPU members. It is named by its GPUs (`dg-4-5`; a sync keeps the
+  state's name for it). Where that cannot be told — before vSphere 8, a VM that is off (ESXi names only running
+  VMs on a GPU), a group name that is hostile, a VM with two groups or with vGPUs outside its group — the VM's
+  group is not known (`VcenterInventory.groups_known` leaves it out) and a sync keeps the state's.
 """
 
 from __future__ import annotations
@@ -30,11 +36,12 @@ from gpuadmin.adapters.kube_cluster import printable
 from gpuadmin.catalog import get_catalog
 from gpuadmin.catalog.entities import normalize_vgpu_type_name
 from gpuadmin.cluster.read import Finding
-from gpuadmin.cluster.vcenter import GraphicsDevice, HostRead, VcenterSnapshot, VmRead
+from gpuadmin.cluster.vcenter import GraphicsDevice, HeldDeviceGroup, HostRead, VcenterSnapshot, VmRead
 from gpuadmin.model import Inventory, Node
-from gpuadmin.model.inventory import MAX_VMOTION_GBPS, Gpu, NotInCatalog, VGpu, Vm, VSphere
+from gpuadmin.model.inventory import MAX_VMOTION_GBPS, DeviceGroup, Gpu, NotInCatalog, VGpu, Vm, VSphere
 
 NAME_LIMIT = 80  # vCenter's own limit on an inventory object's name
+GROUP_NAME_LIMIT = 253  # a vendor's device group name: the API gives no limit; gpuadmin's names hold 253
 SHOWN = 80  # characters of a hostile name a finding shows
 CLUSTER_LABEL = "vsphere.cluster"
 _ESXI = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)$")
@@ -46,6 +53,8 @@ class VcenterInventory:
     inventory: Inventory
     findings: list[Finding]
     other_vms: int = 0  # VMs holding no GPU, passed over
+    # host name → the VMs on it whose device group (or none) vCenter told: a sync keeps the state's for the others
+    groups_known: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -66,11 +75,12 @@ def esxi_version(version: str | None) -> str | None:
     return f"{int(major)}.{int(minor)}" + (f"U{int(update)}" if int(update) else "")
 
 
-def _name_problem(name: str) -> str | None:
+def _name_problem(name: str, limit: int = NAME_LIMIT) -> str | None:
     if not name:
         return "no name"
-    if len(name) > NAME_LIMIT:
-        return f"a name of {len(name)} characters (vCenter's limit is {NAME_LIMIT})"
+    if len(name) > limit:
+        return f"a name of {len(name)} characters (vCenter's limit is {limit})" if limit == NAME_LIMIT else \
+            f"a name of {len(name)} characters (more than {limit})"
     if any(not c.isprintable() for c in name):
         return "a name with control characters"
     return None
@@ -84,12 +94,13 @@ def vcenter_inventory(snapshot: VcenterSnapshot, cluster: str) -> VcenterInvento
     for moid, vm in vms.kept.items():
         by_host.setdefault(vm.host, {})[moid] = vm
     nodes: list[Node] = []
+    known: dict[str, frozenset[str]] = {}
     for host in sorted(snapshot.hosts, key=lambda h: h.name):
-        node = _node(host, by_host.get(host.moid, {}), vms, findings)
+        node = _node(host, by_host.get(host.moid, {}), vms, findings, known)
         if node is not None:
             nodes.append(node)
     inventory = Inventory(version=1, cluster=cluster, queues=[], nodes=nodes, jobs=[])
-    return VcenterInventory(inventory, findings, vms.other)
+    return VcenterInventory(inventory, findings, vms.other, known)
 
 
 def _read_vms(snapshot: VcenterSnapshot, findings: list[Finding]) -> _Vms:
@@ -124,8 +135,10 @@ def _read_vms(snapshot: VcenterSnapshot, findings: list[Finding]) -> _Vms:
     return vms
 
 
-def _node(host: HostRead, mine: dict[str, VmRead], vms: _Vms, findings: list[Finding]) -> Node | None:
-    """The host as a node, with `mine`, the VMs read that run on it (by moId)."""
+def _node(host: HostRead, mine: dict[str, VmRead], vms: _Vms, findings: list[Finding],
+          known: dict[str, frozenset[str]]) -> Node | None:
+    """The host as a node, with `mine`, the VMs read that run on it (by moId); `known` takes the VMs on it whose
+    device group the read tells."""
     shown = printable(host.name, SHOWN)
     problem = _name_problem(host.name)
     if problem is not None:
@@ -146,10 +159,14 @@ def _node(host: HostRead, mine: dict[str, VmRead], vms: _Vms, findings: list[Fin
                 findings.append(Finding("vm", printable(vm.name, SHOWN), "config.hardware.device",
                                         f"vGPU type {printable(vgpu, 40)!r} is not one host {shown} offers"))
     index_of = {pci.pci_id: index for index, pci in enumerate(host.gpus)}
+    groups = _device_groups(host, mine, index_of, findings)
     node_vms = []
     for moid, vm in sorted(mine.items(), key=lambda item: item[1].name):
         held = sorted(index_of[p] for p in vm.passthrough if p in index_of)
-        node_vms.append(vms.models[moid].model_copy(update={"gpus": held or None}))
+        group = groups.get(moid)
+        node_vms.append(vms.models[moid].model_copy(update={
+            "gpus": held or None, "device_group": group.name if group is not None else None}))
+    known[host.name] = frozenset(mine[moid].name for moid in groups)
     state = "down" if host.connection != "connected" else "cordoned" if host.maintenance else "ready"
     vmotion = _vmotion_gbps(host, shown, findings)
     try:
@@ -158,7 +175,8 @@ def _node(host: HostRead, mine: dict[str, VmRead], vms: _Vms, findings: list[Fin
             "cpus": host.cpus, "memory_gib": host.memory_bytes // 2**30 if host.memory_bytes else None,
             "labels": {CLUSTER_LABEL: host.cluster} if host.cluster else {}, "state": state,
             "down_reason": f"connectionState: {printable(host.connection, 40)}" if state == "down" else None,
-            "nvlink": "nvswitch" if host.nvswitches else None, "gpus": gpus, "vms": node_vms})
+            "nvlink": "nvswitch" if host.nvswitches else None, "gpus": gpus, "vms": node_vms,
+            "device_groups": sorted((g for g in groups.values() if g is not None), key=lambda g: g.gpus)})
     except ValidationError as invalid:
         problem_at = invalid.errors()[0]
         where = ".".join(str(p) for p in problem_at["loc"])
@@ -205,3 +223,65 @@ def _gpu(index: int, pci_id: str, device_id: int, name: str, graphics: GraphicsD
             vgpus.append(VGpu(vm=vm.name, profile=normalize_vgpu_type_name(vm.vgpus[0])))
         fields.update(mode="vgpu", vgpus=vgpus or None)
     return Gpu.model_validate(fields)
+
+
+def _device_groups(host: HostRead, mine: dict[str, VmRead], index_of: dict[str, int],
+                   findings: list[Finding]) -> dict[str, DeviceGroup | None]:
+    """The device group each VM on the host holds, by moId: a group, None for a VM that holds none, and no entry for
+    a VM whose group cannot be told (vCenter does not report groups, the VM is off, or a finding says why)."""
+    shown_host = printable(host.name, SHOWN)
+    offered = {g.name for g in host.device_groups} if host.device_groups is not None else None
+    graphics = {g.pci_id: g for g in host.graphics}
+    on_gpu: dict[str, list[int]] = {}  # VM moId → the GPUs whose graphics device names it
+    for index, pci in enumerate(host.gpus):
+        for moid in graphics[pci.pci_id].vms if pci.pci_id in graphics else ():
+            on_gpu.setdefault(moid, []).append(index)
+    held: dict[str, DeviceGroup | None] = {}
+    taken: set[int] = set()
+    for moid, vm in sorted(mine.items(), key=lambda item: item[1].name):
+        if vm.device_groups is None:
+            continue
+        shown = printable(vm.name, SHOWN)
+        problems = [p for p in (_name_problem(g.name, GROUP_NAME_LIMIT) for g in vm.device_groups) if p is not None]
+        if problems:
+            findings.append(Finding("vm", shown, "config.deviceGroups", f"device group not read: {problems[0]}"))
+            continue
+        if len(vm.device_groups) > 1:
+            findings.append(Finding("vm", shown, "config.deviceGroups", f"device groups not read: it holds "
+                                    f"{len(vm.device_groups)}, and gpuadmin gives a VM one"))
+            continue
+        if not vm.device_groups:
+            held[moid] = None
+            continue
+        group = vm.device_groups[0]
+        if offered is not None and group.name not in offered:
+            findings.append(Finding("vm", shown, "config.deviceGroups", f"device group "
+                                    f"{printable(group.name, 60)!r} is not one host {shown_host} offers"))
+        gpus = _group_gpus(group, vm, on_gpu.get(moid, []), index_of)
+        if gpus is None:
+            continue  # off, or placed nowhere ESXi says: the state's group stays
+        if isinstance(gpus, str) or taken & set(gpus):
+            problem = gpus if isinstance(gpus, str) else "its GPUs are in another VM's device group"
+            findings.append(Finding("vm", shown, "config.deviceGroups", f"device group not read: {problem}"))
+            continue
+        taken |= set(gpus)
+        held[moid] = DeviceGroup(name="dg-" + "-".join(map(str, gpus)), gpus=gpus)
+    return held
+
+
+def _group_gpus(group: HeldDeviceGroup, vm: VmRead, on_gpu: list[int],
+                index_of: dict[str, int]) -> list[int] | str | None:
+    """The GPUs (by index) a VM's device group holds; None where ESXi names none (the VM is off); why not, where
+    the devices and the GPUs do not add up."""
+    if group.vgpus and vm.vgpus_outside_groups:
+        return "the VM has vGPUs outside its device group, so which GPUs the group holds cannot be told"
+    gpus = set(on_gpu) if group.vgpus else set()
+    gpus |= {index_of[p] for p in group.passthrough if p in index_of}
+    devices = group.vgpus + len(group.passthrough)
+    if not devices:
+        return "none of its devices is a GPU"
+    if group.vgpus and not on_gpu:
+        return None
+    if len(gpus) != devices:
+        return f"its {devices} GPU device(s) sit on {len(gpus)} GPU(s) of the host"
+    return sorted(gpus)

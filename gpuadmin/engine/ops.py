@@ -131,6 +131,10 @@ _EVACUATION_ON_VCENTER = Unsupported(
     "order, RelocateVM_Task to its target host (vMotion, the vGPU kept), or PowerOffVM_Task, RelocateVM_Task, "
     "PowerOnVM_Task for a VM with passthrough GPUs or a device group; then EnterMaintenanceMode_Task on the host "
     "(gpuadmin/cluster/vcenter_execute.py)")
+_PASSTHROUGH_ON_VCENTER = Unsupported(
+    "no command is rendered for a state of files; on a vCenter-bound state apply runs ReconfigVM_Task on the "
+    "powered-off VM, a VirtualPCIPassthrough device (DeviceBackingInfo: the GPU's PCI address) added or removed "
+    "per GPU; a device group's attach or detach is gpuadmin's state only (gpuadmin/cluster/vcenter_execute.py)")
 _HOSTS_VSPHERE_ONLY = Unsupported("only an ESXi host has VMs to evacuate: drain the node (refused: change.fields)")
 _PODS_NOT_VMS = Unsupported("a Kubernetes node runs pods, not VMs")
 _QUEUE_STATE = Runs("state", "gpuadmin's state; `gpuadmin export queues` writes the queue objects")
@@ -275,7 +279,7 @@ _SPECS = (
           fields="`node`, `vm`, `gpus` or `device_group`",
           doc="pass GPUs (or a whole device group) through to a VM.",
           runs={"baremetal": _PASSTHROUGH_VSPHERE_ONLY,
-                "kubernetes": _PODS_NOT_VMS, "vsphere": _VCENTER}),
+                "kubernetes": _PODS_NOT_VMS, "vsphere": _PASSTHROUGH_ON_VCENTER}),
     _spec(ch.DetachVm, planner._detach_vm, "operator", idempotent=False,
           console=Console("A", "edit.detach_vm", "Detach VM"),
           verb=Verb(("detach",), (_VM, _ON_NODE, _VM_GPUS, _VM_GROUP),
@@ -283,7 +287,7 @@ _SPECS = (
           fields="`node`, `vm`, `gpus?`, `device_group?`",
           doc="release a VM's GPUs or group; with neither field, everything it holds.",
           runs={"baremetal": _PASSTHROUGH_VSPHERE_ONLY,
-                "kubernetes": _PODS_NOT_VMS, "vsphere": _VCENTER}),
+                "kubernetes": _PODS_NOT_VMS, "vsphere": _PASSTHROUGH_ON_VCENTER}),
     _spec(ch.Cordon, planner._cordon, "operator", idempotent=True,
           console=Console("c", "edit.cordon", "Cordon"),
           verb=Verb(("cordon",), (_NODES,), "gpuadmin cordon gpu-h100-03 gpu-h100-04 --yes"),

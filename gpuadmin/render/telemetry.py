@@ -38,13 +38,15 @@ def alerts_cell(alerts: Iterable[str]) -> str | None:
     return ", ".join(alerts) or None
 
 
-def health_cell(fenced: bool, flagged: str | None, device: DeviceTelemetry | None) -> str | None:
-    """HEALTH: `fenced` (set-gpu-health), what flags it (`flagged`: `XID 79: GPU has fallen off the bus`, a grown
-    double-bit ECC count), `ok` where its XID and ECC readings flag nothing, None where nothing is known."""
+def health_cell(fenced: bool, said: str | None, device: DeviceTelemetry | None) -> str | None:
+    """HEALTH: `fenced` (set-gpu-health), what its readings say (`said`: what flags it, `XID 79: GPU has fallen
+    off the bus`, a grown double-bit ECC count; or a last XID outside gpuadmin's table, `XID 8: not in gpuadmin's
+    table: see NVIDIA's XID catalog`), `ok` where its XID and ECC readings say nothing, None where nothing is
+    known."""
     if fenced:
         return "fenced"
-    if flagged is not None:
-        return flagged
+    if said is not None:
+        return said
     if device is not None and (device.xid.value is not None or device.ecc_dbe_volatile.value is not None):
         return "ok"
     return None

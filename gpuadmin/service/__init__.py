@@ -18,7 +18,7 @@ from gpuadmin.model.inventory import Orchestrator, Platform
 from gpuadmin.model.telemetry import SourceStatus
 from gpuadmin.service.caller import Caller, admin_reasons, check_action, resolve_caller, whoami
 from gpuadmin.service.changes import planned_cluster_steps, read_saved_plan
-from gpuadmin.service.cluster_live import ClusterFeed, ClusterLink
+from gpuadmin.service.cluster_live import ClusterFeed, ClusterLink, Feed, Unwatched, VcenterFeed
 from gpuadmin.service.core import ServiceCore, check_state
 from gpuadmin.service.documents import (
     HostFacts,
@@ -54,6 +54,7 @@ __all__ = [
     "DB_NAME", "OPS", "ApplyResult", "Caller", "Change",
     "ClusterBatch", "ClusterFeed", "ClusterLink",  # the live link of a state bound to a cluster (its watch)
     "Confirmation", "Conflict", "ExecutionOptions",
+    "Feed",  # a running watch, of a Kubernetes cluster (ClusterFeed) or of a vCenter (VcenterFeed)
     "HealthFinding",  # a GPU the telemetry's XID/ECC readings flag, with its fence command (issue 23)
     "HostFacts", "Inventory",
     "Moved", "Node", "NotConfirmed", "NotPermitted", "Orchestrator", "Plan", "Platform", "ReadNodes", "ReadyPlan",
@@ -63,7 +64,8 @@ __all__ = [
     "SourceStatus",  # how the telemetry source answered (`top`, the listings' telemetry columns)
     "Stale", "Table",
     "TelemetryUnset",  # no Prometheus is set (the console's telemetry views say so, or show nothing)
-    "WatchStatus", "admin_reasons", "check_action", "check_state", "confirmation", "console_of",
+    "Unwatched",  # why a bound cluster cannot be watched (no vCenter password)
+    "VcenterFeed", "WatchStatus", "admin_reasons", "check_action", "check_state", "confirmation", "console_of",
     "consumer_refused", "default_state_dir", "inventory_text",
     "load_model_file",  # the located YAML reader, for the console's settings files
     "lower_role",

@@ -31,7 +31,8 @@ from gpuadmin.engine.planner import dump, plan
 from gpuadmin.engine.rules import Violation
 from gpuadmin.engine.state import ClusterState
 from gpuadmin.errors import Diagnostic, InputError
-from gpuadmin.model import Inventory, Job, Node, Vm
+from gpuadmin.model import Inventory, Job, Node
+from gpuadmin.model.inventory import DeviceGroup
 from gpuadmin.service.caller import Caller, resolve_caller, use_case
 from gpuadmin.service.core import ServiceCore, check_state
 from gpuadmin.service.errors import Conflict, Stale
@@ -58,6 +59,14 @@ def password_from(password_file: Path | None, prompt: Callable[[str], str] | Non
     return source
 
 
+def vcenter_password_of(binding: ClusterBinding, password: PasswordSource | None) -> str:
+    """The bound vCenter's password from `password`: an InputError (exit 2) where there is none."""
+    if password is None:
+        raise InputError([Diagnostic("this state is bound to a vCenter: its password is needed",
+                                     hint="set GPUADMIN_VCENTER_PASSWORD or give --password-file FILE")])
+    return password(binding.context, binding.server)
+
+
 @dataclass
 class ClusterRead:
     """One read of the cluster, as gpuadmin's entities, with what was found on the way."""
@@ -68,6 +77,8 @@ class ClusterRead:
     findings: list[Finding]
     passed_over: int = 0  # pods asking for no GPU; VMs holding none
     snapshot: ClusterSnapshot | None = None  # a Kubernetes read's listing (the console's mirror starts from it)
+    # a vCenter's: host → the VMs whose device group (or none) it told (`VcenterInventory.groups_known`)
+    groups_known: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -156,11 +167,18 @@ def read_vcenter_from(connection: VcenterConnection) -> ClusterRead:
     """The vCenter behind `connection`, read and made gpuadmin's entities (docs/vsphere.md); its session is
     closed afterwards."""
     try:
-        snapshot = read_vcenter(connection)
+        return read_vcenter_through(connection)
     finally:
         connection.close()
+
+
+def read_vcenter_through(connection: VcenterConnection) -> ClusterRead:
+    """The vCenter behind `connection`, read and made gpuadmin's entities; the session stays open (the console's
+    watch's, reused by each of its syncs)."""
+    snapshot = read_vcenter(connection)
     made = vcenter_inventory(snapshot, urlsplit(connection.server).hostname or connection.server)
-    return ClusterRead(connection.binding(), snapshot.versions, made.inventory, made.findings, made.other_vms)
+    return ClusterRead(connection.binding(), snapshot.versions, made.inventory, made.findings, made.other_vms,
+                       groups_known=made.groups_known)
 
 
 def init_from_vcenter(state_dir: Path, *, server: str, user: str, password: str, insecure: bool = False,
@@ -272,10 +290,7 @@ class ClusterUseCases(ServiceCore):
         state loads: `read_beside`), a vCenter with its user and the password `password` gives (asked for only
         here, never stored)."""
         if binding.kind == "vcenter":
-            if password is None:
-                raise InputError([Diagnostic("this state is bound to a vCenter: its password is needed",
-                                             hint="set GPUADMIN_VCENTER_PASSWORD or give --password-file FILE")])
-            return read_vcenter_from(connect_vcenter_bound(binding, password(binding.context, binding.server))), \
+            return read_vcenter_from(connect_vcenter_bound(binding, vcenter_password_of(binding, password))), \
                 self.state
         return read_beside(lambda: connection or connect_bound(binding, kubeconfig), read_settings(binding),
                            lambda: self.state)
@@ -341,28 +356,51 @@ _R = TypeVar("_R")
 
 
 def _target(state: ClusterState, read: ClusterRead, binding: ClusterBinding) -> Entities:
-    return _vcenter_target(state, read.inventory) if binding.kind == "vcenter" else \
+    return _vcenter_target(state, read.inventory, read.groups_known) if binding.kind == "vcenter" else \
         _kube_target(state, read.inventory)
 
 
-def _vcenter_target(state: ClusterState, cluster: Inventory) -> Entities:
+def _vcenter_target(state: ClusterState, cluster: Inventory, groups_known: dict[str, frozenset[str]]) -> Entities:
     """What a vCenter-bound state becomes: the vCenter's hosts, with what vCenter does not report kept from the
-    state's own (`NODE_FACTS_KEPT`; the labels besides `vsphere.cluster`; the device groups, and each VM's, where
-    none are read); the queues and jobs are gpuadmin's own (vCenter has none) and stay as they are."""
+    state's own (`NODE_FACTS_KEPT`; the labels besides `vsphere.cluster`; each VM's device group where vCenter does
+    not tell it, and the device groups no VM holds: `_merged_groups`); the queues and jobs are gpuadmin's own
+    (vCenter has none) and stay as they are."""
     nodes: dict[str, BaseModel] = {}
     for node in cluster.nodes:
         before = state.nodes.get(node.name)
-        nodes[node.name] = _kept_vsphere(_kept(node, before, NODE_FACTS_KEPT), before)
+        nodes[node.name] = _kept_vsphere(_kept(node, before, NODE_FACTS_KEPT), before,
+                                         groups_known.get(node.name, frozenset()))
     return {"queue": dict(state.queues), "node": nodes, "job": dict(state.jobs)}
 
 
-def _kept_vsphere(node: Node, before: Node | None) -> Node:
+def _merged_groups(node: Node, before: Node, known: frozenset[str]) -> tuple[list[DeviceGroup], dict[str, str]]:
+    """The host's device groups: each one a VM holds on vCenter, under the state's name for a group of the same GPUs
+    (a group is its GPUs: vSphere has no name of its own for one), then the state's others that overlap none of
+    them — vSphere names GPUs only for a group a VM holds. And the name each VM whose group vCenter told now holds
+    ("" for none)."""
+    unmatched = {g.name: g for g in before.device_groups}
+    renamed: dict[str, str] = {}
+    for group in node.device_groups:
+        name = next((g.name for g in unmatched.values() if sorted(g.gpus) == group.gpus), group.name)
+        unmatched.pop(name, None)
+        renamed[group.name] = name
+    read = [g.model_copy(update={"name": renamed[g.name]}) for g in node.device_groups]
+    used = {i for g in read for i in g.gpus}
+    names = {g.name for g in read}
+    kept = [g for g in unmatched.values() if not used & set(g.gpus) and g.name not in names]
+    order = {g.name: i for i, g in enumerate(before.device_groups)}
+    groups = sorted([*read, *kept], key=lambda g: order.get(g.name, len(order)))
+    told = {vm.name: renamed[vm.device_group] if vm.device_group is not None else "" for vm in node.vms
+            if vm.name in known}
+    return groups, told
+
+
+def _kept_vsphere(node: Node, before: Node | None, known: frozenset[str]) -> Node:
     if before is None:
         return node
     labels = {**{k: v for k, v in before.labels.items() if k != CLUSTER_LABEL}, **node.labels}
-    update: dict[str, Any] = {"labels": labels}
-    if not node.device_groups and before.device_groups:
-        update["device_groups"] = before.device_groups
+    groups, told = _merged_groups(node, before, known)
+    update: dict[str, Any] = {"labels": labels, "device_groups": groups}
     if node.vsphere is not None and before.vsphere is not None:
         # vCenter has no tolerated stun time of gpuadmin's; a vMotion link speed vCenter does not give (a finding
         # says why) is kept as the state has it, an operator's own
@@ -370,8 +408,10 @@ def _kept_vsphere(node: Node, before: Node | None) -> Node:
         if node.vsphere.vmotion_gbps is None:
             kept["vmotion_gbps"] = before.vsphere.vmotion_gbps
         update["vsphere"] = node.vsphere.model_copy(update=kept)
-    previous = {vm.name: vm for vm in before.vms}
-    vms = [_kept_vm(vm, previous.get(vm.name)) for vm in node.vms]
+    held = {vm.name: vm.device_group for vm in before.vms if vm.device_group in {g.name for g in groups}}
+    tolerated = {vm.name: vm.tolerated_stun_s for vm in before.vms}  # gpuadmin's own: vCenter has none
+    vms = [vm.model_copy(update={"device_group": (told[vm.name] or None) if vm.name in told else held.get(vm.name),
+                                 "tolerated_stun_s": tolerated.get(vm.name)}) for vm in node.vms]
     # vCenter lists a host's VMs in no order of gpuadmin's: the state's order is kept (an evacuation appends the VMs
     # it moves in), the host's new VMs after them, so an order is never drift
     order = {vm.name: i for i, vm in enumerate(before.vms)}
@@ -379,15 +419,6 @@ def _kept_vsphere(node: Node, before: Node | None) -> Node:
     if before.state == "draining" and node.state == "cordoned":
         update["state"] = "draining"  # vCenter's maintenance mode is both: the state says which gpuadmin planned
     return node.model_copy(update=update)
-
-
-def _kept_vm(vm: Vm, before: Vm | None) -> Vm:
-    """A VM as vCenter reads it, with what gpuadmin keeps of it that vCenter does not report: its device group
-    (where none is read) and the stun time it tolerates."""
-    if before is None:
-        return vm
-    update = {"device_group": vm.device_group or before.device_group, "tolerated_stun_s": before.tolerated_stun_s}
-    return vm.model_copy(update=update)
 
 
 def _kube_target(state: ClusterState, cluster: Inventory) -> Entities:

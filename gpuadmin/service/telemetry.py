@@ -24,7 +24,7 @@ from gpuadmin.engine.state import View
 from gpuadmin.model import Gpu
 from gpuadmin.model.diagnostics import Diagnostic, InputError
 from gpuadmin.model.places import parse_place
-from gpuadmin.model.telemetry import SourceStatus
+from gpuadmin.model.telemetry import DeviceTelemetry, SourceStatus
 from gpuadmin.render.overview import vm_holders
 from gpuadmin.render.rows import LISTINGS, Row
 from gpuadmin.render.telemetry import TopOrder, alerts_cell, health_cell, telemetry_cells, top_order, top_row
@@ -46,7 +46,7 @@ from gpuadmin.telemetry.idle import (
     wasted_per_queue,
 )
 from gpuadmin.telemetry.nvml import NvmlSource
-from gpuadmin.telemetry.xid import Finding
+from gpuadmin.telemetry.xid import Finding, unlisted
 
 PROMETHEUS = "metrics.prometheus"
 NODE_LABEL = "metrics.node-label"
@@ -203,6 +203,14 @@ def _share(view: View, node_name: str, index: int, start: int | None, fraction: 
     if profile is None or model is None or not model.compute_slices:
         return 1.0  # a profile the catalog does not know: counted whole (the GPU-hours say at most this)
     return profile.compute_slices / model.compute_slices
+
+
+def _health_said(finding: Finding | None, device: DeviceTelemetry | None) -> str | None:
+    """What a GPU's readings say of its health: the finding's reason, else a last XID outside gpuadmin's table said
+    as such (never `ok`: gpuadmin does not know NVIDIA's action for it), else None."""
+    if finding is not None:
+        return finding.reason
+    return unlisted(device) if device is not None else None
 
 
 def health_findings(snapshot: TelemetrySnapshot, view: View) -> list[Finding]:
@@ -389,7 +397,7 @@ class TelemetryUseCases(ServiceCore):
             if kind == "gpus":  # HEALTH: fenced (the state's) stays; else what the readings say
                 key = (row["NODE"], row["GPU"])
                 finding = flagged.get(key)
-                row["HEALTH"] = health_cell(row["HEALTH"] == "fenced", finding.reason if finding else None, device)
+                row["HEALTH"] = health_cell(row["HEALTH"] == "fenced", _health_said(finding, device), device)
                 row["ALERTS"] = alerts_cell(a.short for a in snapshot.alerts_on(*key))
         return snapshot.status
 
@@ -433,7 +441,7 @@ class TelemetryUseCases(ServiceCore):
             gpu_row = gpus.get((node, index))
             if gpu_row is not None:
                 finding = by_gpu.get((node, index))
-                health = health_cell(gpu_row["HEALTH"] == "fenced", finding.reason if finding else None, device)
+                health = health_cell(gpu_row["HEALTH"] == "fenced", _health_said(finding, device), device)
                 rows.append(top_row(f"{node}/{index}", gpu_row["MODEL"], gpu_row["HOLDERS"], device,
                                     (a.short for a in snapshot.alerts_on(node, index)), health))
         for (node, index, _start), device in snapshot.instances.items():

@@ -186,7 +186,7 @@ class GpuadminApp(App[int]):
         self._cycle: tuple[Plan, str] | None = None  # a finished scheduling cycle and its summary, for its review
         self._foreground: Request[Any] | None = None  # the long work a user waits for (Esc cancels it)
         self._polling: Request[Any] | None = None  # the live watch's question, while it is out
-        self.cluster_link = ClusterLinkKeeper(self, self._state_moved)  # a state bound to a Kubernetes cluster
+        self.cluster_link = ClusterLinkKeeper(self, self._state_moved)  # a state bound to a cluster or vCenter
         self.metrics = MetricsPoller(self.session, self.refresh_header, self._telemetry_refreshed, metrics_seconds)
 
     def _starting_theme(self, asked: str | None, color: bool) -> str:
@@ -280,7 +280,7 @@ class GpuadminApp(App[int]):
         for screen in list(self.live):
             screen.state_moved(moved)
 
-    # the watch of a state bound to a Kubernetes cluster (gpuadmin.tui.cluster_link) -----------------
+    # the watch of a state bound to a cluster or a vCenter (gpuadmin.tui.cluster_link) --------------
     def on_cluster_batch_arrived(self, message: ClusterBatchArrived) -> None:
         self.cluster_link.batch_arrived(message)
 
@@ -295,7 +295,8 @@ class GpuadminApp(App[int]):
                 screen.readings_moved()
 
     def refresh_header(self) -> None:
-        if isinstance(self.screen, ViewScreen):
+        # a watch's status may arrive while the console closes, its screens already gone: nothing to draw then
+        if self.screen_stack and isinstance(self.screen, ViewScreen):
             self.screen.update_header()
 
     # the service worker's answers, and the work a user waits for -------------------------------------

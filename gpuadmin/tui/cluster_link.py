@@ -1,14 +1,17 @@
-"""The console's side of a state bound to a Kubernetes cluster: its watch, its badge, and each batch synced in.
+"""The console's side of a state bound to a cluster (Kubernetes or a vCenter): its watch, its badge, and each batch
+synced in.
 
 The watch runs on its own threads (`Service.watch_cluster`, started on the service worker: connecting may run the
-kubeconfig's exec plugin). What it reports reaches the UI thread as messages; each batch of changes goes back to
-the service worker as one sync through the watch's own connection (`Service.sync_watched`: one journal entry,
-origin `cluster`; no reconnect, no exec plugin, per batch; after the feed's first, full, sync only what changed,
-from the watch's cache) and the views re-read what it moved, as after any apply — the row changes within a second
-of the event (the watch's 150 ms window, the sync, the view's read). While a sync runs, the batches that arrive
-make one more sync after it: a burst of events never queues a sync per event behind the worker. The badge in the
-header says the watch's state (`LIVE`, `RECONNECTING`, `CLUSTER DOWN`, with the context's name); going down is
-said once, with why.
+kubeconfig's exec plugin, or log in to the vCenter with $GPUADMIN_VCENTER_PASSWORD — the console asks for no
+password: its terminal is the console's). What it reports reaches the UI thread as messages; each batch of changes
+goes back to the service worker as one sync through the watch's own connection (`Service.sync_watched`: one journal
+entry, origin `cluster`; no reconnect, no exec plugin, no login, per batch; for Kubernetes, after the feed's first,
+full, sync only what changed, from the watch's cache; for a vCenter a full read) and the views re-read what it
+moved, as after any apply — the row changes within a second of the event (the watch's 150 ms window, the sync, the
+view's read; a vCenter's simulator adds its own 250 ms tick). While a sync runs, the batches that arrive make one
+more sync after it: a burst of events never queues a sync per event behind the worker. The badge in the header
+says the watch's state (`LIVE`, `RECONNECTING`, `CLUSTER DOWN`, with the context's name — a vCenter's user);
+going down is said once, with why; a vCenter without a password is `NOT WATCHED`, and the badge says why.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from textual.message import Message
 
 from gpuadmin.errors import GpuadminError
 from gpuadmin.render.text import safe
-from gpuadmin.service import ClusterBatch, ClusterFeed, Moved, Service, WatchStatus
+from gpuadmin.service import ClusterBatch, Feed, Moved, Service, Unwatched, WatchStatus, password_from
 from gpuadmin.tui.session import error_lines
 from gpuadmin.tui.worker import Request
 
@@ -51,7 +54,7 @@ class ClusterLinkKeeper:
     def __init__(self, app: GpuadminApp, moved: Callable[[Moved], None]) -> None:
         self._app = app
         self._moved = moved  # the app's: the views re-read what a sync moved
-        self._feed: ClusterFeed | None = None
+        self._feed: Feed | None = None
         self._generation = 0  # a state switch starts a new watch: the old one's late messages are dropped
         self._syncing: Request[Any] | None = None
         self._again = False  # a batch arrived while a sync ran: one more sync once it is done
@@ -61,10 +64,9 @@ class ClusterLinkKeeper:
         session = self._app.session
         if session.link is None:
             return
-        if session.readonly or not session.link.watched:
+        if session.readonly:
             # a sync writes the state, an operator's work: a viewer's console shows what operators' syncs bring in
-            # (the twice-a-second revision check), and its badge says it does not watch the cluster itself; nor
-            # does any console follow a vCenter yet (`gpuadmin sync` brings it in: docs/vsphere.md)
+            # (the twice-a-second revision check), and its badge says it does not watch the cluster itself
             self._show_state("unwatched")
             return
         self._generation += 1
@@ -76,8 +78,9 @@ class ClusterLinkKeeper:
         def status_changed(status: WatchStatus) -> None:
             app.post_message(ClusterStatusChanged(generation, status))
 
-        def watch(service: Service) -> ClusterFeed | None:
-            return service.watch_cluster(batch_arrived, status_changed)
+        def watch(service: Service) -> Feed | None:
+            # a vCenter's password as `sync` takes it, less the file and the prompt the console has no room for
+            return service.watch_cluster(batch_arrived, status_changed, password=password_from(None, None))
 
         session.ask(Request(f"connecting to cluster {session.link.context}", watch,
                             lambda feed: self._watching(generation, feed),
@@ -92,16 +95,20 @@ class ClusterLinkKeeper:
             self._feed.stop()
             self._feed = None
 
-    def _watching(self, generation: int, feed: ClusterFeed | None) -> None:
+    def _watching(self, generation: int, feed: Feed | None) -> None:
         if feed is not None and generation != self._generation:
             feed.stop()  # the console moved on while it connected
             return
         self._feed = feed
 
     def _connect_failed(self, generation: int, error: GpuadminError) -> None:
-        if generation == self._generation:
-            self._show_state("down")
-            self._app.notify(error_lines(error), title="cluster watch", severity="error", markup=False)
+        if generation != self._generation:
+            return
+        if isinstance(error, Unwatched):  # nothing went wrong: a setting is missing, and the badge names it
+            self._show_state("unwatched", note=str(error))
+            return
+        self._show_state("down")
+        self._app.notify(error_lines(error), title="cluster watch", severity="error", markup=False)
 
     def status_changed(self, message: ClusterStatusChanged) -> None:
         if message.generation != self._generation:
@@ -147,8 +154,9 @@ class ClusterLinkKeeper:
             self._again = False
             self._sync()
 
-    def _show_state(self, state: str) -> None:
+    def _show_state(self, state: str, note: str = "") -> None:
         self._app.session.link_state = state
+        self._app.session.link_note = note
         self._app.refresh_header()
 
 

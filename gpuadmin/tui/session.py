@@ -35,9 +35,11 @@ class Session:
         self.service = service
         self.revision = service.revision()
         self.cluster = service.state.cluster if service.store is None else service.store.cluster()
-        # the Kubernetes cluster a bound state follows, else None (a caller who may not read sees no state at all)
+        # the cluster (Kubernetes, vCenter) a bound state follows, else None (a caller who may not read sees no
+        # state at all)
         self.link = service.cluster_link() if self.may("read") else None
         self.link_state = "connecting"  # its watch's state, as the last WatchStatus said (the header's badge)
+        self.link_note = ""  # why it is not watched, where a setting is missing (the badge says it)
         self.worker: ServiceWorker | None = None  # attached by the app, which owns the thread
         self.draft = Draft()  # the edits not yet applied: planned and applied together
 
@@ -59,12 +61,13 @@ class Session:
         self.cluster = opened.cluster
         self.link = opened.link
         self.link_state = "connecting"
+        self.link_note = ""
         self.draft.clear()  # its changes were made for the state left behind
 
     def live_badge(self) -> LiveBadge | None:
         if self.link is None:
             return None
-        return LiveBadge(self.link_state, self.link.context, insecure=self.link.insecure)
+        return LiveBadge(self.link_state, self.link.context, insecure=self.link.insecure, note=self.link_note)
 
     @property
     def place(self) -> str:

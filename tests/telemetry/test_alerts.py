@@ -1,7 +1,8 @@
 """Prometheus's firing alerts about GPUs, through a real Prometheus evaluating real rules (fixtures/gpu-alerts.rules.yml
 and, here only, one rule that keeps only the UUID): placed on the GPU they name by the metrics' labels, pending
 ones left out, one naming a GPU the state does not have kept unplaced and counted; in `top` (a column and JSON)
-and the overview's summary. And health: the XID 79 GPU flagged with a fence command that works as printed."""
+and the overview's summary. And health: the XID 79 GPU flagged with a fence command that works as printed; a GPU
+whose last XID is outside gpuadmin's table (ours: 8) shown by its code, not `ok`, and not flagged."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from tests.telemetry.conftest import FAULTS, needs_prometheus
 from tests.telemetry.scenario import devices
 
 GHOST = "gpu-h100-99"  # a node whose exporter Prometheus scrapes, which the state does not have
+UNLISTED_XID_GPU = ("gpu-h100-05", 1)  # ours: its last XID is 8 (NVIDIA's mapping: RESTART_APP), not in the table
 # A rule of this test's own (not in the demo's file): its alert keeps only the UUID of the GPU it is about
 UUID_RULE = """
   - name: by-uuid
@@ -47,6 +49,8 @@ def alerting(oci_state: ClusterState, tmp_path_factory: pytest.TempPathFactory) 
     now = time.time()
     end = now + 600
     series = devices(oci_state, FAULTS, end=end)
+    unlisted = next(d for d in series if (d.hostname, d.gpu, d.gi_profile) == (*UNLISTED_XID_GPU, None))
+    unlisted.values["DCGM_FI_DEV_XID_ERRORS"] = lambda _t: 8  # ours: an XID outside gpuadmin's table
     series.append(promserver.Device(GHOST, 0, "GPU-ghost", values={
         "DCGM_FI_DEV_XID_ERRORS": lambda _t: 48, "DCGM_FI_DEV_FB_USED": lambda _t: 0.0}))
     base = tmp_path_factory.mktemp("alerting")
@@ -140,6 +144,10 @@ def test_top_and_wide_gpus_carry_alerts_and_health(state: Path, alerting: promse
     gpus = {i["name"]: i for i in json.loads(gpuadmin("--state", state, "get", "gpus", "-o", "json").out)["items"]}
     assert gpus["gpu-h100-05/3"]["health"] == "XID 79: GPU has fallen off the bus"
     assert gpus["gpu-h100-05/2"]["health"] == "ok" and gpus["gpu-h100-05/2"]["alerts"] is None
+    # an XID outside gpuadmin's table: its code and where to look, not `ok`, and not flagged (no fence command)
+    unlisted = "XID 8: not in gpuadmin's table: see NVIDIA's XID catalog"
+    assert gpus["gpu-h100-05/1"]["health"] == unlisted
+    assert {i["name"]: i for i in doc["items"]}["gpu-h100-05/1"]["health"] == unlisted
     assert gpus["gpu-h100-01/0"]["alerts"] == "GpuPowerSeen (info)"
 
 

@@ -487,3 +487,23 @@ async def test_the_console_top_says_why_it_is_empty(state: Path, monkeypatch: py
         await settle(pilot)
         assert isinstance(app.screen, TopScreen) and grid(app).rows == []
         assert "the state has no node 'laptop' with GPUs" in screen_text(app)
+
+
+async def test_the_console_top_shows_each_gpus_processes_wide(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvitop's question in the console: `:top` on the NVML source, Ctrl+W, a GPU's processes (pid, name, MiB) on
+    its row, as `top -o wide` prints them."""
+    import gpuadmin.telemetry.nvml as module
+    from tests.tui.tuikit import grid, make_app, press, screen_text, settle, wait_for
+
+    gpus = _eight()
+    gpus[1]["procs"] = [(4242, 2048 * MIB), (4300, 512 * MIB)]
+    monkeypatch.setattr(module, "load_nvml", lambda: fake_nvml(gpus))
+    app = make_app(Service(state_dir=state), view="top")
+    async with app.run_test(size=(240, 40)) as pilot:
+        await wait_for(pilot, lambda: app.metrics.status is not None and bool(grid(app).rows))
+        await press(pilot, "ctrl+w")
+        await settle(pilot)
+        row = next(r for r in grid(app).rows if r["NAME"] == f"{NODE}/1")
+        assert row["PROCS"].startswith("4242 ") and "(2048 MiB)" in row["PROCS"] and "4300 " in row["PROCS"]
+        header = next(line for line in screen_text(app).splitlines() if "NAME" in line)
+        assert "PROCS" in header, header

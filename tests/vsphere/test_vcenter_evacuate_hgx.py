@@ -4,11 +4,13 @@ VM by vMotion (RelocateVM_Task) to a spare HGX host, then puts the host in maint
 by typing the host's name; run again, it changes nothing.
 
 The seed (tests/vsphere/seed.yaml, like the vSphere sample) has no HGX host with room for another's VMs, so this
-test's simulator is seeded with a spare one more: esx-hgx-04, an empty HGX A100 80GB host of the training cluster,
-as tests/engine/fixtures/vsphere-spare-hosts.yaml has it (ours, tests only). Device groups are not read from the
-simulator (govmomi 0.24 predates vSphere 8's `deviceGroups`: docs/vsphere.md), so the test's state carries them
-as an operator's state would: restored once into the bound state (`apply` of a `restore`, model only), and kept by
-every sync; the plan takes a VM with a device group for a cold move from them."""
+test's simulator is seeded with a spare one more: esx-hgx-04, an empty HGX A100 80GB host of the training cluster
+offering device groups of 2, 4 and 8 GPUs, as tests/engine/fixtures/vsphere-spare-hosts.yaml has it (ours, tests
+only); and train-vm-03 is seeded without its device group, so that esx-hgx-02 holds one VM of each kind. The read
+gives a host the device groups its VMs hold (docs/vsphere.md, "Device groups"): esx-hgx-02's train-vm-02 group is
+read from vCenter, while esx-hgx-04's free group (vSphere names no GPUs for a group no VM holds) is carried by the
+state, as an operator's state carries it: restored once into the bound state (`apply` of a `restore`, model only),
+and kept by every sync."""
 
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ from tests.cli.clikit import ROOT, gpuadmin
 from tests.vsphere.estate import find, session
 from tests.vsphere.vcsim import SEED, Simulator, running, why_not
 
-SPARE_HGX = {"name": "esx-hgx-04", "cluster": "hgx-train", "nvswitches": 6, "esxi": "8.0.1", "build": "21495797",
+SPARE_HGX = {"name": "esx-hgx-04", "cluster": "hgx-train", "nvswitches": 6, "device_group_sizes": [2, 4, 8],
+             "esxi": "8.0.1", "build": "21495797",
              "vmotion_mb": [100000, 100000], "cpus": 128, "memory_gib": 2048,
              "gpu": {"device_id": 0x20B2, "name": "GA100 [A100 SXM4 80GB]", "memory_mib": 81920, "count": 8},
              "vgpu_types": ["grid_a100dx-4c", "grid_a100dx-5c", "grid_a100dx-8c", "grid_a100dx-10c",
@@ -42,37 +45,34 @@ DG_A = [{"name": "dg-a", "gpus": [0, 1, 2, 3]}]  # the sample's first device gro
 
 @pytest.fixture
 def vcsim_spare_hgx(tmp_path: Path) -> Iterator[Simulator]:
-    """The seeded simulator with the spare HGX host esx-hgx-04 added to the seed's hosts."""
+    """The seeded simulator with the spare HGX host esx-hgx-04 added, and train-vm-03 holding no device group."""
     reason = why_not()
     if reason is not None:
         pytest.skip(f"vCenter simulator: {reason}")
     seed = yaml.safe_load(SEED.read_text(encoding="utf-8"))
     seed["hosts"].append(SPARE_HGX)
+    for vm in seed["vms"]:
+        if vm["name"] == "train-vm-03":
+            vm.pop("device_group", None)
     path = tmp_path / "seed-spare-hgx.yaml"
     path.write_text(yaml.safe_dump(seed), encoding="utf-8")
     with running(seed=path) as simulator:
         yield simulator
 
 
-def _bound_with_device_groups(vcsim: Simulator, state: Path) -> dict[str, str]:
-    """A state bound to the simulator, given the sample's device group dg-a of esx-hgx-02 held by train-vm-02
-    (train-vm-03 holds none: a vGPU VM, vMotioned), and the same free group on esx-hgx-04 (its GPUs 4-7 in no
-    group: a VM without a group takes no GPU of one, rule group.vm-holds-whole-group)."""
+def _bound_with_a_free_device_group(vcsim: Simulator, state: Path) -> dict[str, str]:
+    """A state bound to the simulator, given the free device group dg-a on esx-hgx-04 (its GPUs 4-7 in no group:
+    a VM without a group takes no GPU of one, rule group.vm-holds-whole-group)."""
     env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password, "KUBECONFIG": "/nonexistent"}
     done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
                     vcsim.user, "--insecure", env=env)
     assert done.code == ExitCode.OK, done.err
     with Store.open(state) as store:
-        nodes = {name: store.load().nodes[name].model_dump(mode="json", exclude_none=True)
-                 for name in ("esx-hgx-02", "esx-hgx-04")}
-    nodes["esx-hgx-02"]["device_groups"] = DG_A
-    for vm in nodes["esx-hgx-02"]["vms"]:
-        if vm["name"] == "train-vm-02":
-            vm["device_group"] = "dg-a"
-    nodes["esx-hgx-04"]["device_groups"] = DG_A
+        node = store.load().nodes["esx-hgx-04"].model_dump(mode="json", exclude_none=True)
+    node["device_groups"] = DG_A
     changes = state.parent / "device-groups.yaml"
-    changes.write_text(yaml.safe_dump({"changes": [{"op": "restore", "kind": "node", "name": name, "node": node}
-                                                   for name, node in nodes.items()]}), encoding="utf-8")
+    changes.write_text(yaml.safe_dump({"changes": [{"op": "restore", "kind": "node", "name": "esx-hgx-04",
+                                                    "node": node}]}), encoding="utf-8")
     done = gpuadmin("--state", state, "apply", "-f", changes, "--yes", env=env)
     assert done.code == ExitCode.OK, done.err
     return env
@@ -120,13 +120,14 @@ def _where(service: Any) -> dict[str, tuple[str, str]]:
 def test_an_hgx_host_is_evacuated_cold_and_by_vmotion_then_enters_maintenance_mode_once_its_name_is_typed(
         vcsim_spare_hgx: Simulator, tmp_path: Path) -> None:
     vcsim, state = vcsim_spare_hgx, tmp_path / "state"
-    env = _bound_with_device_groups(vcsim, state)
+    env = _bound_with_a_free_device_group(vcsim, state)
     review = gpuadmin("--state", state, "evacuate", "esx-hgx-02", "--dry-run", "-o", "json", env=env)
     assert review.code == ExitCode.OK, review.err + review.out
     moves = {m["vm"]: m for m in json.loads(review.out)["evacuations"]["esx-hgx-02"]}
     assert {vm: (m["how"], m["to"]) for vm, m in moves.items()} == \
         {"train-vm-02": ("cold", "esx-hgx-04"), "train-vm-03": ("vmotion", "esx-hgx-04")}
-    assert moves["train-vm-02"]["device_group"] == {"from": "dg-a", "to": "dg-a"}
+    read_group = moves["train-vm-02"]["device_group"]["from"]  # read from vCenter, named by its GPUs
+    assert read_group and moves["train-vm-02"]["device_group"]["to"] == "dg-a", moves
     assert moves["train-vm-03"]["link_gbps"] == 100 and moves["train-vm-03"]["stun_s"] is not None, moves
 
     code, said = _typed(state, env, "yes")  # a destructive plan: "yes" is not the host's name

@@ -1,7 +1,8 @@
 """`apply` on a vCenter-bound state runs the plan as vCenter tasks (issue 24 item 2), against VMware's simulator:
 host maintenance mode (cordon, drain, uncordon) and a VM's vGPU (assign-vgpu, remove-vgpu: ReconfigVM_Task), each
-task's outcome a step of the journal entry; a failure stops the sequence (partial); a re-run finds what is already
-done and starts no task; an op gpuadmin does not carry out on vCenter leaves the plan model-only, saying so."""
+task's outcome a step of the journal entry (a VM's passthrough GPUs: test_vcenter_passthrough.py); a failure stops
+the sequence (partial); a re-run finds what is already done and starts no task; an op gpuadmin does not carry out
+on vCenter leaves the plan model-only, saying so."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ from tests.vsphere.vcsim import Simulator
 
 REMOVE = {"op": "remove-vgpu", "node": "esx-vdi-02", "gpu": 1, "vm": "ds-vm-04", "profile": "L40S-12C"}
 ASSIGN = {**REMOVE, "op": "assign-vgpu"}
+# an op gpuadmin does not carry out on a vCenter (device groups: docs/vsphere.md): a free group on GPUs 6-7, beside the
+# two the read names after the GPUs its VMs' groups sit on
+GROUPS = {"op": "set-device-groups", "node": "esx-hgx-02",
+          "groups": [{"name": "dg-0-1-2-3", "gpus": [0, 1, 2, 3]}, {"name": "dg-4-5", "gpus": [4, 5]},
+                     {"name": "dg-c", "gpus": [6, 7]}]}
 
 
 def _bound(vcsim: Simulator, state: Path) -> dict[str, str]:
@@ -145,11 +151,10 @@ def test_an_op_not_carried_out_on_vcenter_leaves_the_plan_model_only_and_names_i
                                                                                     tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = _bound(vcsim, state)
-    done = _apply(state, env, {"op": "cordon", "node": "esx-hgx-03"},
-                  {"op": "detach-vm", "node": "esx-legacy-01", "vm": "hpc-vm-01"})
+    done = _apply(state, env, {"op": "cordon", "node": "esx-hgx-03"}, GROUPS)
     assert done.code == ExitCode.OK, done.err
     entry = _last(state)
-    assert entry.outcome == "applied" and "model only" in entry.message and "detach-vm" in entry.message
+    assert entry.outcome == "applied" and "model only" in entry.message and "set-device-groups" in entry.message
     with session(vcsim) as service:
         assert find(service, "HostSystem", "esx-vdi-03").runtime.inMaintenanceMode is False
     with Store.open(state) as store:
@@ -166,11 +171,10 @@ def test_a_plan_on_a_vcenter_says_which_tasks_apply_will_run_or_that_it_runs_non
     assert cordon.code == ExitCode.OK, cordon.err
     assert "On the cluster" in cordon.out and "EnterMaintenanceMode_Task" in cordon.out
     assert "PATCH" not in cordon.out and "kubectl" not in cordon.out
-    path = tmp_path / "detach.yaml"
-    path.write_text(yaml.safe_dump({"changes": [{"op": "detach-vm", "node": "esx-legacy-01", "vm": "hpc-vm-01"}]}),
-                    encoding="utf-8")
-    detach = gpuadmin("--state", state, "plan", "-f", path, env=env)
-    assert "nothing on vCenter" in detach.out and "detach-vm" in detach.out, detach.out + detach.err
+    path = tmp_path / "groups.yaml"
+    path.write_text(yaml.safe_dump({"changes": [GROUPS]}), encoding="utf-8")
+    groups = gpuadmin("--state", state, "plan", "-f", path, env=env)
+    assert "nothing on vCenter" in groups.out and "set-device-groups" in groups.out, groups.out + groups.err
 
 
 def test_maintenance_mode_is_refused_before_any_task_while_a_vm_on_the_host_is_powered_on(vcsim: Simulator,

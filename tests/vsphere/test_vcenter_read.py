@@ -26,8 +26,8 @@ def _env(simulator: Simulator, **more: str) -> dict[str, str]:
 
 
 def _comparable(node: dict[str, Any]) -> dict[str, Any]:
-    """What a vCenter reports of a host, as the sample writes it (device groups are not read from govmomi 0.24's
-    simulator, nor the host's hardware label, and only an HGX host's NVSwitches say what its NVLink is)."""
+    """What a vCenter reports of a host, as the sample writes it (device groups: test_vcenter_device_groups.py; not
+    the host's hardware label, and only an HGX host's NVSwitches say what its NVLink is)."""
     gpus = [{k: v for k, v in gpu.items() if k in ("index", "model", "mode", "vgpus", "vm")} for gpu in node["gpus"]]
     vms = sorted(({"name": vm["name"], "hardware_version": vm["hardware_version"], "gpus": vm.get("gpus")}
                   for vm in node.get("vms", [])), key=lambda vm: vm["name"])

@@ -71,8 +71,9 @@ def test_a_drifted_vcenter_is_diffed_field_by_field_then_synced_in_one_entry(vcs
 
 
 def test_what_vcenter_does_not_report_is_kept_from_the_state(vcsim: Simulator, tmp_path: Path) -> None:
-    """A state bound to the simulator, then given the sample's device groups and labels (what govmomi 0.24's
-    simulator cannot report): a sync keeps them, and the queues and jobs, which are gpuadmin's own."""
+    """A state bound to the simulator, then given the sample's device-group names, the group no VM holds (dg-c:
+    vSphere names GPUs only for a held group) and labels (what vCenter does not report): a sync keeps them, and the
+    queues and jobs, which are gpuadmin's own."""
     state = tmp_path / "state"
     env = _bound(vcsim, state)
     with Store.open(state) as store:

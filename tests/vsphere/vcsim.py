@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = Path(__file__).resolve().parent / "vcsim"  # the Go program: main.go and the seeding beside it
+SOURCE = Path(__file__).resolve().parent / "vcsim"  # main.go and devicegroups.go: the cache key hashes every .go
 SEED = Path(__file__).resolve().parent / "seed.yaml"
 CACHE = ROOT / ".build" / "vcsim"
 GOPATH = Path("/usr/share/gocode")
@@ -50,8 +50,7 @@ class Simulator:
 
 
 def _binary() -> Path:
-    digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in sorted(SOURCE.glob("*.go"))))\
-        .hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(source.read_bytes() for source in sorted(SOURCE.glob("*.go")))).hexdigest()[:16]
     return CACHE / f"vcsim-gpu-{digest}"
 
 
@@ -92,12 +91,15 @@ def build() -> Path:
 
 
 @contextmanager
-def running(port: int = 0, password: str | None = None, seed: Path = SEED) -> Iterator[Simulator]:
-    """The seeded simulator on 127.0.0.1:`port` (0: a free one), stopped when the block ends."""
+def running(port: int = 0, password: str | None = None, seed: Path = SEED,
+            device_groups: bool = True) -> Iterator[Simulator]:
+    """The seeded simulator on 127.0.0.1:`port` (0: a free one), stopped when the block ends. `device_groups`
+    False: it serves no vSphere 8 device groups, as a vCenter before 8.0 (tests/vsphere/vcsim/devicegroups.go)."""
     binary = build()
     password = password or secrets.token_urlsafe(12)
     env = {**os.environ, "VCSIM_PASSWORD": password}
-    with subprocess.Popen([str(binary), "-seed", str(seed), "-port", str(port), "-user", USER], env=env,
+    flags = [] if device_groups else ["-without-device-groups"]
+    with subprocess.Popen([str(binary), "-seed", str(seed), "-port", str(port), "-user", USER, *flags], env=env,
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as process:
         try:

@@ -1,6 +1,6 @@
-"""The header: cluster, the live badge of a state bound to a Kubernetes cluster (`LIVE`, `RECONNECTING`, ...,
-and its kubeconfig context), which state (its directory, or the inventory in memory), revision, role, a READ-ONLY
-badge, how many rows are marked, the draft's size (`DRAFT N`), and where you are (breadcrumbs)."""
+"""The header: cluster, the live badge of a state bound to a cluster (`LIVE`, `RECONNECTING`, ..., and its
+kubeconfig context or vCenter user), which state (its directory, or the inventory in memory), revision, role, a
+READ-ONLY badge, how many rows are marked, the draft's size (`DRAFT N`), and where you are (breadcrumbs)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,19 @@ from gpuadmin.render.text import safe
 WHERE_MIN = 16  # the state's name is never cut to less than this
 # the cluster watch's state, as the badge words it (a word each, so it reads without colour)
 LIVE_BADGES = {"connecting": "CONNECTING", "live": "LIVE", "reconnecting": "RECONNECTING", "down": "CLUSTER DOWN",
-               "unwatched": "NOT WATCHED"}  # unwatched: a viewer's console, which may not sync
+               "unwatched": "NOT WATCHED"}  # a viewer's console, which may not sync; a vCenter without a password
 
 
 @dataclass(frozen=True)
 class LiveBadge:
     """A bound state's link: the watch's state (`gpuadmin.cluster.watch.WatchState`) and the context's name (a
-    vCenter's user); `insecure`: a vCenter whose TLS certificate is not verified (`--insecure`), said in words."""
+    vCenter's user); `insecure`: a vCenter whose TLS certificate is not verified (`--insecure`), said in words;
+    `note`: why it is not watched, where a setting is missing (`no vCenter password: set ...`)."""
 
     state: str
     context: str
     insecure: bool = False
+    note: str = ""
 
 
 def _tail(text: str, width: int) -> str:
@@ -54,6 +56,8 @@ class HeaderBar(Static):
             if live.insecure:
                 line.append("  ")
                 line.append(" TLS NOT VERIFIED ", style="reverse bold")
+            if live.note:
+                line.append(f"  ({safe(live.note)})")
         rest = Text()
         rest.append(f"  rev {revision}")
         rest.append(f"  role {role}")

@@ -103,11 +103,8 @@ func (g *graphicsSeed) refresh() {
 		mine := onHost{ref: vm.Self, name: vm.Name,
 			running: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
 		for _, device := range vm.Config.Hardware.Device {
-			pci, ok := device.(*types.VirtualPCIPassthrough)
-			if !ok {
-				continue
-			}
-			switch backing := pci.Backing.(type) {
+			// by its backing, not its Go type: a device of a device group is devicegroups.go's VirtualPCIPassthrough
+			switch backing := device.GetVirtualDevice().Backing.(type) {
 			case *types.VirtualPCIPassthroughVmiopBackingInfo:
 				mine.vgpus = append(mine.vgpus, backing.Vgpu)
 				vgpuOf[vm.Self] = backing.Vgpu

@@ -57,6 +57,8 @@ type seedHost struct {
 	NVSwitches  int      `yaml:"nvswitches"`
 	VgpuTypes   []string `yaml:"vgpu_types"`
 	VmotionMb   []int32  `yaml:"vmotion_mb"` // the link speeds of its vMotion uplinks (network.go)
+	// the sizes of the NVLink device groups the host offers, one of each size per vGPU type (devicegroups.go)
+	DeviceGroupSizes []int `yaml:"device_group_sizes"`
 }
 
 type seedVgpus struct {
@@ -71,6 +73,9 @@ type seedVM struct {
 	Power       string     `yaml:"power"`
 	Vgpus       *seedVgpus `yaml:"vgpus"`
 	Passthrough []int      `yaml:"passthrough"`
+	DeviceGroup bool       `yaml:"device_group"` // its vGPUs are one vendor device group (devicegroups.go)
+	// the group's name where not NVIDIA's for its vGPUs (a test's hostile name)
+	DeviceGroupName string `yaml:"device_group_name"`
 }
 
 type seed struct {
@@ -92,6 +97,8 @@ func main() {
 	seedFile := flag.String("seed", "", "the seed file (YAML)")
 	port := flag.Int("port", 0, "port on 127.0.0.1 (0: any free one)")
 	user := flag.String("user", "administrator@vsphere.local", "the one user the simulator accepts")
+	withoutGroups := flag.Bool("without-device-groups", false,
+		"serve no vSphere 8 device groups, as govmomi 0.24's simulator and a vCenter before 8.0 (devicegroups.go)")
 	flag.Parse()
 	password := os.Getenv("VCSIM_PASSWORD")
 	if *seedFile == "" || password == "" {
@@ -110,8 +117,16 @@ func main() {
 	model := simulator.VPX()
 	model.Host, model.Cluster, model.ClusterHost, model.Machine, model.Datastore, model.Portgroup = 0, 0, 0, 0, 0, 0
 	defer model.Remove()
+	if !*withoutGroups {
+		announceVSphere8(model)
+	}
 	if err := model.Create(); err != nil {
 		fail("create", err)
+	}
+	if !*withoutGroups {
+		serveDeviceGroups()
+	} else {
+		estate.withoutDeviceGroups()
 	}
 	model.Service.TLS = new(tls.Config)
 	model.Service.Listen = &url.URL{Host: fmt.Sprintf("127.0.0.1:%d", *port), User: url.UserPassword(*user, password)}
@@ -207,7 +222,9 @@ func build(ctx context.Context, client *govmomi.Client, estate *seed, dir string
 		}
 		seedHardware(simulator.Map.Get(host.Reference()).(*simulator.HostSystem), spec)
 		seedHostNetworkAndGraphics(simulator.Map.Get(host.Reference()).(*simulator.HostSystem), spec)
+		seedOfferedDeviceGroups(simulator.Map.Get(host.Reference()).(*simulator.HostSystem), spec)
 	}
+	seedPassthroughTargets(clusters) // passthrough.go
 	specs := map[string]*seedHost{}
 	for i := range estate.Hosts {
 		specs[estate.Hosts[i].Name] = &estate.Hosts[i]
@@ -333,6 +350,9 @@ func createVM(ctx context.Context, client *govmomi.Client, folders *object.Datac
 		return err
 	}
 	ref := info.Result.(types.ManagedObjectReference)
+	if vm.DeviceGroup && vm.Vgpus != nil {
+		seedVMDeviceGroup(simulator.Map.Get(ref).(*simulator.VirtualMachine), vm.Vgpus.Type, vm.DeviceGroupName)
+	}
 	if !strings.EqualFold(vm.Power, "off") {
 		task, err := object.NewVirtualMachine(client.Client, ref).PowerOn(ctx)
 		if err == nil {
