@@ -2,7 +2,8 @@
 $GPUADMIN_VCENTER_PASSWORD is unset, a console on a vCenter-bound state asks once for the password, naming the user
 and the vCenter; the right one makes the badge LIVE and a console apply runs its vCenter task with it; a wrong one
 (vCenter's InvalidLogin) is said in the prompt and asked again, three at most; Esc goes on without (NOT WATCHED,
-and why). The password is in no file of the state dir, nowhere on screen and in no notification."""
+and why), and an apply on vCenter then asks again. The password is in no file of the state dir, nowhere on screen
+and in no notification; the user and the vCenter are named as text, never markup."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def _vgpus(vcsim: Simulator, vm: str) -> list[str]:
     from pyVmomi import vim
 
     with session(vcsim) as admin:
-        return [d.backing.vgpu for d in find(admin, "VirtualMachine", vm).config.hardware.device
+        return [str(d.backing.vgpu) for d in find(admin, "VirtualMachine", vm).config.hardware.device
                 if isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)]
 
 
@@ -118,7 +119,7 @@ async def test_a_wrong_password_is_said_and_asked_again(vcsim: Simulator, bound:
     app = make_app(Service(state_dir=bound), view="nodes")
     async with app.run_test(size=SIZE) as pilot:
         screen = await asked(pilot)
-        await type_password(pilot, "not-" + vcsim.password)
+        await type_password(pilot, f"q:/{vcsim.password}")  # `q`, `:` and `/` are characters here, not keys
         await wait_for(pilot, lambda: "refused the login" in said(app))
         assert app.screen is screen, "still asking"
         assert "wrong user or password (try 1 of 3)" in said(app) and "Traceback" not in screen_text(app)
@@ -191,3 +192,16 @@ async def test_esc_goes_on_without_and_an_apply_on_vcenter_asks_again(vcsim: Sim
         assert app.session.draft.size == 0
     assert _vgpus(vcsim, "ds-vm-04") == []
     assert files_holding(bound, vcsim.password) == []
+
+
+async def test_the_login_names_a_hostile_user_and_vcenter_as_text() -> None:
+    """The user and the server come from the state's binding, anyone's text: drawn as text, a control byte as
+    its escape, never as markup (an in-memory console: no vCenter needed to draw the pop-up)."""
+    app = make_app(view="nodes")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.push_screen(PasswordScreen("[bold red]root[/]\x1b[2J", "https://vc.example.com"))
+        await settle(pilot)
+        shown = screen_text(app)
+        assert "Password for [bold red]root[/]\\x1b[2J at https://vc.example.com" in shown
+        assert "\x1b[2J" not in shown
