@@ -205,3 +205,22 @@ async def test_the_login_names_a_hostile_user_and_vcenter_as_text() -> None:
         shown = screen_text(app)
         assert "Password for [bold red]root[/]\\x1b[2J at https://vc.example.com" in shown
         assert "\x1b[2J" not in shown
+
+
+def test_the_kept_password_yields_to_the_variable_and_hides_from_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`SessionPasswords`: $GPUADMIN_VCENTER_PASSWORD first (as `sync`), else the one kept for that user and
+    vCenter, else PasswordNeeded (the console asks); its repr counts, never shows."""
+    from gpuadmin.service import PasswordNeeded, SessionPasswords
+
+    monkeypatch.delenv("GPUADMIN_VCENTER_PASSWORD", raising=False)
+    kept = SessionPasswords()
+    source = kept.source()
+    with pytest.raises(PasswordNeeded):
+        source("u@vsphere.local", "https://vc:443")
+    kept.keep("u@vsphere.local", "https://vc:443", "s3cret-typed")
+    assert source("u@vsphere.local", "https://vc:443") == "s3cret-typed"
+    with pytest.raises(PasswordNeeded):
+        source("other@vsphere.local", "https://vc:443")
+    monkeypatch.setenv("GPUADMIN_VCENTER_PASSWORD", "from-the-variable")
+    assert source("u@vsphere.local", "https://vc:443") == "from-the-variable"
+    assert "s3cret" not in repr(kept) and "s3cret" not in str(vars(kept).keys())
