@@ -342,6 +342,11 @@ def _held_groups(context: VsphereContext, vm: Any) -> list[Any]:
     return [g for v in values for g in getattr(v, "deviceGroup", None) or ()]
 
 
+def _shown(vendor_name: Any) -> str:
+    """A vendor's group name from vCenter (hostile) as a message shows it: its control characters as spaces."""
+    return _short("".join(c if c.isprintable() else " " for c in str(vendor_name or "")))
+
+
 def _members(vm: Any, key: int) -> list[Any]:
     """The VM's devices of the group whose instance key is `key`."""
     return [d for d in vm.config.hardware.device or ()
@@ -387,8 +392,8 @@ def attach_device_group(context: VsphereContext, change: ch.AttachVm, name: str)
     for group in _held_groups(context, vm):
         if str(group.deviceGroupName) == vendor.deviceGroupName and len(_members(vm, group.groupInstanceKey)) == \
                 len(gpus):
-            return Done("already", f"the VM holds {vendor.deviceGroupName}")
-        raise StepFailed(f"VM {change.vm} holds device group {_short(str(group.deviceGroupName))} on vCenter: "
+            return Done("already", f"the VM holds {_shown(vendor.deviceGroupName)}")
+        raise StepFailed(f"VM {change.vm} holds device group {_shown(group.deviceGroupName)} on vCenter: "
                          "detach it first (a VM holds one group in gpuadmin's model)")
     _powered_off(vm, change.vm, "adds a device group (PCI devices) to")
     replaced = _ungrouped_vgpus(vm, vgpu_type)[:len(gpus)]
@@ -405,8 +410,8 @@ def attach_device_group(context: VsphereContext, change: ch.AttachVm, name: str)
         groupInstanceKey=-1, deviceGroupName=vendor.deviceGroupName)])
     spec = vim.vm.ConfigSpec(deviceChange=changes, deviceGroups=groups)
     context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec),
-                 f"add device group {name}: {vendor.deviceGroupName}, {len(gpus)} × {vgpu_type}")
-    return Done("executed", f"device group {name} ({_short(vendor.deviceGroupName)}) added, {len(gpus)} vGPU(s) "
+                 f"add device group {name}: {_shown(vendor.deviceGroupName)}, {len(gpus)} × {vgpu_type}")
+    return Done("executed", f"device group {name} ({_shown(vendor.deviceGroupName)}) added, {len(gpus)} vGPU(s) "
                             f"{vgpu_type}" + (f", replacing {len(replaced)} ungrouped" if replaced else ""))
 
 
@@ -457,7 +462,7 @@ def detach_device_group(context: VsphereContext, change: ch.DetachVm, name: str)
         changes.append(vim.vm.device.VirtualDeviceSpec(operation="add", device=device))
     spec = vim.vm.ConfigSpec(deviceChange=changes, deviceGroups=vim.vm.VirtualDeviceGroups(deviceGroup=[]))
     context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec),
-                 f"remove device group {name}: {_short(str(group.deviceGroupName))}")
+                 f"remove device group {name}: {_shown(group.deviceGroupName)}")
     return Done("executed", f"device group {name} removed ({len(members)} device(s))"
                 + (f", {kept} vGPU(s) {vgpu_type} kept ungrouped" if kept else ""))
 
