@@ -16,6 +16,7 @@ from typing import Any
 
 from gpuadmin.cluster.vcenter import connect_vcenter, read_vcenter
 from gpuadmin.errors import ExitCode
+from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
 from tests.vsphere.estate import find, session
 from tests.vsphere.test_vcenter_passthrough import _apply, _bound, _last, _steps
@@ -105,3 +106,25 @@ def test_the_review_names_the_reconfig_call_with_the_group(vcsim: Simulator, tmp
     review = gpuadmin("--state", state, "plan", "-f", path, env=env)
     assert "ReconfigVM_Task on the powered-off VM removing device group dg-4-5" in review.out, review.out
     assert "nothing on vCenter" not in review.out
+
+
+def test_a_task_vcenter_fails_is_a_failed_step_with_its_fault(vcsim: Simulator, tmp_path: Path) -> None:
+    """The VM made a template after the sync: the simulator refuses its ReconfigVM_Task (NotSupported), the step
+    fails with the fault, the rest is not run and the state is unchanged."""
+    state = tmp_path / "state"
+    env = _bound(vcsim, state, "train-vm-03")
+    with Store.open(state) as store:
+        revision = store.revision()
+    with session(vcsim) as service:
+        find(service, "VirtualMachine", "train-vm-03").MarkAsTemplate()
+    done = _apply(state, env, *DETACH)
+    assert done.code == ExitCode.CONFLICT, done.err
+    entry = _last(state)
+    assert entry.outcome == "failed" and _steps(state) == [("failed", ["ReconfigVM_Task"]), ("not-run", []),
+                                                           ("not-run", [])]
+    assert "ReconfigVM_Task failed: " in entry.execution[0]["message"] and "NotSupported" in entry.execution[0][
+        "message"]
+    with Store.open(state) as store:
+        assert store.revision() == revision
+    with session(vcsim) as service:  # (the read passes a template over: its devices seen directly)
+        assert _devices(service) == [("grid_a100dx-80c", 0), ("grid_a100dx-80c", 1)]
