@@ -40,6 +40,11 @@ class ClusterForbidden(ClusterError):
     label = "not permitted by the cluster"
 
 
+class LoginRefused(ClusterForbidden):
+    """vCenter refused the login itself (its `InvalidLogin` fault: a wrong user or password, exit 4), not a call
+    after it: the console asks for the password again on this one only."""
+
+
 class ClusterConflict(ClusterError):
     """A 409: the object changed on the cluster since gpuadmin last read it (a stale plan, exit 3)."""
 

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gpuadmin.adapters.kube_cluster import printable
-from gpuadmin.cluster.errors import MESSAGE_LIMIT, ClusterError, ClusterForbidden, ClusterUnreachable
+from gpuadmin.cluster.errors import MESSAGE_LIMIT, ClusterError, ClusterForbidden, ClusterUnreachable, LoginRefused
 from gpuadmin.errors import Diagnostic, InputError
 from gpuadmin.store import ClusterBinding
 
@@ -112,8 +112,9 @@ def _pyvim() -> Any:
 
 
 def connect_vcenter(server: str, user: str, password: str, *, insecure: bool = False) -> VcenterConnection:
-    """Log in to the vCenter at `server`. Refused login: ClusterForbidden (exit 4); no answer, or a certificate
-    that does not verify: ClusterUnreachable (exit 3), saying so. The password appears in no message."""
+    """Log in to the vCenter at `server`. Refused login: LoginRefused (a ClusterForbidden, exit 4); no answer, or
+    a certificate that does not verify: ClusterUnreachable (exit 3), saying so. The password appears in no
+    message."""
     import http.client
 
     vim, vmodl = _pyvmomi()
@@ -127,7 +128,7 @@ def connect_vcenter(server: str, user: str, password: str, *, insecure: bool = F
                                         pwd=password, sslContext=context, httpConnectionTimeout=CONNECT_TIMEOUT_S,
                                         connectionPoolTimeout=-1)
     except vim.fault.InvalidLogin:
-        raise ClusterForbidden(f"vCenter {address.server} refused the login of {user!r}: wrong user or password")\
+        raise LoginRefused(f"vCenter {address.server} refused the login of {user!r}: wrong user or password")\
             from None
     except ssl.SSLCertVerificationError as bad:
         raise ClusterUnreachable(

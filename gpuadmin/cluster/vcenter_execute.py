@@ -21,9 +21,18 @@ half-way does nothing twice), else starts one task and waits for it. A task that
   .pciPassthrough`); the same power rule; a GPU the host has not enabled and activated for passthrough
   (`config.pciPassthruInfo`) fails the step before any task, naming the host setting.
 
-The other ops have no vSphere execution here (`vsphere_unexecuted`), nor has a device group's attach or detach
-(vSphere 8's device groups have no types in the simulator gpuadmin is tested against; docs/vsphere.md): a plan
-holding one is applied to gpuadmin's state alone, as before, and says so.
+- attach-vm / detach-vm of a device group (vSphere 8): one `ReconfigVM_Task` on the powered-off VM. gpuadmin's
+  group is the VM's vGPUs on the group's GPUs; vCenter's is those vGPU devices joined by `deviceGroupInfo` and
+  named in `deviceGroups` (a vendor group the host offers, `RetrieveVendorDeviceGroupInfo`). So an attach replaces
+  the VM's ungrouped vGPU devices of the type by the group's (one per GPU of the group, each with
+  `deviceGroupInfo(groupInstanceKey, sequenceId)`, and the group in `deviceGroups`, a temporary negative key as
+  vSphere asks), and a detach removes the group's devices and the group, adding back, ungrouped, the vGPUs the
+  plan leaves the VM (vSphere adds and removes a group's devices only whole, in the request that adds or removes
+  the group).
+
+set-device-groups and the ops without an executor have no vSphere execution (`vsphere_unexecuted`): a host's
+device groups are what its vendor driver offers, and vSphere has no call that sets them. A plan holding one is
+applied to gpuadmin's state alone, and says so.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from gpuadmin.catalog.entities import normalize_vgpu_type_name
 from gpuadmin.cluster.errors import ClusterError, ClusterForbidden, ClusterUnreachable
 from gpuadmin.cluster.exec_base import Done, StepFailed
 from gpuadmin.cluster.execute import Execution, PlannedStep, Step, _outcome, _Run, target_of
-from gpuadmin.cluster.vcenter import PciGpu, VcenterConnection, _pyvmomi, _short, nvidia_gpus
+from gpuadmin.cluster.vcenter import DEVICE_GROUPS_PATH, PciGpu, VcenterConnection, _pyvmomi, _short, nvidia_gpus
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.evacuation import VmMove, moved_only
 from gpuadmin.engine.ops import spec_of
@@ -242,7 +251,9 @@ def _indexes(indexes: Sequence[int]) -> str:
 
 
 def attach_vm(context: VsphereContext, change: ch.AttachVm) -> Done:
-    """Pass the plan's GPUs through to the VM (a device group's attach never gets here: `vsphere_unexecuted`)."""
+    """Pass the plan's GPUs, or its device group, through to the VM."""
+    if change.device_group is not None:
+        return attach_device_group(context, change, change.device_group)
     vim, _ = _pyvmomi()
     indexes = sorted(set(change.gpus or ()))
     vm = context.find("VirtualMachine", change.vm)
@@ -286,13 +297,15 @@ def _released(context: VsphereContext, change: ch.DetachVm) -> list[int]:
     if vm is None:  # a checked plan names only VMs the state has
         raise StepFailed(f"VM {change.vm} is not on node {change.node} in the synced state")
     if vm.device_group is not None:
-        raise StepFailed(f"VM {change.vm} holds device group {vm.device_group}, which gpuadmin does not carry out "
-                         f"on a vCenter: detach its GPUs by index (--gpus), or apply with --model-only")
+        raise StepFailed(f"VM {change.vm} holds device group {vm.device_group}: detach it by name "
+                         f"(--device-group {vm.device_group}), or its GPUs by index (--gpus)")
     return sorted(vm.gpus or ())
 
 
 def detach_vm(context: VsphereContext, change: ch.DetachVm) -> Done:
-    """Take the plan's passthrough GPUs from the VM (a device group's detach never gets here)."""
+    """Take the plan's passthrough GPUs, or its device group, from the VM."""
+    if change.device_group is not None:
+        return detach_device_group(context, change, change.device_group)
     vim, _ = _pyvmomi()
     indexes = _released(context, change)
     if not indexes:
@@ -310,6 +323,148 @@ def detach_vm(context: VsphereContext, change: ch.DetachVm) -> Done:
         vim.vm.device.VirtualDeviceSpec(operation="remove", device=held[gpus[index].pci_id]) for index in present])
     context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec), f"remove GPU(s) {_indexes(present)}")
     return Done("executed", f"GPU(s) {_indexes(present)} released")
+
+
+def _held_groups(context: VsphereContext, vm: Any) -> list[Any]:
+    """The vendor device groups the VM holds (`config.deviceGroups`, asked for by name: a whole `config` does not
+    carry it from every server); a vCenter before 8.0 has none to change."""
+    vim, vmodl = _pyvmomi()
+    collector = vmodl.query.PropertyCollector
+    spec = collector.FilterSpec(objectSet=[collector.ObjectSpec(obj=vm)],
+                                propSet=[collector.PropertySpec(type=vim.VirtualMachine, pathSet=[DEVICE_GROUPS_PATH])])
+    try:
+        result = context.connection.service.RetrieveContent().propertyCollector.RetrievePropertiesEx(
+            [spec], collector.RetrieveOptions())
+    except (vmodl.fault.InvalidProperty, vmodl.fault.InvalidType) as older:
+        raise StepFailed(f"vCenter {context.connection.server} has no device groups (vSphere 8 API, "
+                         f"{DEVICE_GROUPS_PATH}: {type(older).__name__})") from older
+    values = [p.val for o in (result.objects if result is not None else ()) for p in o.propSet or ()]
+    return [g for v in values for g in getattr(v, "deviceGroup", None) or ()]
+
+
+def _shown(vendor_name: Any) -> str:
+    """A vendor's group name from vCenter (hostile) as a message shows it: its control characters as spaces."""
+    return _short("".join(c if c.isprintable() else " " for c in str(vendor_name or "")))
+
+
+def _members(vm: Any, key: int) -> list[Any]:
+    """The VM's devices of the group whose instance key is `key`."""
+    return [d for d in vm.config.hardware.device or ()
+            if getattr(getattr(d, "deviceGroupInfo", None), "groupInstanceKey", None) == key]
+
+
+def _ungrouped_vgpus(vm: Any, vgpu_type: str) -> list[Any]:
+    vim, _ = _pyvmomi()
+    return [d for d in _pci_devices(vm, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
+            if str(d.backing.vgpu or "") == vgpu_type and getattr(d, "deviceGroupInfo", None) is None]
+
+
+def _group_vgpus(context: VsphereContext, change: ch.AttachVm, name: str) -> tuple[list[int], str]:
+    """The group's GPUs in the plan's after-view and the one vGPU profile the VM holds on each of them."""
+    after = context.after.node(change.node)
+    group = next((g for g in after.device_groups if g.name == name), None) if after is not None else None
+    if after is None or group is None:  # a checked plan names only groups the node has
+        raise StepFailed(f"node {change.node} has no device group {name} in the plan's state")
+    gpus = sorted(group.gpus)
+    profiles = {gpu.index: {v.profile for v in gpu.vgpus or () if v.vm == change.vm} for gpu in after.gpus
+                if gpu.index in gpus}
+    held = {p for index in gpus for p in profiles.get(index, set())}
+    bare = [index for index in gpus if not profiles.get(index)]
+    if bare or len(held) != 1:
+        raise StepFailed(f"a vCenter device group is its member vGPUs: the plan gives VM {change.vm} "
+                         + (f"no vGPU on GPU(s) {_indexes(bare)}" if bare else f"vGPUs of {len(held)} profiles")
+                         + f" of group {name} (assign-vgpu one profile on each, in this plan or before)")
+    return gpus, held.pop()
+
+
+def attach_device_group(context: VsphereContext, change: ch.AttachVm, name: str) -> Done:
+    """The VM's vGPUs on the group's GPUs made the host's vendor device group of their type (module docstring)."""
+    vim, _ = _pyvmomi()
+    gpus, profile = _group_vgpus(context, change, name)
+    vm = context.find("VirtualMachine", change.vm)
+    host = context.find("HostSystem", change.node)
+    _on_host(vm, host, change)
+    offered = host.config.sharedPassthruGpuTypes if host.config is not None else None
+    vgpu_type = next((str(t) for t in offered or () if normalize_vgpu_type_name(str(t)) == profile), None)
+    if vgpu_type is None:
+        raise StepFailed(f"host {change.node} offers no vGPU type for {profile}: sync to see what it offers")
+    vendor = _offered_group(host, change.node, len(gpus), vgpu_type)
+    for group in _held_groups(context, vm):
+        if str(group.deviceGroupName) == vendor.deviceGroupName and len(_members(vm, group.groupInstanceKey)) == \
+                len(gpus):
+            return Done("already", f"the VM holds {_shown(vendor.deviceGroupName)}")
+        raise StepFailed(f"VM {change.vm} holds device group {_shown(group.deviceGroupName)} on vCenter: "
+                         "detach it first (a VM holds one group in gpuadmin's model)")
+    _powered_off(vm, change.vm, "adds a device group (PCI devices) to")
+    replaced = _ungrouped_vgpus(vm, vgpu_type)[:len(gpus)]
+    templates = list(vendor.componentDeviceInfo or ())
+    changes = [vim.vm.device.VirtualDeviceSpec(operation="remove", device=d) for d in replaced]
+    for place in range(len(gpus)):
+        template = getattr(getattr(templates[place], "device", None), "deviceGroupInfo", None)
+        sequence = int(template.sequenceId) if template is not None else place  # the template's, else its place
+        device = vim.vm.device.VirtualPCIPassthrough(
+            key=-(place + 1), backing=vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(vgpu=vgpu_type),
+            deviceGroupInfo=vim.vm.device.VirtualDevice.DeviceGroupInfo(groupInstanceKey=-1, sequenceId=sequence))
+        changes.append(vim.vm.device.VirtualDeviceSpec(operation="add", device=device))
+    groups = vim.vm.VirtualDeviceGroups(deviceGroup=[vim.vm.VirtualDeviceGroups.VendorDeviceGroup(
+        groupInstanceKey=-1, deviceGroupName=vendor.deviceGroupName)])
+    spec = vim.vm.ConfigSpec(deviceChange=changes, deviceGroups=groups)
+    context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec),
+                 f"add device group {name}: {_shown(vendor.deviceGroupName)}, {len(gpus)} × {vgpu_type}")
+    return Done("executed", f"device group {name} ({_shown(vendor.deviceGroupName)}) added, {len(gpus)} vGPU(s) "
+                            f"{vgpu_type}" + (f", replacing {len(replaced)} ungrouped" if replaced else ""))
+
+
+def _offered_group(host: Any, node: str, size: int, vgpu_type: str) -> Any:
+    """The vendor device group the host offers of `size` vGPU devices of `vgpu_type`."""
+    vim, vmodl = _pyvmomi()
+    manager = host.configManager.assignableHardwareManager if host.configManager is not None else None
+    try:
+        offered = list(manager.RetrieveVendorDeviceGroupInfo() or ()) if manager is not None else []
+    except (vmodl.fault.MethodNotFound, vmodl.fault.NotSupported):
+        offered = []
+    for group in offered:
+        devices: list[Any] = [getattr(c, "device", None) for c in group.componentDeviceInfo or ()]
+        if len(devices) == size and all(
+                isinstance(getattr(d, "backing", None), vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
+                and str(d.backing.vgpu) == vgpu_type for d in devices):
+            return group
+    raise StepFailed(f"host {node} offers no device group of {size} vGPUs {vgpu_type} "
+                     "(HostAssignableHardwareManager.RetrieveVendorDeviceGroupInfo): sync to see what it offers")
+
+
+def detach_device_group(context: VsphereContext, change: ch.DetachVm, name: str) -> Done:
+    """The VM's vendor device group removed with its devices; the vGPUs the plan leaves the VM added back
+    ungrouped (gpuadmin's detach of a group keeps the VM's vGPUs)."""
+    vim, _ = _pyvmomi()
+    vm = context.find("VirtualMachine", change.vm)
+    host = context.find("HostSystem", change.node)
+    _on_host(vm, host, change)
+    held = _held_groups(context, vm)
+    if not held:
+        return Done("already", "the VM holds no device group")
+    if len(held) > 1:
+        raise StepFailed(f"VM {change.vm} holds {len(held)} device groups on vCenter: sync to see them")
+    group = held[0]
+    members = _members(vm, group.groupInstanceKey)
+    _powered_off(vm, change.vm, "removes a device group (PCI devices) from")
+    changes = [vim.vm.device.VirtualDeviceSpec(operation="remove", device=d) for d in members]
+    vgpus = [d for d in members if isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)]
+    vgpu_type = str(vgpus[0].backing.vgpu or "") if vgpus else ""
+    kept = 0
+    if vgpu_type:
+        profile = normalize_vgpu_type_name(vgpu_type)
+        kept = max(0, min(len(vgpus), _wanted(context, change.node, change.vm, profile)
+                          - len(_ungrouped_vgpus(vm, vgpu_type))))
+    for place in range(kept):
+        device = vim.vm.device.VirtualPCIPassthrough(
+            key=-(place + 1), backing=vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(vgpu=vgpu_type))
+        changes.append(vim.vm.device.VirtualDeviceSpec(operation="add", device=device))
+    spec = vim.vm.ConfigSpec(deviceChange=changes, deviceGroups=vim.vm.VirtualDeviceGroups(deviceGroup=[]))
+    context.task("ReconfigVM_Task", vm, lambda: vm.ReconfigVM_Task(spec=spec),
+                 f"remove device group {name}: {_shown(group.deviceGroupName)}")
+    return Done("executed", f"device group {name} removed ({len(members)} device(s))"
+                + (f", {kept} vGPU(s) {vgpu_type} kept ungrouped" if kept else ""))
 
 
 def _relocate(context: VsphereContext, move: VmMove) -> bool:
@@ -377,6 +532,11 @@ class VsphereExecutes:
 
     run: VsphereExecutor
     calls: str
+    group_calls: str = ""  # what it calls for a device group's attach or detach, where that differs
+
+    def describe(self, change: Any) -> str:
+        group = getattr(change, "device_group", None)
+        return self.group_calls.format(group=group) if group is not None and self.group_calls else self.calls
 
 
 _EVACUATION_CALLS = ("per VM, in the plan's order: RelocateVM_Task to the target host and its cluster's resource "
@@ -401,10 +561,18 @@ VSPHERE_EXECUTORS: dict[str, VsphereExecutes] = {
                                             "device per GPU whose DeviceBackingInfo names its PCI address and the "
                                             "systemId of EnvironmentBrowser.QueryConfigTarget (nothing for a GPU "
                                             "it has already; refused where the host has not enabled the GPU for "
-                                            "passthrough)"),
+                                            "passthrough)",
+                               "ReconfigVM_Task on the powered-off VM adding device group {group}: a "
+                               "VirtualPCIPassthrough with VmiopBackingInfo of the group's vGPU type per GPU, each "
+                               "with deviceGroupInfo, and deviceGroups naming the vendor group the host offers "
+                               "(RetrieveVendorDeviceGroupInfo); the VM's ungrouped vGPUs of the type removed "
+                               "(nothing where the VM holds it)"),
     "detach-vm": VsphereExecutes(detach_vm, "ReconfigVM_Task on the powered-off VM, removing the "
                                             "VirtualPCIPassthrough device whose DeviceBackingInfo names each GPU "
-                                            "released (nothing where it has none of them)"),
+                                            "released (nothing where it has none of them)",
+                               "ReconfigVM_Task on the powered-off VM removing device group {group}: the devices "
+                               "whose deviceGroupInfo names it and the group from deviceGroups, the vGPUs the plan "
+                               "leaves the VM added back ungrouped (nothing where the VM holds no group)"),
 }
 
 
@@ -415,23 +583,14 @@ def planned_vcenter_steps(changes: Sequence[Any]) -> list[PlannedStep]:
     if unexecuted:
         why = f"nothing on vCenter: the plan holds {', '.join(unexecuted)}, which gpuadmin does not carry out there"
         return [PlannedStep(spec_of(c).op, target_of(c), False, why) for c in changes]
-    return [PlannedStep(spec_of(c).op, target_of(c), True, VSPHERE_EXECUTORS[spec_of(c).op].calls)
+    return [PlannedStep(spec_of(c).op, target_of(c), True, VSPHERE_EXECUTORS[spec_of(c).op].describe(c))
             for c in changes]
 
 
 def vsphere_unexecuted(changes: Sequence[Any]) -> list[str]:
-    """What of `changes` gpuadmin does not carry out on a vCenter (sorted, once each): an op without an executor,
-    or a device group's attach or detach (model only: docs/vsphere.md, "Device groups")."""
-    return sorted({why for why in map(_unexecuted, changes) if why is not None})
-
-
-def _unexecuted(change: Any) -> str | None:
-    op = spec_of(change).op
-    if op not in VSPHERE_EXECUTORS:
-        return op
-    if isinstance(change, ch.AttachVm | ch.DetachVm) and change.device_group is not None:
-        return f"{op} of a device group"
-    return None
+    """The ops of `changes` gpuadmin does not carry out on a vCenter (sorted, once each): those without an
+    executor (model only: docs/vsphere.md, "What each op does on vCenter")."""
+    return sorted({spec_of(change).op for change in changes} - VSPHERE_EXECUTORS.keys())
 
 
 def execute_vcenter(connection: VcenterConnection, changes: Sequence[Any], before: View, after: View, *,

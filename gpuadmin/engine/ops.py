@@ -134,7 +134,8 @@ _EVACUATION_ON_VCENTER = Unsupported(
 _PASSTHROUGH_ON_VCENTER = Unsupported(
     "no command is rendered for a state of files; on a vCenter-bound state apply runs ReconfigVM_Task on the "
     "powered-off VM, a VirtualPCIPassthrough device (DeviceBackingInfo: the GPU's PCI address) added or removed "
-    "per GPU; a device group's attach or detach is gpuadmin's state only (gpuadmin/cluster/vcenter_execute.py)")
+    "per GPU; for a device group (vSphere 8) the group's vGPU devices, each with deviceGroupInfo, and the group in "
+    "deviceGroups (gpuadmin/cluster/vcenter_execute.py)")
 _HOSTS_VSPHERE_ONLY = Unsupported("only an ESXi host has VMs to evacuate: drain the node (refused: change.fields)")
 _PODS_NOT_VMS = Unsupported("a Kubernetes node runs pods, not VMs")
 _QUEUE_STATE = Runs("state", "gpuadmin's state; `gpuadmin export queues` writes the queue objects")

@@ -7,6 +7,7 @@ plan, the registry of change ops, who the caller is, reading a document to valid
 
 from __future__ import annotations
 
+from gpuadmin.cluster.errors import LoginRefused
 from gpuadmin.cluster.watch import Batch as ClusterBatch
 from gpuadmin.cluster.watch import WatchStatus
 from gpuadmin.engine.changes import Change
@@ -57,6 +58,7 @@ __all__ = [
     "Feed",  # a running watch, of a Kubernetes cluster (ClusterFeed) or of a vCenter (VcenterFeed)
     "HealthFinding",  # a GPU the telemetry's XID/ECC readings flag, with its fence command (issue 23)
     "HostFacts", "Inventory",
+    "LoginRefused",  # a vCenter that refused the login itself (a wrong password): the console asks again
     "Moved", "Node", "NotConfirmed", "NotPermitted", "Orchestrator", "Plan", "Platform", "ReadNodes", "ReadyPlan",
     "Refused",
     "Remedy",  # a pending job's checked remedy, planned (the console's `R`)
@@ -79,7 +81,9 @@ from gpuadmin.cluster.read import ReadSettings
 from gpuadmin.service.cluster_sync import (
     ClusterDiff,
     InitFromCluster,
+    PasswordNeeded,
     PasswordSource,
+    SessionPasswords,
     SyncResult,
     init_from_cluster,
     init_from_vcenter,
@@ -87,5 +91,16 @@ from gpuadmin.service.cluster_sync import (
 )
 from gpuadmin.store import ClusterBinding
 
-__all__ += ["ClusterBinding", "ClusterDiff", "InitFromCluster", "PasswordSource", "ReadSettings", "SyncResult",
-            "init_from_cluster", "init_from_vcenter", "password_from"]
+__all__ += [
+    "ClusterBinding",
+    "ClusterDiff",
+    "InitFromCluster",
+    "PasswordNeeded",  # an apply on a vCenter without its password: the console asks for it
+    "PasswordSource",
+    "ReadSettings",
+    "SessionPasswords",  # the console's typed vCenter passwords, in memory for its session
+    "SyncResult",
+    "init_from_cluster",
+    "init_from_vcenter",
+    "password_from",
+]

@@ -59,6 +59,40 @@ def password_from(password_file: Path | None, prompt: Callable[[str], str] | Non
     return source
 
 
+class SessionPasswords:
+    """The vCenter passwords typed into a front end that stays open (the console), by (user, server): held in this
+    process's memory for its session only — never stored, journaled, logged or shown (its repr counts them). Its
+    `source` gives $GPUADMIN_VCENTER_PASSWORD first, as `sync` does, else the password typed for that user and
+    vCenter, else an InputError (exit 2) naming the variable."""
+
+    def __init__(self) -> None:
+        self._typed: dict[tuple[str, str], str] = {}
+
+    def __repr__(self) -> str:
+        return f"SessionPasswords({len(self._typed)} kept)"
+
+    def keep(self, user: str, server: str, password: str) -> None:
+        """Remember a password vCenter accepted (a login went through with it)."""
+        self._typed[(user, server)] = password
+
+    def source(self) -> PasswordSource:
+        def source(user: str, server: str) -> str:
+            from gpuadmin.cluster.vcenter import PASSWORD_VARIABLE, vcenter_password
+
+            typed = self._typed.get((user, server))
+            try:
+                return vcenter_password(user, server, None, (lambda _prompt: typed) if typed else None)
+            except InputError:
+                raise PasswordNeeded([Diagnostic(f"no vCenter password for {user} at {server}", hint="log in "
+                                                 f"when the console asks, or set {PASSWORD_VARIABLE} before "
+                                                 "opening it")]) from None
+        return source
+
+
+class PasswordNeeded(InputError):
+    """A console's work needs the bound vCenter's password and it has none (exit 2): the console asks for it."""
+
+
 def vcenter_password_of(binding: ClusterBinding, password: PasswordSource | None) -> str:
     """The bound vCenter's password from `password`: an InputError (exit 2) where there is none."""
     if password is None:

@@ -36,6 +36,7 @@ from gpuadmin.render.plan import step_lines
 from gpuadmin.render.text import safe, to_ascii
 from gpuadmin.service import (
     Moved,
+    PasswordNeeded,
     Plan,
     Remedy,
     Reversal,
@@ -58,6 +59,7 @@ from gpuadmin.tui.screens.listing import TELEMETRY_THINGS, ListingScreen, TableS
 from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.node import NodeScreen
 from gpuadmin.tui.screens.overview import Drill, OverviewBody, OverviewScreen
+from gpuadmin.tui.screens.password import PasswordScreen
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.telemetry import IdleScreen, TopScreen
@@ -244,7 +246,7 @@ class GpuadminApp(App[int]):
     def binding_owners(cls) -> tuple[type[Any], ...]:
         """Every class whose bindings the keymap may remap: the app, the table, the prompt, the pop-ups."""
         return (cls, RowTable, ListingScreen, TopScreen, OverviewBody, BoardsView, TopologyScreen, Prompt,
-                DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen, MigFormScreen, ProgressScreen)
+                DescribeScreen, HelpScreen, PlanReviewScreen, FormScreen, MigFormScreen, ProgressScreen, PasswordScreen)
 
     @classmethod
     def all_bindings(cls) -> list[Binding]:
@@ -286,6 +288,12 @@ class GpuadminApp(App[int]):
 
     def on_cluster_status_changed(self, message: ClusterStatusChanged) -> None:
         self.cluster_link.status_changed(message)
+
+    def on_password_screen_submitted(self, message: PasswordScreen.Submitted) -> None:
+        self.cluster_link.log_in(message.password)
+
+    def on_password_screen_skipped(self, _message: PasswordScreen.Skipped) -> None:
+        self.cluster_link.login_skipped()
 
     def _telemetry_refreshed(self) -> None:
         """New readings (gpuadmin.tui.metrics_poll): the views showing them re-read, the others when shown."""
@@ -880,7 +888,9 @@ class GpuadminApp(App[int]):
             # waits up to `lock_wait` for another writer: shown as work in progress, never as a frozen screen
             self.foreground(Request("applying (waits for the state lock if another writer holds it)",
                                     lambda service: service.submit(plan, confirmed=answer, intent=intent),
-                                    applied, failed=refused, cancellable=False),
+                                    applied, failed=self._login_first(refused, lambda: decided(answer),
+                                                                      lambda: decided(None)),
+                                    cancellable=False),
                             hint="Esc: drop it before it starts")
 
         def applied(result: Any) -> None:
@@ -927,6 +937,16 @@ class GpuadminApp(App[int]):
         self.push_screen(PlanReviewScreen(title, plan, confirmation(plan), save, notes, summary, draft=lines,
                                           discard=self._discard_draft if draft is not None else None,
                                           dry_run=dry_run, on_cluster=on_cluster), decided)
+
+    def _login_first(self, refused: Callable[[GpuadminError], None], again: Callable[[], None],
+                     without: Callable[[], None]) -> Callable[[GpuadminError], None]:
+        """An apply's failure handler: where the bound vCenter's password is wanted (the console went on without
+        it; nothing ran on vCenter, nothing was journaled) the login is asked again, then `again` (the apply)
+        or `without` (Esc, three refusals); any other failure is `refused`'s."""
+        def failed(error: GpuadminError) -> None:
+            if not (isinstance(error, PasswordNeeded) and self.cluster_link.ask_login(again, without)):
+                refused(error)
+        return failed
 
     # screenshots -----------------------------------------------------------------------------------
     def save_screenshot_headless(self, path: Path, size: tuple[int, int]) -> Path:

@@ -2,8 +2,10 @@
 synced in.
 
 The watch runs on its own threads (`Service.watch_cluster`, started on the service worker: connecting may run the
-kubeconfig's exec plugin, or log in to the vCenter with $GPUADMIN_VCENTER_PASSWORD — the console asks for no
-password: its terminal is the console's). What it reports reaches the UI thread as messages; each batch of changes
+kubeconfig's exec plugin, or log in to the vCenter with $GPUADMIN_VCENTER_PASSWORD, else with the password typed
+into the console's login (`PasswordScreen`, asked once where there is none: a wrong one is said there and asked
+again, up to `LOGIN_TRIES`; the service worker keeps the one vCenter accepted, in memory only, for the watch's
+re-logins and for applies). What it reports reaches the UI thread as messages; each batch of changes
 goes back to the service worker as one sync through the watch's own connection (`Service.sync_watched`: one journal
 entry, origin `cluster`; no reconnect, no exec plugin, no login, per batch; for Kubernetes, after the feed's first,
 full, sync only what changed, from the watch's cache; for a vCenter a full read) and the views re-read what it
@@ -11,19 +13,31 @@ moved, as after any apply — the row changes within a second of the event (the 
 view's read; a vCenter's simulator adds its own 250 ms tick). While a sync runs, the batches that arrive make one
 more sync after it: a burst of events never queues a sync per event behind the worker. The badge in the header
 says the watch's state (`LIVE`, `RECONNECTING`, `CLUSTER DOWN`, with the context's name — a vCenter's user);
-going down is said once, with why; a vCenter without a password is `NOT WATCHED`, and the badge says why.
+going down is said once, with why; a vCenter without a password (its login skipped with Esc, or refused
+`LOGIN_TRIES` times) is `NOT WATCHED`, and the badge says why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from gpuadmin.errors import GpuadminError
 from gpuadmin.render.text import safe
-from gpuadmin.service import ClusterBatch, Feed, Moved, Service, Unwatched, WatchStatus, password_from
+from gpuadmin.service import (
+    ClusterBatch,
+    Feed,
+    LoginRefused,
+    Moved,
+    PasswordSource,
+    Service,
+    Unwatched,
+    WatchStatus,
+)
+from gpuadmin.tui.screens.password import PasswordScreen
 from gpuadmin.tui.session import error_lines
 from gpuadmin.tui.worker import Request
 
@@ -48,6 +62,23 @@ class ClusterStatusChanged(Message):
         self.status = status
 
 
+LOGIN_TRIES = 3  # wrong passwords typed before the console goes on without one (a lockout policy may count them)
+
+
+@dataclass
+class _Login:
+    """The vCenter login asked for the watch of `generation`: its screen, why the watch lacked a password (the
+    badge's note if none is given), the refused tries so far, and, asked by an apply, what to do once logged in
+    (apply again) or not."""
+
+    generation: int
+    screen: PasswordScreen
+    note: str
+    refused: int = 0
+    then: Callable[[], None] | None = None
+    without: Callable[[], None] | None = None
+
+
 class ClusterLinkKeeper:
     """Starts, follows and stops the watch of the bound state the console shows (none for an unbound one)."""
 
@@ -59,6 +90,8 @@ class ClusterLinkKeeper:
         self._syncing: Request[Any] | None = None
         self._again = False  # a batch arrived while a sync ran: one more sync once it is done
         self._said: str | None = None  # the last failure said, not repeated for every batch
+        self._login: _Login | None = None  # the vCenter login on screen, while it is
+        self._no_password = ""  # why the watch did not start (no password): the badge's note when not logged in
 
     def start(self) -> None:
         session = self._app.session
@@ -70,7 +103,18 @@ class ClusterLinkKeeper:
             self._show_state("unwatched")
             return
         self._generation += 1
-        generation, app = self._generation, self._app
+        generation = self._generation
+        # $GPUADMIN_VCENTER_PASSWORD, else a password this console was given for that user and vCenter (read on the
+        # service worker, which keeps them)
+        watch = self._watch_with(generation, self._app.service_worker.passwords.source())
+        session.ask(Request(f"connecting to cluster {session.link.context}", watch,
+                            lambda feed: self._watching(generation, feed),
+                            failed=lambda error: self._connect_failed(generation, error), cancellable=False))
+
+    def _watch_with(self, generation: int, password: PasswordSource) -> Callable[[Service], Feed | None]:
+        """The service worker's call that starts the watch of `generation`, logging in to a vCenter with
+        `password`; its callbacks post to the UI thread."""
+        app = self._app
 
         def batch_arrived(_batch: ClusterBatch) -> None:  # on the watch's thread: post_message is thread-safe
             app.post_message(ClusterBatchArrived(generation))
@@ -79,18 +123,15 @@ class ClusterLinkKeeper:
             app.post_message(ClusterStatusChanged(generation, status))
 
         def watch(service: Service) -> Feed | None:
-            # a vCenter's password as `sync` takes it, less the file and the prompt the console has no room for
-            return service.watch_cluster(batch_arrived, status_changed, password=password_from(None, None))
-
-        session.ask(Request(f"connecting to cluster {session.link.context}", watch,
-                            lambda feed: self._watching(generation, feed),
-                            failed=lambda error: self._connect_failed(generation, error), cancellable=False))
+            return service.watch_cluster(batch_arrived, status_changed, password=password)
+        return watch
 
     def stop(self) -> None:
         """Stop the watch (the console closes, or switches state); a batch not yet synced is dropped: the next
         watch lists again."""
         self._generation += 1
         self._again = False
+        self._login = None  # its screen goes with the state's (`:state DIR` pops them)
         if self._feed is not None:
             self._feed.stop()
             self._feed = None
@@ -104,11 +145,91 @@ class ClusterLinkKeeper:
     def _connect_failed(self, generation: int, error: GpuadminError) -> None:
         if generation != self._generation:
             return
-        if isinstance(error, Unwatched):  # nothing went wrong: a setting is missing, and the badge names it
+        link = self._app.session.link
+        if isinstance(error, Unwatched):  # nothing went wrong: no password; a vCenter's is asked for, once
+            self._no_password = str(error)
+            if link is not None and link.kind == "vcenter" and self._login is None:
+                self._ask(_Login(generation, PasswordScreen(link.context, link.server), str(error)))
+                return
             self._show_state("unwatched", note=str(error))
             return
         self._show_state("down")
         self._app.notify(error_lines(error), title="cluster watch", severity="error", markup=False)
+
+    def ask_login(self, then: Callable[[], None], without: Callable[[], None]) -> bool:
+        """An apply on the vCenter found no password (Esc at the first login, or three refused): ask again — once
+        logged in the watch starts and `then` runs (the apply again); Esc or three refusals run `without`. False
+        where no login can be asked (not a vCenter, a viewer's console, a login already on screen)."""
+        link = self._app.session.link
+        if link is None or link.kind != "vcenter" or self._app.session.readonly or self._login is not None:
+            return False
+        self._ask(_Login(self._generation, PasswordScreen(link.context, link.server), self._no_password,
+                         then=then, without=without))
+        return True
+
+    def _ask(self, login: _Login) -> None:
+        self._login = login
+        self._app.push_screen(login.screen)
+
+    def log_in(self, password: str) -> None:
+        """The login's password was typed: start the watch with it on the service worker, which keeps it once
+        vCenter accepted it (for the watch's re-logins and for applies; in memory only)."""
+        login, link = self._login, self._app.session.link
+        if login is None or link is None or login.generation != self._generation:
+            return
+        generation, passwords = login.generation, self._app.service_worker.passwords
+        self._show_state("connecting")  # before the request: the watch's first status may come before its answer
+        watch = self._watch_with(generation, lambda _user, _server: password)
+
+        def log_in(service: Service) -> Feed | None:
+            feed = watch(service)  # LoginRefused: a wrong user or password
+            passwords.keep(link.context, link.server, password)
+            return feed
+
+        self._app.session.ask(Request(f"logging in to vCenter {link.server}", log_in,
+                                      lambda feed: self._logged_in(generation, feed),
+                                      failed=lambda error: self._login_failed(generation, error),
+                                      cancellable=False))
+
+    def login_skipped(self) -> None:
+        """Esc at the login: the console goes on without a password; the badge says why it does not watch."""
+        login, self._login = self._login, None
+        if login is not None and login.generation == self._generation:
+            self._show_state("unwatched", note=login.note)
+            if login.without is not None:
+                login.without()
+
+    def _logged_in(self, generation: int, feed: Feed | None) -> None:
+        login = self._close_login(generation)
+        self._watching(generation, feed)
+        if login is not None and login.then is not None and generation == self._generation:
+            login.then()
+
+    def _login_failed(self, generation: int, error: GpuadminError) -> None:
+        login = self._login
+        if login is None or generation != self._generation:
+            return
+        if not isinstance(error, LoginRefused):  # vCenter gone, its certificate refused: as a watch that fails
+            self._close_login(generation)
+            self._connect_failed(generation, error)
+            if login.without is not None:
+                login.without()
+            return
+        login.refused += 1
+        if login.refused < LOGIN_TRIES:
+            login.screen.refused(f"vCenter refused the login: wrong user or password (try {login.refused} of "
+                                 f"{LOGIN_TRIES}). Type it again, or Esc to go on without.")
+            return
+        self._close_login(generation)
+        self._show_state("unwatched", note=f"login refused {LOGIN_TRIES} times; {login.note}")
+        if login.without is not None:
+            login.without()
+
+    def _close_login(self, generation: int) -> _Login | None:
+        login, self._login = self._login, None
+        if login is not None and login.generation == generation and login.screen.is_attached:
+            login.screen.dismiss(None)
+        return login
 
     def status_changed(self, message: ClusterStatusChanged) -> None:
         if message.generation != self._generation:

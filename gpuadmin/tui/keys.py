@@ -20,6 +20,7 @@ GROUP_BY_PREFIX: dict[str, str] = {
     "table": "navigate", "prompt": "navigate", "overview": "navigate", "boards": "navigate", "topology": "navigate",
     "view": "view", "top": "view", "app": "view", "describe": "view", "help": "view",
     "edit": "change", "review": "change", "form": "change", "mig": "change", "progress": "change",
+    "password": "view",  # the vCenter login: whether the console watches the vCenter
 }
 GROUP_BY_ID: dict[str, str] = {
     "app.back": "navigate",  # Esc walks back through drill-downs and views

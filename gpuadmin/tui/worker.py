@@ -20,12 +20,13 @@ import itertools
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from textual.message import Message
 
 from gpuadmin.errors import GpuadminError
+from gpuadmin.service import SessionPasswords
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -77,15 +78,30 @@ class ServiceAnswer(Message):
 
 
 class ServiceWorker:
-    """Owns the service: a daemon thread running requests in the order they came."""
+    """Owns the service: a daemon thread running requests in the order they came.
+
+    It also holds the vCenter passwords typed into the console (`passwords`, read and written on its thread only):
+    the service it runs on — the first, and each one `:state DIR` opens — takes them for its applies
+    (`ExecutionOptions.password`), and the console's watch logs in with them; they live as long as the console."""
 
     def __init__(self, service: Service, app: App[Any]) -> None:
+        self.passwords = SessionPasswords()
+        self._service = service
         self.service = service
         self._app = app
         self._queue: queue.SimpleQueue[Request[Any] | None] = queue.SimpleQueue()
         self._keyed: dict[str, Request[Any]] = {}
         self.pending = 0  # asked and not yet answered on the UI thread (UI thread only)
         self._thread = threading.Thread(target=self._run, name="gpuadmin-service", daemon=True)
+
+    @property
+    def service(self) -> Service:
+        return self._service
+
+    @service.setter
+    def service(self, service: Service) -> None:
+        service.execution = replace(service.execution, password=self.passwords.source())
+        self._service = service
 
     def start(self) -> None:
         self._thread.start()

@@ -23,6 +23,7 @@ from gpuadmin.tui.screens.help import HelpScreen
 from gpuadmin.tui.screens.listing import ListingScreen
 from gpuadmin.tui.screens.mig_form import MigFormScreen
 from gpuadmin.tui.screens.overview import OverviewBody
+from gpuadmin.tui.screens.password import PasswordScreen
 from gpuadmin.tui.screens.progress import ProgressScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
 from gpuadmin.tui.screens.telemetry import TopScreen
@@ -41,7 +42,7 @@ WHERE_OWNER: dict[type, str] = {
     RowTable: "tables", ListingScreen: "tables", Prompt: "the `:` `/` prompt", DescribeScreen: "describe",
     HelpScreen: "help", PlanReviewScreen: "plan review", FormScreen: "form", MigFormScreen: "MIG form",
     ProgressScreen: "scheduling cycle", OverviewBody: "overview", BoardsView: "topology", TopologyScreen: "topology",
-    TopScreen: "top",
+    TopScreen: "top", PasswordScreen: "vCenter login",
 }
 WHERE_APP = {
     "app.filter": "tables", "app.describe": "tables, node", "app.yaml": "tables, node",

@@ -1,7 +1,7 @@
 """`apply` on a vCenter-bound state passes GPUs through to a VM and takes them back (attach-vm / detach-vm, issue 24
 item 2) as ReconfigVM_Task, against VMware's simulator: each a task and a step of the journal entry, read first (a
 re-run is `already`), refused before any task on a powered-on VM or a GPU the host has not enabled for
-passthrough; a task's fault is a failed step; a device group's attach stays model only, named.
+passthrough; a task's fault is a failed step; a host's device groups (set-device-groups) stay model only, named.
 
 The seed's passthrough VM is hpc-vm-01 on esx-legacy-01, GPUs 0 and 1 (0000:17:00.0, 0000:27:00.0), the host's
 two passthrough-enabled GPUs; the simulator's config target lists them through our wrapper (vcsim/passthrough.go)."""
@@ -185,8 +185,8 @@ def test_a_failed_reconfig_task_is_a_failed_step_with_vcenter_s_fault(vcsim: Sim
 
 
 def test_the_plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(tmp_path: Path) -> None:
-    """The review (text and -o json) names ReconfigVM_Task for GPUs; a device group's attach is model only, said
-    in the review and the journal (docs/vsphere.md: gpuadmin carries out no device-group change on a vCenter). The
+    """The review (text and -o json) names ReconfigVM_Task for GPUs; a plan setting a host's device groups is
+    model only, said in the review and the journal (docs/vsphere.md: vSphere has no call setting them). The
     simulator plays a vCenter before 8.0, which reports no groups, so train-vm-03 starts without one to attach."""
     if (reason := why_not()) is not None:
         pytest.skip(f"vCenter simulator: {reason}")
@@ -213,17 +213,17 @@ def _plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(vcsim: Si
              {"op": "attach-vm", "node": "esx-hgx-02", "vm": "train-vm-03", "device_group": "dg-b"}]
     path.write_text(yaml.safe_dump({"changes": group}), encoding="utf-8")
     review = gpuadmin("--state", state, "plan", "-f", path, env=env)
-    assert "nothing on vCenter" in review.out and "attach-vm of a device group" in review.out, review.out + review.err
+    assert "nothing on vCenter" in review.out and "holds set-device-groups" in review.out, review.out + review.err
     applied = _apply(state, env, *group)
     assert applied.code == ExitCode.OK, applied.err
     entry = _last(state)
     assert entry.outcome == "applied" and "model only" in entry.message
-    assert "attach-vm of a device group" in entry.message and not entry.execution
+    assert "set-device-groups" in entry.message and not entry.execution
 
 
 def test_a_detach_of_everything_from_a_vm_holding_a_device_group_is_refused_before_any_task(
         vcsim: Simulator, tmp_path: Path) -> None:
-    """The group would be released in gpuadmin's state alone (device groups are model only on a vCenter)."""
+    """A detach of everything names no group: the VM's group is detached by name (--device-group)."""
     state = tmp_path / "state"
     env = _bound(vcsim, state, "train-vm-03")  # its group over GPUs 4-5 read from vCenter: dg-4-5
     vgpus = [{"op": "remove-vgpu", "node": "esx-hgx-02", "gpu": gpu, "vm": "train-vm-03", "profile": "A100DX-80C"}

@@ -12,6 +12,13 @@
 //   - each member device's `deviceGroupInfo` (VirtualDeviceDeviceGroupInfo: groupInstanceKey, sequenceId): the VM's
 //     vGPU devices are replaced, after CreateVM_Task made them, by `VirtualPCIPassthrough` below, govmomi's device
 //     with the field added (the same WSDL type name on the wire), so ReconfigVM and the rest keep working on them.
+//   - a ReconfigVM_Task adding or removing a group (`reconfiguredGroups`): the request's devices decode as
+//     `VirtualPCIPassthrough` below (registered under the WSDL name), so their deviceGroupInfo reaches the VM; the
+//     request's `deviceGroups` does not (govmomi's VirtualMachineConfigSpec has no such field, and the decoder drops
+//     it), so after each device change the VM's groups are made again from its devices: a new (negative, the
+//     client's temporary) groupInstanceKey gets the VM's next free key, as vCenter gives one, and is named after
+//     the group its host offers of as many vGPUs of the members' type; a key no device carries any more is gone.
+//     That naming is OURS (derived): a vCenter takes the name from the request.
 //   - a host's `configManager.assignableHardwareManager` (HostAssignableHardwareManager, which 0.24's simulator does
 //     not serve) with its method RetrieveVendorDeviceGroupInfo: the vendor device groups the host offers
 //     (VirtualMachineVendorDeviceGroupInfo: deviceGroupName, componentDeviceInfo, one per device of the group).
@@ -107,6 +114,24 @@ type assignableHardwareManager struct {
 	groups []VirtualMachineVendorDeviceGroupInfo
 }
 
+// groupNamed is the name of the group the manager offers of `size` vGPU devices of `vgpu` ("" where none).
+func (m *assignableHardwareManager) groupNamed(size int, vgpu string) string {
+	for _, group := range m.groups {
+		if len(group.ComponentDeviceInfo) != size {
+			continue
+		}
+		matches := true
+		for _, component := range group.ComponentDeviceInfo {
+			backing, vmiop := component.Device.GetVirtualDevice().Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo)
+			matches = matches && vmiop && backing.Vgpu == vgpu
+		}
+		if matches {
+			return group.DeviceGroupName
+		}
+	}
+	return ""
+}
+
 func (m *assignableHardwareManager) RetrieveVendorDeviceGroupInfo(*retrieveVendorDeviceGroupInfoRequest) soap.HasFault {
 	return &retrieveVendorDeviceGroupInfoBody{Res: &retrieveVendorDeviceGroupInfoResponse{Returnval: m.groups}}
 }
@@ -159,15 +184,15 @@ func seedVMDeviceGroup(vm *simulator.VirtualMachine, vgpu string, name string) {
 	const key = 1 // vSphere gives each of a VM's groups a non-negative instance key of its own choosing
 	var members int32
 	for i, device := range vm.Config.Hardware.Device {
-		passthrough, ok := device.(*types.VirtualPCIPassthrough)
+		passthrough, ok := device.(*VirtualPCIPassthrough) // the simulator decoded CreateVM_Task's devices as ours
 		if !ok {
 			continue
 		}
 		if _, vmiop := passthrough.Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo); !vmiop {
 			continue
 		}
-		vm.Config.Hardware.Device[i] = &VirtualPCIPassthrough{VirtualPCIPassthrough: *passthrough,
-			DeviceGroupInfo: &VirtualDeviceDeviceGroupInfo{GroupInstanceKey: key, SequenceId: members}}
+		passthrough.DeviceGroupInfo = &VirtualDeviceDeviceGroupInfo{GroupInstanceKey: key, SequenceId: members}
+		vm.Config.Hardware.Device[i] = passthrough
 		members++
 	}
 	if name == "" {
@@ -240,9 +265,103 @@ func (estate *seed) withoutDeviceGroups() {
 	}
 }
 
-// serveDeviceGroups installs the wrapped property collector and the request type of RetrieveVendorDeviceGroupInfo.
+// reconfiguredGroups keeps each VM's config.deviceGroups in step with its devices (a registry handler: the
+// simulator calls UpdateObject with a VM's new config.hardware.device after each device change, inside the task).
+type reconfiguredGroups struct {
+	mo.ExtensibleManagedObject
+}
+
+func (*reconfiguredGroups) PutObject(mo.Reference)                    {}
+func (*reconfiguredGroups) RemoveObject(types.ManagedObjectReference) {}
+
+func (*reconfiguredGroups) UpdateObject(object mo.Reference, changes []types.PropertyChange) {
+	vm, ok := object.(*mo.VirtualMachine) // the registry hands its handlers the managed object
+	if !ok {
+		return
+	}
+	for _, change := range changes {
+		if change.Name == "config.hardware.device" {
+			regroup(vm)
+		}
+	}
+}
+
+// regroup makes the VM's groups again from its devices' deviceGroupInfo (the package comment says how).
+func regroup(vm *mo.VirtualMachine) {
+	vmDeviceGroups.Lock()
+	defer vmDeviceGroups.Unlock()
+	named := map[int32]string{}
+	var next int32 = 1
+	if held := vmDeviceGroups.byVM[vm.Self]; held != nil {
+		for _, group := range held.DeviceGroup {
+			named[group.GroupInstanceKey] = group.DeviceGroupName
+			if group.GroupInstanceKey >= next {
+				next = group.GroupInstanceKey + 1
+			}
+		}
+	}
+	members := map[int32][]*VirtualPCIPassthrough{}
+	var order []int32
+	fresh := map[int32]int32{} // the client's temporary key → the key given
+	for _, device := range vm.Config.Hardware.Device {
+		passthrough, ok := device.(*VirtualPCIPassthrough)
+		if !ok || passthrough.DeviceGroupInfo == nil {
+			continue
+		}
+		info := passthrough.DeviceGroupInfo
+		if info.GroupInstanceKey < 0 {
+			if _, given := fresh[info.GroupInstanceKey]; !given {
+				fresh[info.GroupInstanceKey] = next
+				next++
+			}
+			info.GroupInstanceKey = fresh[info.GroupInstanceKey]
+		}
+		if _, seen := members[info.GroupInstanceKey]; !seen {
+			order = append(order, info.GroupInstanceKey)
+		}
+		members[info.GroupInstanceKey] = append(members[info.GroupInstanceKey], passthrough)
+	}
+	groups := &VirtualMachineVirtualDeviceGroups{}
+	for _, key := range order {
+		name, known := named[key]
+		if !known {
+			name = offeredName(vm, members[key])
+		}
+		groups.DeviceGroup = append(groups.DeviceGroup,
+			VirtualMachineVirtualDeviceGroupsVendorDeviceGroup{GroupInstanceKey: key, DeviceGroupName: name})
+	}
+	if len(groups.DeviceGroup) == 0 {
+		delete(vmDeviceGroups.byVM, vm.Self)
+		return
+	}
+	vmDeviceGroups.byVM[vm.Self] = groups
+}
+
+// offeredName is the name of the group the VM's host offers of the members' size and vGPU type ("" where none).
+func offeredName(vm *mo.VirtualMachine, members []*VirtualPCIPassthrough) string {
+	backing, vmiop := members[0].Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo)
+	if !vmiop || vm.Runtime.Host == nil {
+		return ""
+	}
+	host, ok := simulator.Map.Get(*vm.Runtime.Host).(*simulator.HostSystem)
+	if !ok || host.ConfigManager.AssignableHardwareManager == nil {
+		return ""
+	}
+	manager, ok := simulator.Map.Get(*host.ConfigManager.AssignableHardwareManager).(*assignableHardwareManager)
+	if !ok {
+		return ""
+	}
+	return manager.groupNamed(len(members), backing.Vgpu)
+}
+
+// serveDeviceGroups installs the wrapped property collector, the request type of RetrieveVendorDeviceGroupInfo,
+// our VirtualPCIPassthrough as the decoded type of the WSDL's, and the handler regrouping a VM's devices.
 func serveDeviceGroups() {
 	types.Add("RetrieveVendorDeviceGroupInfo", reflect.TypeOf((*retrieveVendorDeviceGroupInfoRequest)(nil)).Elem())
+	types.Add("VirtualPCIPassthrough", reflect.TypeOf((*VirtualPCIPassthrough)(nil)).Elem())
+	handler := &reconfiguredGroups{}
+	handler.Self = types.ManagedObjectReference{Type: "GpuadminSeed", Value: "reconfigured-groups"}
+	simulator.Map.AddHandler(handler)
 	collector := &deviceGroupCollector{}
 	collector.Self = simulator.Map.Get(vim25.ServiceInstance).(*simulator.ServiceInstance).Content.PropertyCollector
 	simulator.Map.Put(collector)
