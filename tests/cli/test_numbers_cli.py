@@ -78,10 +78,17 @@ CHANGE_DAMAGE = [
 ]
 
 
+@pytest.fixture(scope="module")
+def refusing_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One state for the tests that are refused or only read: an init per case was most of the module's time. A
+    refused change reads the state before and after its own refusal, so one that changed it would fail there."""
+    return state_from("oci-h100.yaml", tmp_path_factory.mktemp("refusing") / "state")
+
+
 @pytest.mark.parametrize(("change", "path", "message"), CHANGE_DAMAGE)
-def test_apply_refuses_an_unbounded_number_and_changes_nothing(tmp_path: Path, change: str, path: str,
-                                                               message: str) -> None:
-    state = state_from("oci-h100.yaml", tmp_path / "state")
+def test_apply_refuses_an_unbounded_number_and_changes_nothing(refusing_state: Path, tmp_path: Path, change: str,
+                                                               path: str, message: str) -> None:
+    state = refusing_state
     before = gpuadmin("--state", state, "get", "queues", "-o", "json")
     changes = tmp_path / "changes.yaml"
     changes.write_text(f"changes:\n  - {change}\n", encoding="utf-8")
@@ -112,10 +119,9 @@ FIVE_THOUSAND_DIGITS = "9" * 5000
     (("import", "nvidia-smi", "x.xml", "--node", "n", "--rdma-gbps", "99999999999999999999"),
      "argument --rdma-gbps: '99999999999999999999' is not a NIC speed"),
 ])
-def test_a_number_the_command_cannot_honour_is_a_usage_error(tmp_path: Path, args: tuple[str, ...],
-                                                             refused: str) -> None:
-    state = state_from("oci-h100.yaml", tmp_path / "state")
-    result = gpuadmin("--state", state, *args, cwd=tmp_path)
+def test_a_number_the_command_cannot_honour_is_a_usage_error(refusing_state: Path, tmp_path: Path,
+                                                             args: tuple[str, ...], refused: str) -> None:
+    result = gpuadmin("--state", refusing_state, *args, cwd=tmp_path)
     assert result.code == 2, result
     assert refused in result.err and "Traceback" not in result.err
     assert len(result.err) < 2000, "a huge number is shown shortened"
@@ -133,9 +139,9 @@ def test_wait_zero_and_undo_to_zero_are_honoured(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["entry " + FIVE_THOUSAND_DIGITS, "entry 99999999999999999999", "entry ²",
                                   "gpu gpu-h100-01/" + FIVE_THOUSAND_DIGITS, "gpu gpu-h100-01/²"])
-def test_describe_a_huge_or_odd_number_is_not_found(state: Path, name: str) -> None:
+def test_describe_a_huge_or_odd_number_is_not_found(refusing_state: Path, name: str) -> None:
     kind, _, what = name.partition(" ")
-    result = gpuadmin("--state", state, "describe", kind, what)
+    result = gpuadmin("--state", refusing_state, "describe", kind, what)
     assert result.code == 2, result
     assert "not found" in result.err and "Traceback" not in result.err
 

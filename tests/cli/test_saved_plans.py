@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuadmin.store import Store
-from tests.cli.clikit import SAMPLES, Result, gpuadmin
+from tests.cli.clikit import SAMPLES, Result, gpuadmin, state_from
 
 CORDON = "changes:\n  - {op: cordon, node: gpu-h100-12}\n"
 NOBODY = 65534
@@ -133,8 +133,17 @@ MALFORMED = {
 }
 
 
+@pytest.fixture(scope="module")
+def refusing_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One state for every malformed plan: each test checks the state untouched after its own refusal, so one that
+    changed it would fail there (an init per case was most of these tests' time)."""
+    return state_from("oci-h100.yaml", tmp_path_factory.mktemp("refusing") / "state")
+
+
 @pytest.mark.parametrize("edit", MALFORMED)
-def test_a_malformed_saved_plan_is_exit_2_and_applies_nothing(edit: str, state: Path, tmp_path: Path) -> None:
+def test_a_malformed_saved_plan_is_exit_2_and_applies_nothing(edit: str, refusing_state: Path,
+                                                              tmp_path: Path) -> None:
+    state = refusing_state
     saved = _saved(state, tmp_path)
     _edited(saved, edit)
     done = gpuadmin("--state", state, "apply", "--plan", saved, "--yes")

@@ -139,13 +139,20 @@ def run_sequence(data: Any, steps: int) -> None:
 _COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
-@settings(max_examples=500, **_COMMON)  # type: ignore[arg-type]
+@settings(max_examples=150, **_COMMON)  # type: ignore[arg-type]
 @given(st.data())
 def test_random_change_sequences(data: Any) -> None:
     run_sequence(data, steps=4)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # more examples of the CI slice's sequences; the long run below goes further still
+@settings(max_examples=500, **_COMMON)  # type: ignore[arg-type]
+@given(st.data())
+def test_random_change_sequences_500(data: Any) -> None:
+    run_sequence(data, steps=4)
+
+
+@pytest.mark.slow  # the long stress run: 10,000 sequences of 6 steps
 @settings(max_examples=10_000, **_COMMON)  # type: ignore[arg-type]
 @given(st.data())
 def test_random_change_sequences_long(data: Any) -> None:

@@ -609,10 +609,16 @@ _COMMON: dict[str, Any] = {"deadline": None, "suppress_health_check": list(Healt
 def test_cluster_machine() -> None:
     """The CI slice: a few hundred steps over the three samples, the same ones every run."""
     run_state_machine_as_test(ClusterMachine, settings=settings(
+        max_examples=15, stateful_step_count=15, derandomize=True, database=None, **_COMMON))
+
+
+@pytest.mark.slow  # twice the CI slice's runs (its former size); the long run below goes further still
+def test_cluster_machine_30() -> None:
+    run_state_machine_as_test(ClusterMachine, settings=settings(
         max_examples=30, stateful_step_count=15, derandomize=True, database=None, **_COMMON))
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # the long stress run: 1,500 runs of 40 steps
 def test_cluster_machine_long() -> None:
     run_state_machine_as_test(ClusterMachine, settings=settings(
         max_examples=1_500, stateful_step_count=40, **_COMMON))

@@ -264,12 +264,25 @@ def test_generated_plain_dialect_documents_read_the_same_on_both_paths(seed: int
     assert read_by_the_fast_path > 100, "the generator must exercise the fast path"
 
 
-@pytest.mark.parametrize("path", [p for p in YAML_FILES if "sample-inventories" in p.parts], ids=lambda p: p.name)
-def test_mutated_sample_inventories_read_the_same_on_both_paths(path: Path) -> None:
+SAMPLE_INVENTORIES = [p for p in YAML_FILES if "sample-inventories" in p.parts]
+
+
+def _mutations_read_the_same_on_both_paths(path: Path, count: int) -> None:
     rnd = random.Random(path.name)
     text = path.read_text(encoding="utf-8")
-    for _ in range(150):
+    for _ in range(count):
         assert_paths_agree(_mutated(rnd, text))
+
+
+@pytest.mark.parametrize("path", SAMPLE_INVENTORIES, ids=lambda p: p.name)
+def test_mutated_sample_inventories_read_the_same_on_both_paths(path: Path) -> None:
+    _mutations_read_the_same_on_both_paths(path, 50)
+
+
+@pytest.mark.slow  # more mutations of the same kind (the first 50 are the CI slice's): a minute on CI's 2 cores
+@pytest.mark.parametrize("path", SAMPLE_INVENTORIES, ids=lambda p: p.name)
+def test_mutated_sample_inventories_read_the_same_on_both_paths_150(path: Path) -> None:
+    _mutations_read_the_same_on_both_paths(path, 150)
 
 
 def test_equal_plain_strings_read_by_the_fast_path_are_one_object() -> None:

@@ -78,12 +78,19 @@ def kill_during_commits(state_dir: Path, runs: int, seed: int) -> dict[str, int]
 
 
 def test_kill_9_during_commits(tmp_path: Path) -> None:
+    stats = kill_during_commits(tmp_path / "state", runs=20, seed=1)
+    assert stats["runs"] == 20
+    assert stats["commits"] > 20  # the children did commit between kills
+
+
+@pytest.mark.slow  # more kills of the same kind: a child process each, about 2 s apiece on CI's 2 cores
+def test_kill_9_during_commits_100(tmp_path: Path) -> None:
     stats = kill_during_commits(tmp_path / "state", runs=100, seed=1)
     assert stats["runs"] == 100
     assert stats["commits"] > 100  # the children did commit between kills
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # the long stress run of the same
 def test_kill_9_during_commits_1000(tmp_path: Path) -> None:
     stats = kill_during_commits(tmp_path / "state", runs=1000, seed=2)
     assert stats["runs"] == 1000
