@@ -9,6 +9,9 @@ the VMs that hold a GPU (a vGPU or a passthrough device) on it. Pure: nothing he
   passthrough device names its PCI id; a `sharedDirect` graphics device (NVIDIA vGPU) is `mode: vgpu`, its
   `vgpus` the VMs the graphics device names (`config.graphicsInfo[].vm`, the running VMs on it) with their vGPU
   type as a profile (`grid_a40-12c` → `A40-12C`); any other is `full`.
+- A VM with vGPU devices that no graphics device of its host names — ESXi names only the VMs that use a GPU, so a
+  powered-off VM is in no list — has its vGPUs on no GPU here: `VcenterInventory.unplaced` says which, and the
+  sync keeps the state's placement for them or reports them (`gpuadmin.service.cluster_sync`).
 - A VM that holds no GPU device is passed over (counted). Its hardware version is `config.version`'s number, its
   power state vSphere's. The ESXi version `8.0.1` is `8.0U1`.
 - The host's vMotion link speed (`vsphere.vmotion_gbps`) is its vMotion VMkernel NIC's slowest active uplink
@@ -55,6 +58,8 @@ class VcenterInventory:
     other_vms: int = 0  # VMs holding no GPU, passed over
     # host name → the VMs on it whose device group (or none) vCenter told: a sync keeps the state's for the others
     groups_known: dict[str, frozenset[str]] = field(default_factory=dict)
+    # host name → the VMs on it with vGPU devices that no graphics device names: VM name → (profile, vGPU count)
+    unplaced: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -95,12 +100,17 @@ def vcenter_inventory(snapshot: VcenterSnapshot, cluster: str) -> VcenterInvento
         by_host.setdefault(vm.host, {})[moid] = vm
     nodes: list[Node] = []
     known: dict[str, frozenset[str]] = {}
+    unplaced: dict[str, dict[str, tuple[str, int]]] = {}
     for host in sorted(snapshot.hosts, key=lambda h: h.name):
-        node = _node(host, by_host.get(host.moid, {}), vms, findings, known)
+        mine = by_host.get(host.moid, {})
+        node = _node(host, mine, vms, findings, known)
         if node is not None:
             nodes.append(node)
+            named = {moid for g in host.graphics if g.kind == "sharedDirect" for moid in g.vms}
+            unplaced[host.name] = {vm.name: (normalize_vgpu_type_name(vm.vgpus[0]), len(vm.vgpus))
+                                   for moid, vm in mine.items() if vm.vgpus and moid not in named}
     inventory = Inventory(version=1, cluster=cluster, queues=[], nodes=nodes, jobs=[])
-    return VcenterInventory(inventory, findings, vms.other, known)
+    return VcenterInventory(inventory, findings, vms.other, known, unplaced)
 
 
 def _read_vms(snapshot: VcenterSnapshot, findings: list[Finding]) -> _Vms:
@@ -285,3 +295,42 @@ def _group_gpus(group: HeldDeviceGroup, vm: VmRead, on_gpu: list[int],
     if len(gpus) != devices:
         return f"its {devices} GPU device(s) sit on {len(gpus)} GPU(s) of the host"
     return sorted(gpus)
+
+
+def placed_from_state(node: Node, before: Node | None,
+                      unplaced: dict[str, tuple[str, int]]) -> tuple[Node, list[Finding]]:
+    """The host read, with each VM of `unplaced` (its vGPUs on no GPU: vCenter names a GPU only for a running VM)
+    given back the GPUs `before`, the state's host, gives it — where the state's VM holds as many vGPUs of that
+    profile there, each on a GPU the read has in vGPU mode — else left on none, with a finding: never a GPU made
+    up. The state's order of each GPU's vGPUs is kept, so that keeping them is no drift."""
+    findings: list[Finding] = []
+    read_gpus = {gpu.index: gpu for gpu in node.gpus}
+    kept: dict[int, list[VGpu]] = {}
+    host = printable(node.name, SHOWN)
+    for vm, (profile, count) in sorted(unplaced.items()):
+        held = [(gpu.index, vgpu) for gpu in (before.gpus if before is not None else ())
+                for vgpu in gpu.vgpus or () if vgpu.vm == vm]
+        if held and len(held) == count and all(
+                vgpu.profile.lower() == profile.lower() and index in read_gpus and read_gpus[index].mode == "vgpu"
+                for index, vgpu in held):
+            for index, vgpu in held:
+                kept.setdefault(index, []).append(vgpu)
+            on = ", ".join(str(index) for index, _ in held)
+            findings.append(Finding("vm", printable(vm, SHOWN), "config.graphicsInfo", f"placement kept from the "
+                                    f"state: vCenter names a GPU only for a running VM (GPU {on} of host {host})"))
+            continue
+        findings.append(Finding("vm", printable(vm, SHOWN), "config.graphicsInfo", f"{count} vGPU(s) "
+                                f"{printable(profile, 40)} on no GPU of host {host}: placed when powered on "
+                                "(vCenter names a GPU only for a running VM)"))
+    if not kept:
+        return node, findings
+    before_gpus = {gpu.index: gpu for gpu in before.gpus} if before is not None else {}
+    gpus = []
+    for gpu in node.gpus:
+        if gpu.index not in kept:
+            gpus.append(gpu)
+            continue
+        order = {vgpu.vm: i for i, vgpu in enumerate(before_gpus[gpu.index].vgpus or ())}
+        vgpus = sorted([*(gpu.vgpus or ()), *kept[gpu.index]], key=lambda v: order.get(v.vm, len(order)))
+        gpus.append(gpu.model_copy(update={"vgpus": vgpus}))
+    return node.model_copy(update={"gpus": gpus}), findings

@@ -25,7 +25,7 @@ from gpuadmin.cluster.connect import Connection, connect, connect_bound
 from gpuadmin.cluster.inventory import cluster_inventory
 from gpuadmin.cluster.read import ClusterSnapshot, Finding, ReadSettings, read_cluster
 from gpuadmin.cluster.vcenter import VcenterConnection, connect_vcenter, connect_vcenter_bound, read_vcenter
-from gpuadmin.cluster.vcenter_inventory import CLUSTER_LABEL, vcenter_inventory
+from gpuadmin.cluster.vcenter_inventory import CLUSTER_LABEL, placed_from_state, vcenter_inventory
 from gpuadmin.engine import changes as ch
 from gpuadmin.engine.planner import dump, plan
 from gpuadmin.engine.rules import Violation
@@ -113,6 +113,8 @@ class ClusterRead:
     snapshot: ClusterSnapshot | None = None  # a Kubernetes read's listing (the console's mirror starts from it)
     # a vCenter's: host → the VMs whose device group (or none) it told (`VcenterInventory.groups_known`)
     groups_known: dict[str, frozenset[str]] = field(default_factory=dict)
+    # a vCenter's: host → its VMs whose vGPUs no GPU names (`VcenterInventory.unplaced`), placed by the state's
+    unplaced: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -212,7 +214,7 @@ def read_vcenter_through(connection: VcenterConnection) -> ClusterRead:
     snapshot = read_vcenter(connection)
     made = vcenter_inventory(snapshot, urlsplit(connection.server).hostname or connection.server)
     return ClusterRead(connection.binding(), snapshot.versions, made.inventory, made.findings, made.other_vms,
-                       groups_known=made.groups_known)
+                       groups_known=made.groups_known, unplaced=made.unplaced)
 
 
 def init_from_vcenter(state_dir: Path, *, server: str, user: str, password: str, insecure: bool = False,
@@ -223,6 +225,8 @@ def init_from_vcenter(state_dir: Path, *, server: str, user: str, password: str,
     caller = (caller or resolve_caller(state_dir)).lowered(role)
     caller.require("init")
     read = read_vcenter_from(connect_vcenter(server, user, password, insecure=insecure))
+    for node in read.inventory.nodes:  # no state yet: every VM whose vGPUs no GPU names is reported, on none
+        read.findings += placed_from_state(node, None, read.unplaced.get(node.name, {}))[1]
     warnings = check_state(ClusterState.from_inventory(read.inventory))
     with Store.create(state_dir, read.inventory, force=force, actor=caller.identity,
                       command="gpuadmin init --from-cluster vcenter") as store:
@@ -334,7 +338,8 @@ class ClusterUseCases(ServiceCore):
         """Where the state and its cluster differ, field by field; nothing is written."""
         _, binding = self._bound()
         read, state = self._read_bound(binding, kubeconfig, password)
-        return ClusterDiff(binding, _drift(state, _target(state, read, binding)), read.findings)
+        target, findings = _target(state, read, binding)
+        return ClusterDiff(binding, _drift(state, target), [*read.findings, *findings])
 
     def sync(self, kubeconfig: Path | None = None, connection: Connection | None = None,
              password: PasswordSource | None = None) -> SyncResult:
@@ -361,7 +366,9 @@ class ClusterUseCases(ServiceCore):
         if self._state is None or self._state.revision != current:
             self._state = None
         state = self.state
-        changes = _restores(state, _target(state, read, read.binding))
+        target, placement_findings = _target(state, read, read.binding)
+        read = replace(read, findings=[*read.findings, *placement_findings])
+        changes = _restores(state, target)
         if not changes:
             store.set_cluster_versions(read.versions)
             return SyncResult(read.binding, current, None, [], read.findings, [])
@@ -389,22 +396,26 @@ _M = TypeVar("_M", bound=BaseModel)
 _R = TypeVar("_R")
 
 
-def _target(state: ClusterState, read: ClusterRead, binding: ClusterBinding) -> Entities:
-    return _vcenter_target(state, read.inventory, read.groups_known) if binding.kind == "vcenter" else \
-        _kube_target(state, read.inventory)
+def _target(state: ClusterState, read: ClusterRead, binding: ClusterBinding) -> tuple[Entities, list[Finding]]:
+    """What the state becomes, and the findings of making it (a vCenter's: `placed_from_state`)."""
+    return _vcenter_target(state, read) if binding.kind == "vcenter" else (_kube_target(state, read.inventory), [])
 
 
-def _vcenter_target(state: ClusterState, cluster: Inventory, groups_known: dict[str, frozenset[str]]) -> Entities:
+def _vcenter_target(state: ClusterState, read: ClusterRead) -> tuple[Entities, list[Finding]]:
     """What a vCenter-bound state becomes: the vCenter's hosts, with what vCenter does not report kept from the
     state's own (`NODE_FACTS_KEPT`; the labels besides `vsphere.cluster`; each VM's device group where vCenter does
-    not tell it, and the device groups no VM holds: `_merged_groups`); the queues and jobs are gpuadmin's own
-    (vCenter has none) and stay as they are."""
+    not tell it, and the device groups no VM holds: `_merged_groups`; the GPUs of a VM whose vGPUs no GPU names, a
+    powered-off one: `placed_from_state`); the queues and jobs are gpuadmin's own (vCenter has none) and stay as
+    they are."""
     nodes: dict[str, BaseModel] = {}
-    for node in cluster.nodes:
+    findings: list[Finding] = []
+    for node in read.inventory.nodes:
         before = state.nodes.get(node.name)
-        nodes[node.name] = _kept_vsphere(_kept(node, before, NODE_FACTS_KEPT), before,
-                                         groups_known.get(node.name, frozenset()))
-    return {"queue": dict(state.queues), "node": nodes, "job": dict(state.jobs)}
+        placed, found = placed_from_state(node, before, read.unplaced.get(node.name, {}))
+        findings += found
+        nodes[node.name] = _kept_vsphere(_kept(placed, before, NODE_FACTS_KEPT), before,
+                                         read.groups_known.get(node.name, frozenset()))
+    return {"queue": dict(state.queues), "node": nodes, "job": dict(state.jobs)}, findings
 
 
 def _merged_groups(node: Node, before: Node, known: frozenset[str]) -> tuple[list[DeviceGroup], dict[str, str]]:

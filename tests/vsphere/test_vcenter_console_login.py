@@ -34,13 +34,17 @@ REMOVE = {"op": "remove-vgpu", "node": "esx-vdi-02", "gpu": 1, "vm": "ds-vm-04",
 
 @pytest.fixture
 def bound(vcsim: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A state made from the simulator by the real `init` (with the password in its environment), ds-vm-04 powered
-    off; then the variable unset, for the console."""
+    """A state made from the simulator by the real `init` (with the password in its environment), then ds-vm-04
+    powered off and synced (its vGPU kept where the state had it: a powered-off VM is on no GPU's list); then the
+    variable unset, for the console."""
+    state = tmp_path / "state"
+    env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password}
+    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
+                    vcsim.user, "--insecure", env=env)
+    assert done.code == ExitCode.OK, done.err
     with session(vcsim) as admin:
         wait(find(admin, "VirtualMachine", "ds-vm-04").PowerOffVM_Task())
-    state = tmp_path / "state"
-    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
-                    vcsim.user, "--insecure", env={**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password})
+    done = gpuadmin("--state", state, "sync", env=env)
     assert done.code == ExitCode.OK, done.err
     monkeypatch.delenv("GPUADMIN_VCENTER_PASSWORD", raising=False)
     return state
@@ -180,7 +184,8 @@ async def test_esc_goes_on_without_and_an_apply_on_vcenter_asks_again(vcsim: Sim
         assert any("not applied: kept in the draft" in text for _, _, text in notes(app))
         assert " NOT WATCHED " in header(app) and app.session.draft.size == 1
         with Store.open(bound) as store:
-            assert [e.outcome for e in store.journal()] == ["applied"], "init's entry only"
+            assert [e.outcome for e in store.journal()] == ["applied", "applied"], \
+                "init's and the power-off sync's entries only"
         assert _vgpus(vcsim, "ds-vm-04") == ["grid_l40s-12c"]
 
         await confirm_removal(pilot, kept=True)

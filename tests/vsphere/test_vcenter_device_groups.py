@@ -24,6 +24,7 @@ from gpuadmin.errors import ExitCode
 from gpuadmin.service import init_from_vcenter
 from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
+from tests.vsphere.estate import AI_DEV_02_OFF
 from tests.vsphere.vcsim import SEED, Simulator, running, why_not
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-inventories" / "vsphere-hgx.yaml"
@@ -80,7 +81,7 @@ def _free_port() -> int:
 def test_the_hgx_hosts_device_groups_read_as_the_sample_writes_them(vcsim: Simulator, tmp_path: Path) -> None:
     made = init_from_vcenter(tmp_path / "state", server=vcsim.server, user=vcsim.user, password=vcsim.password,
                              insecure=True)
-    assert made.findings == []
+    assert made.findings == [AI_DEV_02_OFF]
     with Store.open(tmp_path / "state") as store:
         read = {n.name: n.model_dump(mode="json", exclude_none=True) for n in store.load().nodes.values()}
     sample = {n["name"]: n for n in yaml.safe_load(SAMPLE.read_text(encoding="utf-8"))["nodes"]}

@@ -28,12 +28,15 @@ GROUPS = {"op": "set-device-groups", "node": "esx-hgx-02",
 
 
 def _bound(vcsim: Simulator, state: Path) -> dict[str, str]:
-    """The state bound to the simulator, with ds-vm-04 powered off first (as vSphere wants for its vGPU)."""
-    with session(vcsim) as service:
-        wait(find(service, "VirtualMachine", "ds-vm-04").PowerOffVM_Task())
+    """The state bound to the simulator, then ds-vm-04 powered off (as vSphere wants for its vGPU) and synced: a
+    powered-off VM is on no GPU's list, and its vGPUs stay where the state had them while it ran."""
     env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password, "KUBECONFIG": "/nonexistent"}
     done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
                     vcsim.user, "--insecure", env=env)
+    assert done.code == ExitCode.OK, done.err
+    with session(vcsim) as service:
+        wait(find(service, "VirtualMachine", "ds-vm-04").PowerOffVM_Task())
+    done = gpuadmin("--state", state, "sync", env=env)
     assert done.code == ExitCode.OK, done.err
     return env
 

@@ -29,15 +29,18 @@ SEEDED = [("0000:17:00.0", "seed-esx-legacy-01"), ("0000:27:00.0", "seed-esx-leg
 
 
 def _bound(vcsim: Simulator, state: Path, *powered_off: str) -> dict[str, str]:
-    """The state bound to the simulator, with the VMs `powered_off` powered off first (vSphere's rule for a PCI
-    device)."""
-    with session(vcsim) as service:
-        for vm in powered_off:
-            wait(find(service, "VirtualMachine", vm).PowerOffVM_Task())
+    """The state bound to the simulator, then the VMs `powered_off` powered off (vSphere's rule for a PCI device)
+    and synced: a powered-off VM is on no GPU's list, and its vGPUs stay where the state had them while it ran."""
     env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password, "KUBECONFIG": "/nonexistent"}
     done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
                     vcsim.user, "--insecure", env=env)
     assert done.code == ExitCode.OK, done.err
+    if powered_off:
+        with session(vcsim) as service:
+            for vm in powered_off:
+                wait(find(service, "VirtualMachine", vm).PowerOffVM_Task())
+        done = gpuadmin("--state", state, "sync", env=env)
+        assert done.code == ExitCode.OK, done.err
     return env
 
 

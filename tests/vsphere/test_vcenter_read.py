@@ -15,7 +15,7 @@ from gpuadmin.errors import ExitCode
 from gpuadmin.service import init_from_vcenter
 from gpuadmin.store import ClusterBinding, Store
 from tests.cli.clikit import gpuadmin
-from tests.vsphere.estate import add_host, create_vgpu_vm, find, session, wait
+from tests.vsphere.estate import AI_DEV_02_OFF, add_host, create_vgpu_vm, find, session, wait
 from tests.vsphere.vcsim import Simulator
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-inventories" / "vsphere-hgx.yaml"
@@ -39,7 +39,7 @@ def _comparable(node: dict[str, Any]) -> dict[str, Any]:
 def test_the_seeded_estate_reads_as_the_sample_writes_it(vcsim: Simulator, tmp_path: Path) -> None:
     made = init_from_vcenter(tmp_path / "state", server=vcsim.server, user=vcsim.user, password=vcsim.password,
                              insecure=True)
-    assert made.findings == []
+    assert made.findings == [AI_DEV_02_OFF]
     assert made.counts == {"hosts": 7, "gpus": 40, "vms": 45, "other_vms": 0}
     with Store.open(tmp_path / "state") as store:
         read = {node.name: node.model_dump(mode="json", exclude_none=True) for node in store.load().nodes.values()}

@@ -17,7 +17,7 @@ from gpuadmin.cluster.vcenter import VmotionLink, vmotion_link
 from gpuadmin.errors import ExitCode
 from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
-from tests.vsphere.estate import add_host, find, session
+from tests.vsphere.estate import AI_DEV_02_OFF, add_host, find, session
 from tests.vsphere.vcsim import Simulator
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-inventories" / "vsphere-hgx.yaml"
@@ -63,7 +63,8 @@ def test_each_hosts_vmotion_link_speed_is_read_and_a_host_without_a_vmotion_nic_
     assert read["esx-hgx-01"] == 100 and read["esx-legacy-01"] == 25
     findings = [(f["kind"], f["name"], f["message"]) for f in made["findings"]]
     assert findings == [("host", "esx-vdi-09", "vMotion link speed unknown: no VMkernel NIC is enabled for vMotion; "
-                                               "a vMotion's stun time cannot be estimated")]
+                                               "a vMotion's stun time cannot be estimated"),
+                        (AI_DEV_02_OFF.kind, AI_DEV_02_OFF.name, AI_DEV_02_OFF.message)]
 
 
 def test_a_vmotion_speed_the_state_holds_otherwise_drifts_and_a_sync_brings_vcenters_in_keeping_the_tolerances(

@@ -7,8 +7,12 @@ package main
 // VM's runtime.host or runtime.powerState, as the simulator publishes it (Registry.Update: power operations,
 // RelocateVM_Task):
 //
-//   - a VM no longer on the host leaves the host's devices;
-//   - a VM that stays on the host keeps its GPUs (the seed's, or those given it here earlier), powered on or off;
+//   - a VM no longer on the host, or powered off (or suspended) there, leaves the host's devices: ESXi lists on a
+//     graphics device only the VMs that use it (the API reference of HostGraphicsInfo.vm: "Virtual machines using
+//     this graphics device"; `esxcli graphics vm list`: "List active VMs associated with graphics devices"), and a
+//     VM that is not running uses none. That a powered-off VM is in no list is derived from these two, not a
+//     VMware statement in so many words;
+//   - a running VM that stays on the host keeps its GPUs (the seed's, or those given it here earlier);
 //   - a running VM with vGPU devices (VirtualPCIPassthrough, vmiop backing) that is on none of the host's
 //     sharedDirect devices is given one per vGPU, each on a different device, by the placement policy
 //     "consolidation" (ESXi's "group VMs on GPU until full", HostGraphicsConfig.sharedPassthruAssignmentPolicy,
@@ -17,10 +21,8 @@ package main
 //     (grid_a40-12c: 12 GB); where none fits, the vGPU is on no device (a real ESXi refuses the power-on);
 //   - a running VM with a passthrough device (device backing) is named on the direct device of that PCI id.
 //
-// Not as ESXi: a VM powered off where it is keeps its devices here, where ESXi releases them (the seed, too, names
-// no powered-off VM). gpuadmin's read places a VM's vGPUs only by these lists, so with them released a powered-off
-// VM would have no vGPU in a synced state, and remove-vgpu (which vSphere carries out on a powered-off VM only)
-// would find none to remove: a gap of the read (docs/vsphere.md), which the tests of remove-vgpu would otherwise hit.
+// gpuadmin's read cannot learn a powered-off VM's GPUs from these lists; what it does instead (the state's
+// placement kept, or the vGPUs reported unplaced) is in docs/vsphere.md.
 
 import (
 	"regexp"
@@ -129,9 +131,9 @@ func (g *graphicsSeed) refresh() {
 // the old one).
 func placed(devices []types.HostGraphicsInfo, vms []onHost,
 	vgpuOf map[types.ManagedObjectReference]string) []types.HostGraphicsInfo {
-	here := map[types.ManagedObjectReference]bool{}
+	running := map[types.ManagedObjectReference]bool{} // the VMs that keep a place here
 	for _, vm := range vms {
-		here[vm.ref] = true
+		running[vm.ref] = vm.running
 	}
 	out := make([]types.HostGraphicsInfo, len(devices))
 	held := map[types.ManagedObjectReference]int{} // vGPU devices a VM already holds
@@ -139,7 +141,7 @@ func placed(devices []types.HostGraphicsInfo, vms []onHost,
 		out[i] = device
 		out[i].Vm = nil
 		for _, ref := range device.Vm {
-			if here[ref] {
+			if running[ref] {
 				out[i].Vm = append(out[i].Vm, ref)
 				held[ref]++
 			}
