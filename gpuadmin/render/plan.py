@@ -3,6 +3,7 @@ state bound to a cluster, the API calls apply will make there)."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from typing import Any
@@ -50,15 +51,21 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
         for i, item in enumerate(value):
             out.update(_flatten(item, f"{prefix}[{i}]"))
         return out
-    if value == [] and prefix.rsplit(".", 1)[-1] in _COMPACT:
-        return {prefix: None}
+    if value == []:  # an empty list is no field of its own: the other side's items show as added or removed
+        return {}
     return {prefix: value}
 
 
+def _path_order(path: str) -> list[str | int]:
+    """`vms[2].name` before `vms[10].name`: list indices compare as numbers (the split puts them at odd places)."""
+    return [int(part) if i % 2 else part for i, part in enumerate(re.split(r"\[(\d+)\]", path))]
+
+
 def field_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
-    """(field path, before, after) for every leaf that differs."""
+    """(field path, before, after) for every leaf that differs, in the order of the lists' items."""
     old, new = _flatten(before or {}), _flatten(after or {})
-    return [(k, old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+    return [(k, old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys(), key=_path_order)
+            if old.get(k) != new.get(k)]
 
 
 def _show(value: Any) -> str:
