@@ -66,9 +66,15 @@ def port_is_free(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) != 0
 
 
+def _as_a_terminals_job() -> None:
+    """Ctrl-C reaches a terminal's foreground job: a test run started as a background job of a non-interactive
+    shell (a CI runner's `cmd &`) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(command: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_a_terminals_job)
 
 
 def test_it_serves_the_seeded_cluster_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
