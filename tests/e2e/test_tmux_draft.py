@@ -34,11 +34,15 @@ def _save(name: str, screen: str) -> None:
 
 def _filter(pane: Pane, text: str, shown: str) -> None:
     """`/`, the filter typed afresh (the prompt opens holding the view's), Enter; `shown` then shows."""
-    pane.type("/")
     deadline = time.monotonic() + 20
-    while "Sort" in pane.screen().rstrip().splitlines()[-1]:  # the footer gives way to the prompt
+    while True:  # the footer (its keys, `? help` first) gives way to the prompt; a `/` a busy console missed: again
+        pane.type("/")
+        shown_by = time.monotonic() + 3
+        while "? help" in pane.screen().rstrip().splitlines()[-1] and time.monotonic() < shown_by:
+            time.sleep(0.1)
+        if "? help" not in pane.screen().rstrip().splitlines()[-1]:
+            break
         assert time.monotonic() < deadline, pane.screen()
-        time.sleep(0.1)
     for _ in range(3):  # the prompt takes the focus just after it shows: on a loaded machine, type again
         time.sleep(0.5)
         pane.keys("C-u")
