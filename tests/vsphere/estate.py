@@ -1,15 +1,22 @@
 """Changes to the simulated estate, made through the vSphere API with pyVmomi, as an administrator's client makes
-them (the simulator carries them out: tasks, the property collector)."""
+them (the simulator carries them out: tasks, the property collector); and a state bound to it by the real CLI."""
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import yaml
+
 from gpuadmin.cluster.read import Finding
+from gpuadmin.errors import ExitCode
+from gpuadmin.store import Store
+from tests.cli.clikit import Result, gpuadmin
 from tests.vsphere.vcsim import Simulator
 
 # the seed's one powered-off vGPU VM: ESXi names it on no GPU, so a read with no state to keep its place from
@@ -72,3 +79,38 @@ def create_vgpu_vm(service: Any, name: str, host_name: str, vgpu: str) -> Any:
                              deviceChange=[vim.vm.device.VirtualDeviceSpec(operation="add", device=device)])
     datacenter = service.RetrieveContent().rootFolder.childEntity[0]
     return wait(datacenter.vmFolder.CreateVM_Task(config=spec, pool=host.parent.resourcePool, host=host))
+
+
+def vcenter_env(simulator: Simulator) -> dict[str, str]:
+    """The environment of a gpuadmin command against the simulator: its password, and no kubeconfig."""
+    return {**os.environ, "GPUADMIN_VCENTER_PASSWORD": simulator.password, "KUBECONFIG": "/nonexistent"}
+
+
+def bind(simulator: Simulator, state: Path, *powered_off: str, init_args: tuple[str, ...] = ("--insecure",)
+         ) -> dict[str, str]:
+    """`state` made by the real `init --from-cluster vcenter`; then the VMs `powered_off` powered off (vSphere's
+    rule for changing a VM's PCI devices) and synced: a powered-off VM is on no GPU's list, and its vGPUs stay
+    where the state had them while it ran. The environment the commands ran with."""
+    env = vcenter_env(simulator)
+    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", simulator.server, "--user",
+                    simulator.user, *init_args, env=env)
+    assert done.code == ExitCode.OK, done.err
+    if powered_off:
+        with session(simulator) as service:
+            for vm in powered_off:
+                wait(find(service, "VirtualMachine", vm).PowerOffVM_Task())
+        done = gpuadmin("--state", state, "sync", env=env)
+        assert done.code == ExitCode.OK, done.err
+    return env
+
+
+def apply_changes(state: Path, env: dict[str, str], *changes: dict[str, Any]) -> Result:
+    """`apply -f` of a change file holding `changes`, confirmed."""
+    path = state.parent / "changes.yaml"
+    path.write_text(yaml.safe_dump({"changes": list(changes)}), encoding="utf-8")
+    return gpuadmin("--state", state, "apply", "-f", path, "--yes", env=env)
+
+
+def last_entry(state: Path) -> Any:
+    with Store.open(state) as store:
+        return store.journal()[-1]

@@ -7,7 +7,6 @@ the password: test_vcenter_console_login.py."""
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -15,18 +14,11 @@ import pytest
 
 from gpuadmin.service import Service
 from gpuadmin.tui.app import GpuadminApp
-from tests.cli.clikit import gpuadmin
 from tests.tui.tuikit import errors, grid, header, make_app, notes, settle, wait_for
-from tests.vsphere.estate import find, session, wait
+from tests.vsphere.estate import bind, find, session, wait
 from tests.vsphere.vcsim import Simulator, running, why_not
 
 SIZE = (160, 48)
-
-
-def _init(vcsim: Simulator, state: Path, *more: str) -> None:
-    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
-                    vcsim.user, *more, env={**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password})
-    assert done.code == 0, done.err
 
 
 def journal_rows(app: GpuadminApp) -> list[dict[str, object]]:
@@ -37,7 +29,7 @@ def journal_rows(app: GpuadminApp) -> list[dict[str, object]]:
 async def test_the_console_follows_the_vcenter(vcsim: Simulator, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     state = tmp_path / "state"
-    _init(vcsim, state, "--insecure")
+    bind(vcsim, state)
     monkeypatch.setenv("GPUADMIN_VCENTER_PASSWORD", vcsim.password)
     app = make_app(Service(state_dir=state), view="journal")
     async with app.run_test(size=SIZE) as pilot:
@@ -65,7 +57,7 @@ async def test_the_badge_says_cluster_down_once_and_live_when_vcenter_is_back(
     state = tmp_path / "state"
     with ExitStack() as first_run:
         first = first_run.enter_context(running())
-        _init(first, state, "--insecure")
+        bind(first, state)
         monkeypatch.setenv("GPUADMIN_VCENTER_PASSWORD", first.password)
         port = int(first.server.rsplit(":", 1)[1])
         app = make_app(Service(state_dir=state), view="nodes")
@@ -84,7 +76,7 @@ async def test_the_badge_says_cluster_down_once_and_live_when_vcenter_is_back(
 
 async def test_a_viewers_console_does_not_watch(vcsim: Simulator, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    _init(vcsim, tmp_path / "state", "--insecure")
+    bind(vcsim, tmp_path / "state")
     monkeypatch.setenv("GPUADMIN_VCENTER_PASSWORD", vcsim.password)
     app = make_app(Service(state_dir=tmp_path / "state", role="viewer"), view="nodes")
     async with app.run_test(size=SIZE) as pilot:

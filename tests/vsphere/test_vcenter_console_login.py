@@ -7,7 +7,6 @@ and in no notification; the user and the vCenter are named as text, never markup
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +14,14 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from gpuadmin.errors import ExitCode
 from gpuadmin.service import Service
 from gpuadmin.store import Store
 from gpuadmin.tui.app import GpuadminApp
 from gpuadmin.tui.screens.base import ViewScreen
 from gpuadmin.tui.screens.password import PasswordScreen
 from gpuadmin.tui.screens.review import PlanReviewScreen
-from tests.cli.clikit import gpuadmin
 from tests.tui.tuikit import header, make_app, notes, screen_text, settle, static_text, wait_for
-from tests.vsphere.estate import find, session, wait
+from tests.vsphere.estate import bind, find, session
 from tests.vsphere.vcsim import Simulator
 
 SIZE = (160, 48)
@@ -38,14 +35,7 @@ def bound(vcsim: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     powered off and synced (its vGPU kept where the state had it: a powered-off VM is on no GPU's list); then the
     variable unset, for the console."""
     state = tmp_path / "state"
-    env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password}
-    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
-                    vcsim.user, "--insecure", env=env)
-    assert done.code == ExitCode.OK, done.err
-    with session(vcsim) as admin:
-        wait(find(admin, "VirtualMachine", "ds-vm-04").PowerOffVM_Task())
-    done = gpuadmin("--state", state, "sync", env=env)
-    assert done.code == ExitCode.OK, done.err
+    bind(vcsim, state, "ds-vm-04")
     monkeypatch.delenv("GPUADMIN_VCENTER_PASSWORD", raising=False)
     return state
 

@@ -18,8 +18,8 @@ from gpuadmin.cluster.vcenter import connect_vcenter, read_vcenter
 from gpuadmin.errors import ExitCode
 from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
-from tests.vsphere.estate import find, session
-from tests.vsphere.test_vcenter_passthrough import _apply, _bound, _last, _steps
+from tests.vsphere.estate import apply_changes, bind, find, last_entry, session
+from tests.vsphere.test_vcenter_passthrough import _steps
 from tests.vsphere.vcsim import Simulator
 
 VM = {"node": "esx-hgx-02", "vm": "train-vm-03"}
@@ -50,21 +50,21 @@ def _devices(service: Any) -> list[tuple[str, Any]]:
 def test_a_device_group_detached_and_attached_again_is_one_reconfig_task_each(vcsim: Simulator,
                                                                                tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "train-vm-03")
+    env = bind(vcsim, state, "train-vm-03")
     assert _held(vcsim) == [(GROUP, 2)]
 
-    detached = _apply(state, env, *DETACH)
+    detached = apply_changes(state, env, *DETACH)
     assert detached.code == ExitCode.OK, detached.err
-    assert _last(state).outcome == "executed"
+    assert last_entry(state).outcome == "executed"
     assert _steps(state) == [("executed", ["ReconfigVM_Task"]), ("already", []), ("already", [])]
     assert _held(vcsim) == []
     with session(vcsim) as service:
         assert _devices(service) == [], "the group's devices went with it, and the plan keeps no vGPU"
 
-    attached = _apply(state, env, *ATTACH)
+    attached = apply_changes(state, env, *ATTACH)
     assert attached.code == ExitCode.OK, attached.err
     assert _steps(state) == [("executed", ["ReconfigVM_Task"])] * 3, "two vGPUs, then the group replacing them"
-    assert "device group dg-4-5" in _last(state).execution[2]["message"]
+    assert "device group dg-4-5" in last_entry(state).execution[2]["message"]
     assert _held(vcsim) == [(GROUP, 2)], "the read gives the VM the group again"
     with session(vcsim) as service:
         assert _devices(service) == [("grid_a100dx-80c", 0), ("grid_a100dx-80c", 1)], "grouped, none left over"
@@ -74,7 +74,7 @@ def test_a_device_group_detached_and_attached_again_is_one_reconfig_task_each(vc
     path.write_text(json.dumps({"changes": DETACH}), encoding="utf-8")
     model = gpuadmin("--state", state, "apply", "-f", path, "--yes", "--model-only", env=env)
     assert model.code == ExitCode.OK, model.err
-    again = _apply(state, env, *ATTACH)
+    again = apply_changes(state, env, *ATTACH)
     assert again.code == ExitCode.OK, again.err
     assert _steps(state) == [("already", [])] * 3
     assert _held(vcsim) == [(GROUP, 2)]
@@ -84,10 +84,10 @@ def test_a_device_group_detached_and_attached_again_is_one_reconfig_task_each(vc
 
 def test_a_device_group_of_a_powered_on_vm_is_refused_before_any_task(vcsim: Simulator, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state)  # train-vm-03 stays powered on
-    done = _apply(state, env, *DETACH)
+    env = bind(vcsim, state)  # train-vm-03 stays powered on
+    done = apply_changes(state, env, *DETACH)
     assert done.code == ExitCode.CONFLICT, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "failed" and _steps(state) == [("failed", []), ("not-run", []), ("not-run", [])]
     assert "powered-off VM only" in entry.execution[0]["message"] and "poweredOn" in entry.execution[0]["message"]
     assert _held(vcsim) == [(GROUP, 2)]
@@ -95,7 +95,7 @@ def test_a_device_group_of_a_powered_on_vm_is_refused_before_any_task(vcsim: Sim
 
 def test_the_review_names_the_reconfig_call_with_the_group(vcsim: Simulator, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "train-vm-03")
+    env = bind(vcsim, state, "train-vm-03")
     path = tmp_path / "detach.yaml"
     path.write_text(json.dumps({"changes": DETACH}), encoding="utf-8")
     planned = gpuadmin("--state", state, "plan", "-f", path, "-o", "json", env=env)
@@ -112,14 +112,14 @@ def test_a_task_vcenter_fails_is_a_failed_step_with_its_fault(vcsim: Simulator, 
     """The VM made a template after the sync: the simulator refuses its ReconfigVM_Task (NotSupported), the step
     fails with the fault, the rest is not run and the state is unchanged."""
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "train-vm-03")
+    env = bind(vcsim, state, "train-vm-03")
     with Store.open(state) as store:
         revision = store.revision()
     with session(vcsim) as service:
         find(service, "VirtualMachine", "train-vm-03").MarkAsTemplate()
-    done = _apply(state, env, *DETACH)
+    done = apply_changes(state, env, *DETACH)
     assert done.code == ExitCode.CONFLICT, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "failed" and _steps(state) == [("failed", ["ReconfigVM_Task"]), ("not-run", []),
                                                            ("not-run", [])]
     assert "ReconfigVM_Task failed: " in entry.execution[0]["message"] and "NotSupported" in entry.execution[0][

@@ -10,7 +10,6 @@ simulator's. The one test that is not against it builds pyVmomi's own fault in-p
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import socket
 from pathlib import Path
@@ -24,27 +23,17 @@ from gpuadmin.errors import ExitCode
 from gpuadmin.service import init_from_vcenter
 from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
-from tests.vsphere.estate import AI_DEV_02_OFF
+from tests.vsphere.estate import AI_DEV_02_OFF, bind, vcenter_env
 from tests.vsphere.vcsim import SEED, Simulator, running, why_not
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample-inventories" / "vsphere-hgx.yaml"
 HGX = ("esx-hgx-01", "esx-hgx-02", "esx-hgx-03")
 
 
-def _env(simulator: Simulator) -> dict[str, str]:
-    return {**os.environ, "GPUADMIN_VCENTER_PASSWORD": simulator.password}
-
-
 def _held(node: dict[str, Any]) -> dict[tuple[int, ...], str | None]:
     """A host's device groups as GPU sets, each with the VM that holds it (None: no VM)."""
     holders = {vm["device_group"]: vm["name"] for vm in node.get("vms", []) if vm.get("device_group")}
     return {tuple(sorted(g["gpus"])): holders.get(g["name"]) for g in node.get("device_groups", [])}
-
-
-def _init(simulator: Simulator, state: Path) -> None:
-    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", simulator.server, "--user",
-                    simulator.user, "--insecure", env=_env(simulator))
-    assert done.code == ExitCode.OK, done.err
 
 
 def _sample_names(state: Path, simulator: Simulator, tmp_path: Path) -> None:
@@ -58,7 +47,7 @@ def _sample_names(state: Path, simulator: Simulator, tmp_path: Path) -> None:
     changes = tmp_path / "names.yaml"
     changes.write_text(yaml.safe_dump({"changes": [{"op": "restore", "kind": "node", "name": "esx-hgx-02",
                                                     "node": node}]}), encoding="utf-8")
-    done = gpuadmin("--state", state, "apply", "-f", changes, "--yes", env=_env(simulator))
+    done = gpuadmin("--state", state, "apply", "-f", changes, "--yes", env=vcenter_env(simulator))
     assert done.code == ExitCode.OK, done.err
 
 
@@ -109,26 +98,26 @@ def test_a_group_that_moved_is_drift_and_a_sync_brings_it_in_under_the_states_na
     state = tmp_path / "state"
     port, password = _free_port(), secrets.token_urlsafe(12)
     with running(port, password) as vcenter:
-        _init(vcenter, state)
+        bind(vcenter, state)
         _sample_names(state, vcenter, tmp_path)
-        same = gpuadmin("--state", state, "diff", env=_env(vcenter))
+        same = gpuadmin("--state", state, "diff", env=vcenter_env(vcenter))
         assert same.code == ExitCode.OK, f"the state's names are kept, and dg-c, which no VM holds: {same.out}"
     # the same vCenter later: train-vm-03's group now on GPUs 6 and 7 (its VM re-created there, say)
     moved = _seed(tmp_path, {"train-vm-03": {"vgpus": {"type": "grid_a100dx-80c", "gpus": [6, 7]}}})
     with running(port, password, seed=moved) as vcenter:
-        diff = gpuadmin("--state", state, "diff", "-o", "json", env=_env(vcenter))
+        diff = gpuadmin("--state", state, "diff", "-o", "json", env=vcenter_env(vcenter))
         assert diff.code == ExitCode.REFUSED, diff.err
         rows = {row["field"]: (row["state"], row["cluster"]) for row in json.loads(diff.out)["drift"]
                 if row["name"] == "esx-hgx-02"}
         assert rows["vms[1].device_group"] == ("dg-b", "dg-c"), rows  # train-vm-03, second in the state's order
-        synced = gpuadmin("--state", state, "sync", env=_env(vcenter))
+        synced = gpuadmin("--state", state, "sync", env=vcenter_env(vcenter))
         assert synced.code == ExitCode.OK, synced.err
         with Store.open(state) as store:
             node = store.load().nodes["esx-hgx-02"]
         assert [(g.name, g.gpus) for g in node.device_groups] == \
             [("dg-a", [0, 1, 2, 3]), ("dg-b", [4, 5]), ("dg-c", [6, 7])]
         assert {vm.name: vm.device_group for vm in node.vms} == {"train-vm-02": "dg-a", "train-vm-03": "dg-c"}
-        assert gpuadmin("--state", state, "diff", env=_env(vcenter)).code == ExitCode.OK
+        assert gpuadmin("--state", state, "diff", env=vcenter_env(vcenter)).code == ExitCode.OK
 
 
 def test_a_vcenter_before_8_reports_no_groups_and_a_sync_keeps_the_states(tmp_path: Path) -> None:
@@ -140,9 +129,9 @@ def test_a_vcenter_before_8_reports_no_groups_and_a_sync_keeps_the_states(tmp_pa
         snapshot = read_vcenter(connect_vcenter(vcenter.server, vcenter.user, vcenter.password, insecure=True))
         assert {vm.device_groups for vm in snapshot.vms} == {None}, "not reported, which is not 'none held'"
         assert {h.device_groups for h in snapshot.hosts} == {None}
-        _init(vcenter, state)
+        bind(vcenter, state)
         _sample_names(state, vcenter, tmp_path)
-        synced = gpuadmin("--state", state, "sync", "-o", "json", env=_env(vcenter))
+        synced = gpuadmin("--state", state, "sync", "-o", "json", env=vcenter_env(vcenter))
         assert synced.code == ExitCode.OK and json.loads(synced.out)["entry"] is None, synced.err
         with Store.open(state) as store:
             node = store.load().nodes["esx-hgx-02"]
@@ -159,7 +148,7 @@ def test_a_hostile_or_unoffered_group_name_is_a_finding(tmp_path: Path) -> None:
         "train-vm-03": {"device_group_name": "Nvidia:2@grid_h100-80c%NVLink"}})  # not one esx-hgx-02 offers
     with running(seed=seed) as vcenter:
         done = gpuadmin("--state", tmp_path / "state", "init", "--from-cluster", "vcenter", "--server",
-                        vcenter.server, "--user", vcenter.user, "--insecure", "-o", "json", env=_env(vcenter))
+                        vcenter.server, "--user", vcenter.user, "--insecure", "-o", "json", env=vcenter_env(vcenter))
     assert done.code == ExitCode.OK, done.err
     assert "\u202e" not in done.out + done.err
     findings = {(f["name"], f["field"], f["message"]) for f in json.loads(done.out)["findings"]}

@@ -5,7 +5,6 @@ sequence (partial: the state takes the VMs moved before it, the rest where they 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,19 +12,11 @@ from typing import Any
 from gpuadmin.errors import ExitCode
 from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
-from tests.vsphere.estate import find, session, wait
+from tests.vsphere.estate import bind, find, last_entry, session, wait
 from tests.vsphere.vcsim import Simulator
 
 VDI_01 = ["vdi-01", "vdi-02", "vdi-03", "vdi-04", "vdi-05", "vdi-06", "vdi-07", "vdi-08", "vdi-09", "vdi-10",
           "vdi-11", "vdi-12", "ws-cad-01"]
-
-
-def _bound(vcsim: Simulator, state: Path) -> dict[str, str]:
-    env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password, "KUBECONFIG": "/nonexistent"}
-    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
-                    vcsim.user, "--insecure", env=env)
-    assert done.code == ExitCode.OK, done.err
-    return env
 
 
 def _hosts(service: Any) -> dict[str, str]:
@@ -33,21 +24,16 @@ def _hosts(service: Any) -> dict[str, str]:
     return {vm: find(service, "VirtualMachine", vm).runtime.host.name for vm in VDI_01}
 
 
-def _last(state: Path) -> Any:
-    with Store.open(state) as store:
-        return store.journal()[-1]
-
-
 def test_evacuate_moves_every_vm_by_vmotion_then_enters_maintenance_mode(vcsim: Simulator, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state)
+    env = bind(vcsim, state)
     review = gpuadmin("--state", state, "evacuate", "esx-vdi-01", "--dry-run", env=env)
     assert review.code == ExitCode.OK, review.err
     assert "RelocateVM_Task" in review.out and "nothing on vCenter" not in review.out, review.out
 
     done = gpuadmin("--state", state, "evacuate", "esx-vdi-01", "--yes", env=env)
     assert done.code == ExitCode.OK, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "executed" and [s["status"] for s in entry.execution] == ["executed"]
     calls = entry.execution[0]["calls"]
     assert [c.split()[0] for c in calls] == ["RelocateVM_Task"] * 13 + ["EnterMaintenanceMode_Task"]
@@ -81,7 +67,7 @@ def test_a_failed_relocation_stops_the_evacuation_partial_and_a_rerun_completes_
     too, the rest where they were, the host out of maintenance mode; once the name is back, the same command
     moves the rest (the moved ones are no longer on the host to plan) and finishes."""
     state = tmp_path / "state"
-    env = _bound(vcsim, state)
+    env = bind(vcsim, state)
     plan = gpuadmin("--state", state, "evacuate", "esx-vdi-01", "--dry-run", "-o", "json", env=env)
     order = [m["vm"] for m in json.loads(plan.out)["evacuations"]["esx-vdi-01"]]
     broken = order[3]
@@ -90,7 +76,7 @@ def test_a_failed_relocation_stops_the_evacuation_partial_and_a_rerun_completes_
     done = gpuadmin("--state", state, "evacuate", "esx-vdi-01", "--yes", env=env)
     assert done.code == ExitCode.CONFLICT, done.err
     assert "Traceback" not in done.err and f"no VM named {broken!r}" in done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "partial"
     step = entry.execution[0]
     assert step["status"] == "failed" and [c.split()[0] for c in step["calls"]] == ["RelocateVM_Task"] * 3
@@ -112,7 +98,7 @@ def test_a_failed_relocation_stops_the_evacuation_partial_and_a_rerun_completes_
         wait(find(service, "VirtualMachine", f"{broken}-renamed").Rename_Task(newName=broken))
     again = gpuadmin("--state", state, "evacuate", "esx-vdi-01", "--yes", env=env)
     assert again.code == ExitCode.OK, again.err
-    calls = _last(state).execution[0]["calls"]
+    calls = last_entry(state).execution[0]["calls"]
     assert [c.split()[0] for c in calls] == ["RelocateVM_Task"] * 10 + ["EnterMaintenanceMode_Task"]
     with session(vcsim) as service:
         assert set(_hosts(service).values()) == {"esx-vdi-03"}
@@ -121,10 +107,10 @@ def test_a_failed_relocation_stops_the_evacuation_partial_and_a_rerun_completes_
 
 def test_a_drain_of_a_vsphere_host_runs_the_same_evacuation(vcsim: Simulator, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state)
+    env = bind(vcsim, state)
     done = gpuadmin("--state", state, "drain", "esx-vdi-01", "--yes", env=env)
     assert done.code == ExitCode.OK, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "executed" and entry.execution[0]["op"] == "drain"
     with session(vcsim) as service:
         assert set(_hosts(service).values()) == {"esx-vdi-03"}
@@ -144,7 +130,7 @@ def test_a_cold_move_powers_the_vm_off_relocates_it_and_powers_it_on_and_a_rerun
     from gpuadmin.engine.state import View
 
     state = tmp_path / "state"
-    _bound(vcsim, state)
+    bind(vcsim, state)
     with Store.open(state) as store:
         synced, binding = store.load(), store.binding()
     assert binding is not None

@@ -31,7 +31,7 @@ import yaml
 from gpuadmin.errors import ExitCode
 from gpuadmin.store import Store
 from tests.cli.clikit import ROOT, gpuadmin
-from tests.vsphere.estate import find, session
+from tests.vsphere.estate import apply_changes, bind, find, session
 from tests.vsphere.vcsim import SEED, Simulator, running, why_not
 
 SPARE_HGX = {"name": "esx-hgx-04", "cluster": "hgx-train", "nvswitches": 6, "device_group_sizes": [2, 4, 8],
@@ -63,17 +63,11 @@ def vcsim_spare_hgx(tmp_path: Path) -> Iterator[Simulator]:
 def _bound_with_a_free_device_group(vcsim: Simulator, state: Path) -> dict[str, str]:
     """A state bound to the simulator, given the free device group dg-a on esx-hgx-04 (its GPUs 4-7 in no group:
     a VM without a group takes no GPU of one, rule group.vm-holds-whole-group)."""
-    env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password, "KUBECONFIG": "/nonexistent"}
-    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
-                    vcsim.user, "--insecure", env=env)
-    assert done.code == ExitCode.OK, done.err
+    env = bind(vcsim, state)
     with Store.open(state) as store:
         node = store.load().nodes["esx-hgx-04"].model_dump(mode="json", exclude_none=True)
     node["device_groups"] = DG_A
-    changes = state.parent / "device-groups.yaml"
-    changes.write_text(yaml.safe_dump({"changes": [{"op": "restore", "kind": "node", "name": "esx-hgx-04",
-                                                    "node": node}]}), encoding="utf-8")
-    done = gpuadmin("--state", state, "apply", "-f", changes, "--yes", env=env)
+    done = apply_changes(state, env, {"op": "restore", "kind": "node", "name": "esx-hgx-04", "node": node})
     assert done.code == ExitCode.OK, done.err
     return env
 

@@ -6,7 +6,6 @@ on vCenter leaves the plan model-only, saying so."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import yaml
 from gpuadmin.errors import ExitCode
 from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
-from tests.vsphere.estate import find, session, wait
+from tests.vsphere.estate import apply_changes, bind, find, last_entry, session, wait
 from tests.vsphere.vcsim import Simulator
 
 REMOVE = {"op": "remove-vgpu", "node": "esx-vdi-02", "gpu": 1, "vm": "ds-vm-04", "profile": "L40S-12C"}
@@ -28,23 +27,8 @@ GROUPS = {"op": "set-device-groups", "node": "esx-hgx-02",
 
 
 def _bound(vcsim: Simulator, state: Path) -> dict[str, str]:
-    """The state bound to the simulator, then ds-vm-04 powered off (as vSphere wants for its vGPU) and synced: a
-    powered-off VM is on no GPU's list, and its vGPUs stay where the state had them while it ran."""
-    env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password, "KUBECONFIG": "/nonexistent"}
-    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
-                    vcsim.user, "--insecure", env=env)
-    assert done.code == ExitCode.OK, done.err
-    with session(vcsim) as service:
-        wait(find(service, "VirtualMachine", "ds-vm-04").PowerOffVM_Task())
-    done = gpuadmin("--state", state, "sync", env=env)
-    assert done.code == ExitCode.OK, done.err
-    return env
-
-
-def _apply(state: Path, env: dict[str, str], *changes: dict[str, Any]) -> Any:
-    path = state.parent / "changes.yaml"
-    path.write_text(yaml.safe_dump({"changes": list(changes)}), encoding="utf-8")
-    return gpuadmin("--state", state, "apply", "-f", path, "--yes", env=env)
+    """Bound, with ds-vm-04 powered off (as vSphere wants for its vGPU) and synced."""
+    return bind(vcsim, state, "ds-vm-04")
 
 
 def _vgpus(service: Any, vm: str) -> list[str]:
@@ -54,18 +38,13 @@ def _vgpus(service: Any, vm: str) -> list[str]:
             if isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)]
 
 
-def _last(state: Path) -> Any:
-    with Store.open(state) as store:
-        return store.journal()[-1]
-
-
 def test_maintenance_mode_and_a_vgpu_are_vcenter_tasks_each_a_step_of_the_entry(vcsim: Simulator,
                                                                                   tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = _bound(vcsim, state)
-    done = _apply(state, env, REMOVE, {"op": "cordon", "node": "esx-vdi-03"})
+    done = apply_changes(state, env, REMOVE, {"op": "cordon", "node": "esx-vdi-03"})
     assert done.code == ExitCode.OK, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "executed" and [s["status"] for s in entry.execution] == ["executed", "executed"]
     assert entry.execution[0]["calls"][0].startswith("ReconfigVM_Task vm-")
     assert entry.execution[1]["calls"][0].startswith("EnterMaintenanceMode_Task host-")
@@ -73,9 +52,9 @@ def test_maintenance_mode_and_a_vgpu_are_vcenter_tasks_each_a_step_of_the_entry(
         assert _vgpus(service, "ds-vm-04") == []
         assert find(service, "HostSystem", "esx-vdi-03").runtime.inMaintenanceMode is True
 
-    back = _apply(state, env, ASSIGN, {"op": "uncordon", "node": "esx-vdi-03"})
+    back = apply_changes(state, env, ASSIGN, {"op": "uncordon", "node": "esx-vdi-03"})
     assert back.code == ExitCode.OK, back.err
-    assert [(s["status"], s["calls"][0].split()[0]) for s in _last(state).execution] == \
+    assert [(s["status"], s["calls"][0].split()[0]) for s in last_entry(state).execution] == \
         [("executed", "ReconfigVM_Task"), ("executed", "ExitMaintenanceMode_Task")]
     with session(vcsim) as service:
         assert _vgpus(service, "ds-vm-04") == ["grid_l40s-12c"], "the type the host offers for the profile"
@@ -90,9 +69,9 @@ def test_a_plan_already_carried_out_on_vcenter_starts_no_task(vcsim: Simulator, 
         vm = find(service, "VirtualMachine", "ds-vm-04")
         wait(vm.ReconfigVM_Task(spec=_removal(vm)))
         wait(find(service, "HostSystem", "esx-vdi-01").EnterMaintenanceMode_Task(timeout=0))
-    done = _apply(state, env, REMOVE, {"op": "cordon", "node": "esx-vdi-01"})
+    done = apply_changes(state, env, REMOVE, {"op": "cordon", "node": "esx-vdi-01"})
     assert done.code == ExitCode.OK, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "executed"
     assert [(s["status"], s["calls"]) for s in entry.execution] == [("already", []), ("already", [])]
     with Store.open(state) as store:
@@ -112,12 +91,12 @@ def test_a_powered_on_vm_stops_the_plan_partial_with_what_vcenter_holds(vcsim: S
     (partial, journaled and committed), what follows is not run."""
     state = tmp_path / "state"
     env = _bound(vcsim, state)
-    done = _apply(state, env, {"op": "cordon", "node": "esx-vdi-03"},
+    done = apply_changes(state, env, {"op": "cordon", "node": "esx-vdi-03"},
                   {"op": "remove-vgpu", "node": "esx-vdi-01", "gpu": 0, "vm": "vdi-01", "profile": "A40-12C"},
                   {"op": "cordon", "node": "esx-hgx-02"})
     assert done.code == ExitCode.CONFLICT, done.err
     assert "vdi-01 is poweredOn" in done.err and "Traceback" not in done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "partial"
     assert [s["status"] for s in entry.execution] == ["executed", "failed", "not-run"]
     assert entry.execution[1]["calls"] == [] and "power it off first" in entry.execution[1]["message"]
@@ -139,9 +118,9 @@ def test_a_failed_task_is_a_failed_step_with_vcenter_s_fault(vcsim: Simulator, t
         revision = store.revision()
     with session(vcsim) as service:
         find(service, "VirtualMachine", "ds-vm-04").MarkAsTemplate()
-    done = _apply(state, env, REMOVE, {"op": "cordon", "node": "esx-vdi-03"})
+    done = apply_changes(state, env, REMOVE, {"op": "cordon", "node": "esx-vdi-03"})
     assert done.code == ExitCode.CONFLICT, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "failed" and [s["status"] for s in entry.execution] == ["failed", "not-run"]
     assert entry.execution[0]["calls"][0].startswith("ReconfigVM_Task ")
     assert "ReconfigVM_Task failed: " in entry.execution[0]["message"] and "NotSupported" in entry.execution[0][
@@ -154,9 +133,9 @@ def test_an_op_not_carried_out_on_vcenter_leaves_the_plan_model_only_and_names_i
                                                                                     tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = _bound(vcsim, state)
-    done = _apply(state, env, {"op": "cordon", "node": "esx-hgx-03"}, GROUPS)
+    done = apply_changes(state, env, {"op": "cordon", "node": "esx-hgx-03"}, GROUPS)
     assert done.code == ExitCode.OK, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "applied" and "model only" in entry.message and "set-device-groups" in entry.message
     with session(vcsim) as service:
         assert find(service, "HostSystem", "esx-vdi-03").runtime.inMaintenanceMode is False
@@ -186,9 +165,9 @@ def test_maintenance_mode_is_refused_before_any_task_while_a_vm_on_the_host_is_p
     first, naming them and the evacuation to plan, and the host stays out of maintenance mode."""
     state = tmp_path / "state"
     env = _bound(vcsim, state)
-    done = _apply(state, env, {"op": "cordon", "node": "esx-hgx-03"})
+    done = apply_changes(state, env, {"op": "cordon", "node": "esx-hgx-03"})
     assert done.code == ExitCode.CONFLICT, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "failed" and entry.execution[0]["calls"] == []
     assert "powered on on esx-hgx-03" in entry.execution[0]["message"] and "dev-vm-01" in entry.execution[0]["message"]
     assert "gpuadmin evacuate esx-hgx-03" in done.err

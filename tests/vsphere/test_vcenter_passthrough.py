@@ -9,7 +9,6 @@ two passthrough-enabled GPUs; the simulator's config target lists them through o
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,35 +18,13 @@ import yaml
 from gpuadmin.errors import ExitCode
 from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
-from tests.vsphere.estate import find, session, wait
+from tests.vsphere.estate import apply_changes, bind, find, last_entry, session, wait
 from tests.vsphere.vcsim import Simulator, running, why_not
 
 HPC = {"node": "esx-legacy-01", "vm": "hpc-vm-01"}
 DETACH = {"op": "detach-vm", **HPC}  # neither gpus nor device_group: everything the VM holds
 ATTACH = {"op": "attach-vm", **HPC, "gpus": [0, 1]}
 SEEDED = [("0000:17:00.0", "seed-esx-legacy-01"), ("0000:27:00.0", "seed-esx-legacy-01")]
-
-
-def _bound(vcsim: Simulator, state: Path, *powered_off: str) -> dict[str, str]:
-    """The state bound to the simulator, then the VMs `powered_off` powered off (vSphere's rule for a PCI device)
-    and synced: a powered-off VM is on no GPU's list, and its vGPUs stay where the state had them while it ran."""
-    env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password, "KUBECONFIG": "/nonexistent"}
-    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
-                    vcsim.user, "--insecure", env=env)
-    assert done.code == ExitCode.OK, done.err
-    if powered_off:
-        with session(vcsim) as service:
-            for vm in powered_off:
-                wait(find(service, "VirtualMachine", vm).PowerOffVM_Task())
-        done = gpuadmin("--state", state, "sync", env=env)
-        assert done.code == ExitCode.OK, done.err
-    return env
-
-
-def _apply(state: Path, env: dict[str, str], *changes: dict[str, Any]) -> Any:
-    path = state.parent / "changes.yaml"
-    path.write_text(yaml.safe_dump({"changes": list(changes)}), encoding="utf-8")
-    return gpuadmin("--state", state, "apply", "-f", path, "--yes", env=env)
 
 
 def _passthrough(service: Any, vm: str) -> list[tuple[str, str]]:
@@ -58,22 +35,17 @@ def _passthrough(service: Any, vm: str) -> list[tuple[str, str]]:
                   if isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.DeviceBackingInfo))
 
 
-def _last(state: Path) -> Any:
-    with Store.open(state) as store:
-        return store.journal()[-1]
-
-
 def _steps(state: Path) -> list[tuple[str, list[str]]]:
-    return [(s["status"], [call.split()[0] for call in s["calls"]]) for s in _last(state).execution]
+    return [(s["status"], [call.split()[0] for call in s["calls"]]) for s in last_entry(state).execution]
 
 
 def test_gpus_detached_and_passed_through_again_are_reconfig_tasks_seen_in_vcenter(vcsim: Simulator,
                                                                                   tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "hpc-vm-01")
-    detached = _apply(state, env, DETACH)
+    env = bind(vcsim, state, "hpc-vm-01")
+    detached = apply_changes(state, env, DETACH)
     assert detached.code == ExitCode.OK, detached.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "executed" and _steps(state) == [("executed", ["ReconfigVM_Task"])]
     assert "GPU(s) 0, 1 released" in entry.execution[0]["message"]
     with session(vcsim) as service:
@@ -81,9 +53,9 @@ def test_gpus_detached_and_passed_through_again_are_reconfig_tasks_seen_in_vcent
     with Store.open(state) as store:
         assert [g.mode for g in store.load().nodes["esx-legacy-01"].gpus[:2]] == ["full", "full"]
 
-    attached = _apply(state, env, ATTACH)
+    attached = apply_changes(state, env, ATTACH)
     assert attached.code == ExitCode.OK, attached.err
-    assert _last(state).outcome == "executed" and _steps(state) == [("executed", ["ReconfigVM_Task"])]
+    assert last_entry(state).outcome == "executed" and _steps(state) == [("executed", ["ReconfigVM_Task"])]
     with session(vcsim) as service:
         assert _passthrough(service, "hpc-vm-01") == SEEDED, "the host's devices, with the system id vCenter offers"
     with Store.open(state) as store:
@@ -94,18 +66,18 @@ def test_gpus_detached_and_passed_through_again_are_reconfig_tasks_seen_in_vcent
 def test_a_passthrough_vcenter_already_holds_as_planned_starts_no_task(vcsim: Simulator, tmp_path: Path) -> None:
     """A detach (or attach) an admin, or a run that failed half-way, already made on vCenter is `already`."""
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "hpc-vm-01")
+    env = bind(vcsim, state, "hpc-vm-01")
     with session(vcsim) as service:
         vm = find(service, "VirtualMachine", "hpc-vm-01")
         wait(vm.ReconfigVM_Task(spec=_removal(vm)))
-    done = _apply(state, env, DETACH)
+    done = apply_changes(state, env, DETACH)
     assert done.code == ExitCode.OK, done.err
-    assert _last(state).outcome == "executed" and _steps(state) == [("already", [])]
+    assert last_entry(state).outcome == "executed" and _steps(state) == [("already", [])]
 
     with session(vcsim) as service:
         vm = find(service, "VirtualMachine", "hpc-vm-01")
         wait(vm.ReconfigVM_Task(spec=_addition(service, vm)))
-    again = _apply(state, env, ATTACH)
+    again = apply_changes(state, env, ATTACH)
     assert again.code == ExitCode.OK, again.err
     assert _steps(state) == [("already", [])]
     with session(vcsim) as service:
@@ -135,11 +107,12 @@ def _addition(service: Any, vm: Any) -> Any:
 
 def test_a_powered_on_vm_is_refused_before_any_task_and_stops_the_plan(vcsim: Simulator, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state)
-    done = _apply(state, env, {"op": "cordon", "node": "esx-vdi-03"}, DETACH, {"op": "cordon", "node": "esx-hgx-02"})
+    env = bind(vcsim, state)
+    done = apply_changes(state, env, {"op": "cordon", "node": "esx-vdi-03"}, DETACH,
+                         {"op": "cordon", "node": "esx-hgx-02"})
     assert done.code == ExitCode.CONFLICT, done.err
     assert "hpc-vm-01 is poweredOn" in done.err and "Traceback" not in done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "partial" and _steps(state) == [("executed", ["EnterMaintenanceMode_Task"]),
                                                             ("failed", []), ("not-run", [])]
     assert "power it off first" in entry.execution[1]["message"]
@@ -156,12 +129,12 @@ def test_a_gpu_the_host_has_not_enabled_for_passthrough_fails_naming_the_setting
     """esx-legacy-01's GPU 3 is a vGPU (sharedDirect) device with passthrough off (the seed): its vGPU removed
     first (a task, the plan's first step), its attach fails before any task, naming the host setting (partial)."""
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "hpc-vm-01", "ds-legacy-03")
-    done = _apply(state, env,
+    env = bind(vcsim, state, "hpc-vm-01", "ds-legacy-03")
+    done = apply_changes(state, env,
                   {"op": "remove-vgpu", "node": "esx-legacy-01", "gpu": 3, "vm": "ds-legacy-03", "profile": "A100-40C"},
                   {"op": "attach-vm", **HPC, "gpus": [3]})
     assert done.code == ExitCode.CONFLICT, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "partial" and _steps(state) == [("executed", ["ReconfigVM_Task"]), ("failed", [])]
     message = entry.execution[1]["message"]
     assert "GPU 3 (0000:47:00.0) of host esx-legacy-01 is not enabled for passthrough" in message
@@ -176,12 +149,12 @@ def test_a_gpu_the_host_has_not_enabled_for_passthrough_fails_naming_the_setting
 def test_a_failed_reconfig_task_is_a_failed_step_with_vcenter_s_fault(vcsim: Simulator, tmp_path: Path) -> None:
     """hpc-vm-01 made a template behind gpuadmin's back: vCenter fails ReconfigVM_Task (NotSupported)."""
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "hpc-vm-01")
+    env = bind(vcsim, state, "hpc-vm-01")
     with session(vcsim) as service:
         find(service, "VirtualMachine", "hpc-vm-01").MarkAsTemplate()
-    done = _apply(state, env, DETACH)
+    done = apply_changes(state, env, DETACH)
     assert done.code == ExitCode.CONFLICT, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "failed" and _steps(state) == [("failed", ["ReconfigVM_Task"])]
     assert "ReconfigVM_Task failed: " in entry.execution[0]["message"]
     assert "NotSupported" in entry.execution[0]["message"]
@@ -199,7 +172,7 @@ def test_the_plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(t
 
 def _plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(vcsim: Simulator, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "hpc-vm-01")
+    env = bind(vcsim, state, "hpc-vm-01")
     detach = gpuadmin("--state", state, "detach", "hpc-vm-01", "--node", "esx-legacy-01", "--dry-run", env=env)
     assert detach.code == ExitCode.OK, detach.err
     assert "On the cluster" in detach.out and "ReconfigVM_Task" in detach.out
@@ -217,9 +190,9 @@ def _plan_names_the_reconfig_calls_and_a_device_group_stays_model_only(vcsim: Si
     path.write_text(yaml.safe_dump({"changes": group}), encoding="utf-8")
     review = gpuadmin("--state", state, "plan", "-f", path, env=env)
     assert "nothing on vCenter" in review.out and "holds set-device-groups" in review.out, review.out + review.err
-    applied = _apply(state, env, *group)
+    applied = apply_changes(state, env, *group)
     assert applied.code == ExitCode.OK, applied.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "applied" and "model only" in entry.message
     assert "set-device-groups" in entry.message and not entry.execution
 
@@ -228,12 +201,12 @@ def test_a_detach_of_everything_from_a_vm_holding_a_device_group_is_refused_befo
         vcsim: Simulator, tmp_path: Path) -> None:
     """A detach of everything names no group: the VM's group is detached by name (--device-group)."""
     state = tmp_path / "state"
-    env = _bound(vcsim, state, "train-vm-03")  # its group over GPUs 4-5 read from vCenter: dg-4-5
+    env = bind(vcsim, state, "train-vm-03")  # its group over GPUs 4-5 read from vCenter: dg-4-5
     vgpus = [{"op": "remove-vgpu", "node": "esx-hgx-02", "gpu": gpu, "vm": "train-vm-03", "profile": "A100DX-80C"}
              for gpu in (4, 5)]  # the rules free a group's GPUs of the VM's vGPUs with the group
-    done = _apply(state, env, {"op": "detach-vm", "node": "esx-hgx-02", "vm": "train-vm-03"}, *vgpus)
+    done = apply_changes(state, env, {"op": "detach-vm", "node": "esx-hgx-02", "vm": "train-vm-03"}, *vgpus)
     assert done.code == ExitCode.CONFLICT, done.err
-    entry = _last(state)
+    entry = last_entry(state)
     assert entry.outcome == "failed" and _steps(state) == [("failed", []), ("not-run", []), ("not-run", [])]
     assert "holds device group dg-4-5" in entry.execution[0]["message"]
     with Store.open(state) as store:

@@ -7,7 +7,6 @@ state cannot place as unplaced, with a finding, on no GPU (docs/vsphere.md)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -17,16 +16,8 @@ import yaml
 from gpuadmin.errors import ExitCode
 from gpuadmin.store import Store
 from tests.cli.clikit import gpuadmin
-from tests.vsphere.estate import create_vgpu_vm, find, session, wait
+from tests.vsphere.estate import bind, create_vgpu_vm, find, session, wait
 from tests.vsphere.vcsim import Simulator
-
-
-def _bound(vcsim: Simulator, state: Path) -> dict[str, str]:
-    env = {**os.environ, "GPUADMIN_VCENTER_PASSWORD": vcsim.password, "KUBECONFIG": "/nonexistent"}
-    done = gpuadmin("--state", state, "init", "--from-cluster", "vcenter", "--server", vcsim.server, "--user",
-                    vcsim.user, "--insecure", env=env)
-    assert done.code == ExitCode.OK, done.err
-    return env
 
 
 def _holders(state: Path, host: str) -> dict[int, list[str]]:
@@ -42,7 +33,7 @@ def _named_on_graphics(service: Any, host: str, vm: str) -> bool:
 
 def test_a_vm_powered_off_keeps_its_vgpus_and_remove_vgpu_runs_on_it(vcsim: Simulator, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state)
+    env = bind(vcsim, state)
     assert "ds-vm-05" in _holders(state, "esx-vdi-02")[1]
     with session(vcsim) as service:
         wait(find(service, "VirtualMachine", "ds-vm-05").PowerOffVM_Task())
@@ -79,7 +70,7 @@ def test_a_vm_powered_off_keeps_its_vgpus_and_remove_vgpu_runs_on_it(vcsim: Simu
 def test_a_new_powered_off_vgpu_vm_reads_unplaced_then_placed_when_powered_on(vcsim: Simulator,
                                                                                tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _bound(vcsim, state)
+    env = bind(vcsim, state)
     with session(vcsim) as service:
         create_vgpu_vm(service, "ds-vm-99", "esx-vdi-02", "grid_l40s-24c")  # created powered off
 
