@@ -137,7 +137,7 @@ class NvmlSource:
         self._failures = 0
         self.status = SourceStatus("ok", since=now, seconds=time.perf_counter() - started, notes=notes,
                                    source="nvml")
-        self.last = TelemetrySnapshot(self.status, now, gpus, instances)
+        self.last = TelemetrySnapshot.judged(self.status, now, gpus, instances, ())
         return self.last
 
     def _init(self) -> Any:

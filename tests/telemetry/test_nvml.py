@@ -507,3 +507,18 @@ async def test_the_console_top_shows_each_gpus_processes_wide(state: Path, monke
         assert row["PROCS"].startswith("4242 ") and "(2048 MiB)" in row["PROCS"] and "4300 " in row["PROCS"]
         header = next(line for line in screen_text(app).splitlines() if "NAME" in line)
         assert "PROCS" in header, header
+
+
+def test_a_fatal_xid_read_by_nvml_flags_the_gpu_as_prometheus_readings_do(state: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NVML source's snapshot is judged as the Prometheus source's is: an XID 79 NVML raises makes a health
+    finding with its fence command, and the GPU's HEALTH is not `ok` (it read `ok` before the snapshot was judged)."""
+    import gpuadmin.telemetry.nvml as module
+
+    gpus = _eight()
+    gpus[3]["xids"] = [79]
+    monkeypatch.setattr(module, "load_nvml", lambda: fake_nvml(gpus))
+    result = Service(state_dir=state).top("errors")
+    assert [(f.node, f.gpu) for f in result.health] == [(NODE, 3)]
+    rows = {row["NAME"]: row for row in result.rows}
+    assert rows[f"{NODE}/3"]["HEALTH"] != "ok" and rows[f"{NODE}/2"]["HEALTH"] == "ok"
