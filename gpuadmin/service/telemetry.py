@@ -90,6 +90,16 @@ def parse_percent(text: str) -> float:
     return value
 
 
+def _stored(settings: dict[str, str], key: str, parse: Callable[[str], float], default: str) -> float:
+    """A stored setting parsed; one the settings file holds wrong (edited by hand: `config set` checks what it
+    stores) is bad input naming the setting and how to mend it, never a traceback."""
+    try:
+        return parse(settings.get(key, default))
+    except ValueError as why:
+        raise InputError([Diagnostic(f"the setting {key}: {why}", hint=f"gpuadmin config set {key} {default} "
+                                     f"(or config unset {key})")]) from None
+
+
 def _checked(parse: Callable[[str], float]) -> Callable[[str], str]:
     def check(text: str) -> str:
         parse(text)
@@ -343,9 +353,10 @@ class TelemetryUseCases(ServiceCore):
         slice without samples is not known to be idle. Exit 2 where no Prometheus is set or the source is NVML; 3
         where Prometheus fails."""
         settings = self._settings()
-        for_minutes = for_minutes if for_minutes is not None else parse_minutes(
-            settings.get(IDLE_FOR, f"{DEFAULT_FOR_MINUTES:g}m"))
-        below = below if below is not None else parse_percent(settings.get(IDLE_BELOW, f"{DEFAULT_BELOW_PERCENT:g}"))
+        for_minutes = for_minutes if for_minutes is not None else _stored(
+            settings, IDLE_FOR, parse_minutes, f"{DEFAULT_FOR_MINUTES:g}m")
+        below = below if below is not None else _stored(settings, IDLE_BELOW, parse_percent,
+                                                        f"{DEFAULT_BELOW_PERCENT:g}")
         window = max(60.0, for_minutes + 5)
         source = self._history_source()
         at = source.clock()

@@ -112,3 +112,16 @@ def test_holders_are_running_jobs_with_their_shares_and_lone_vms() -> None:
     vsphere = holdings(View(ClusterState.from_inventory(load_inventory(SAMPLES / "vsphere-hgx.yaml"))))
     vms = {h.name: h for h in vsphere if h.kind == "vm"}
     assert len(vms["train-vm-01"].slices) == 8 and vms["train-vm-01"].queue is None  # its device group's 8 GPUs
+
+
+def test_a_hand_edited_idle_setting_is_bad_input_naming_it(state: Path) -> None:
+    """`config set` checks what it stores; a settings file edited by hand is not checked there, and `idle` read
+    `idle.for: "abc"` into a traceback."""
+    assert gpuadmin("--state", state, "config", "set", "metrics.prometheus",
+                    f"http://127.0.0.1:{promserver.free_port()}").code == 0
+    path = state / "settings.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "idle.for": "abc"}), encoding="utf-8")
+    refused = gpuadmin("--state", state, "idle")
+    assert refused.code == 2 and "Traceback" not in refused.err, refused.err
+    assert "the setting idle.for" in refused.err and "gpuadmin config set idle.for 30m" in refused.err
+    assert gpuadmin("--state", state, "config", "unset", "idle.for").code == 0  # the way out works
