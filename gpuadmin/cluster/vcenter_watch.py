@@ -157,7 +157,8 @@ class VcenterWatch:
                 changes = _changes(update)
                 if changes:
                     self._coalescer.add(changes)
-        except (OSError, http.client.HTTPException, vmodl.MethodFault) as failed:
+        except Exception as failed:  # not only OSError, HTTPException, MethodFault: pyVmomi raises
+            # others on a reply it cannot read, and a watch thread ended by one would leave the badge LIVE for good
             if self._stopping.is_set():
                 return  # the wait stop() cancelled (RequestCanceled); the logout ends the collector with the session
             raise WaitFailed(f"vCenter {connection.server}: {type(failed).__name__}: {_first_line(failed)}")\

@@ -135,6 +135,32 @@ def test_an_ended_session_is_logged_in_again_with_a_full_read(vcsim: Simulator) 
         watch.stop()
 
 
+def test_a_reply_pyvmomi_cannot_read_is_a_failed_wait_not_a_dead_watch(vcsim: Simulator,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error other than a socket's, HTTP's or vCenter's fault (here a TypeError reading an update) ended the
+    watch's thread, and the badge stayed LIVE with nothing watched: it is a failed wait, retried with a new login."""
+    import gpuadmin.cluster.vcenter_watch as module
+
+    read = module._changes
+    odd = [True]
+
+    def unreadable(update: object) -> list[object]:
+        if odd.pop() if odd else False:
+            raise TypeError("an update pyVmomi could not read")
+        return read(update)
+
+    monkeypatch.setattr(module, "_changes", unreadable)
+    seen = Seen()
+    login = login_to(vcsim)
+    watch = VcenterWatch(login(), login, seen.batches.append, seen.statuses.append, backoff=QUICK, wait_s=1).start()
+    try:
+        until(lambda: bool(seen.batches))
+        assert seen.states() == ["live", "reconnecting", "live"]
+        assert "TypeError: an update pyVmomi could not read" in seen.statuses[1].detail
+    finally:
+        watch.stop()
+
+
 def test_a_refused_login_on_reconnect_is_down_at_once(vcsim: Simulator) -> None:
     """The password changed meanwhile: retrying cannot help by itself, so the watch says down at once."""
     seen = Seen()
