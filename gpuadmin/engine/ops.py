@@ -121,7 +121,13 @@ class OpSpec:
 
 
 _STATE_ONLY = Runs("state", "gpuadmin's state only (the node is not asked to do anything)")
-_VCENTER = Unsupported("no vCenter call is rendered yet: the plan's diff is the instruction")
+_VGPU_ON_VCENTER = Unsupported(
+    "no command is rendered for a state of files; on a vCenter-bound state apply runs ReconfigVM_Task on the "
+    "powered-off VM, a VirtualPCIPassthrough device with the profile's vGPU type (VmiopBackingInfo) added or "
+    "removed (gpuadmin/cluster/vcenter_execute.py)")
+_NO_GROUPS_CALL = Unsupported(
+    "vSphere has no call setting a host's device groups (its vendor driver offers them): the plan's diff is the "
+    "instruction, and on a vCenter-bound state apply changes gpuadmin's state only, saying so")
 _NO_MAINTENANCE_MODE = Unsupported("vCenter maintenance mode is not rendered")
 _MAINTENANCE_MODE_ON_VCENTER = Unsupported(
     "no command is rendered for a state of files; on a vCenter-bound state apply runs the host's "
@@ -257,21 +263,21 @@ _SPECS = (
           doc="replace a vSphere host's device groups.",
           runs={"baremetal": _GROUPS_VSPHERE_ONLY,
                 "kubernetes": _GROUPS_VSPHERE_ONLY,
-                "vsphere": _VCENTER}),
+                "vsphere": _NO_GROUPS_CALL}),
     _spec(ch.AssignVgpu, planner._assign_vgpu, "operator", idempotent=False,
           console=Console("v", "edit.assign_vgpu", "vGPU+"),
           verb=Verb(("vgpu", "assign"), _VGPU_ARGS, "gpuadmin vgpu assign esx-vdi-01/0 vdi-13 A40-12C --dry-run"),
           fields="`node`, `gpu`, `vm`, `profile`",
           doc="add one vGPU to a VM, on a GPU in `vgpu` mode.",
           runs={"baremetal": _VGPU_VSPHERE_ONLY,
-                "kubernetes": _PODS_NOT_VMS, "vsphere": _VCENTER}),
+                "kubernetes": _PODS_NOT_VMS, "vsphere": _VGPU_ON_VCENTER}),
     _spec(ch.RemoveVgpu, planner._remove_vgpu, "operator", idempotent=False,
           console=Console("V", "edit.remove_vgpu", "vGPU-"),
           verb=Verb(("vgpu", "remove"), _VGPU_ARGS, "gpuadmin vgpu remove esx-vdi-01/0 vdi-04 A40-12C --dry-run"),
           fields="`node`, `gpu`, `vm`, `profile`",
           doc="take one vGPU from a VM: the only way a VM loses one (the plan is destructive).",
           runs={"baremetal": _VGPU_VSPHERE_ONLY,
-                "kubernetes": _PODS_NOT_VMS, "vsphere": _VCENTER}),
+                "kubernetes": _PODS_NOT_VMS, "vsphere": _VGPU_ON_VCENTER}),
     _spec(ch.AttachVm, planner._attach_vm, "operator", idempotent=False,
           console=Console("a", "edit.attach_vm", "Attach VM"),
           verb=Verb(("attach",), (_VM, _ON_NODE, _VM_GPUS, _VM_GROUP),
